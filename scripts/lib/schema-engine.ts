@@ -1,0 +1,70 @@
+// Prisma's own schema engine, run as WebAssembly: `prisma migrate` would
+// download a native engine binary, which is not available offline. The same
+// engine records applied migrations in `_prisma_migrations`, so
+// `prisma migrate deploy` stays interchangeable where the binary is at hand.
+import { readFile, readdir } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { PrismaPg } from "@prisma/adapter-pg";
+import { bindMigrationAwareSqlAdapterFactory } from "@prisma/driver-adapter-utils";
+import { SchemaEngine } from "@prisma/schema-engine-wasm";
+
+export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const schemaPath = path.join(projectRoot, "prisma/schema.prisma");
+export const migrationsDir = path.join(projectRoot, "prisma/migrations");
+
+const noFilters = { externalTables: [], externalEnums: [] };
+
+export async function openSchemaEngine(databaseUrl: string): Promise<SchemaEngine> {
+  const datamodel = await readFile(schemaPath, "utf8");
+  const adapter = bindMigrationAwareSqlAdapterFactory(new PrismaPg({ connectionString: databaseUrl }));
+  return SchemaEngine.new({ datamodels: [["schema.prisma", datamodel]] }, () => {}, adapter);
+}
+
+interface MigrationOnDisk {
+  name: string;
+  sql: string;
+}
+
+export async function readMigrations(): Promise<MigrationOnDisk[]> {
+  const entries = await readdir(migrationsDir, { withFileTypes: true }).catch(() => []);
+  const names = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  return Promise.all(
+    names.map(async (name) => ({
+      name,
+      sql: await readFile(path.join(migrationsDir, name, "migration.sql"), "utf8"),
+    })),
+  );
+}
+
+/** Applies every migration in prisma/migrations not yet recorded; returns the names applied. */
+export async function applyMigrations(engine: SchemaEngine): Promise<string[]> {
+  const migrations = await readMigrations();
+  const lock = await readFile(path.join(migrationsDir, "migration_lock.toml"), "utf8");
+  const result = await engine.applyMigrations({
+    migrationsList: {
+      baseDir: migrationsDir,
+      lockfile: { path: "migration_lock.toml", content: lock },
+      migrationDirectories: migrations.map((m) => ({
+        path: m.name,
+        migrationFile: { path: "migration.sql", content: { tag: "ok", value: m.sql } },
+      })),
+      shadowDbInitScript: "",
+    },
+    filters: noFilters,
+  });
+  return result.appliedMigrationNames;
+}
+
+/** SQL that brings a database migrated to `fromUrl` (or an empty one) to the Prisma schema. */
+export async function diffToSchema(engine: SchemaEngine, fromUrl: string | null): Promise<string> {
+  const content = await readFile(schemaPath, "utf8");
+  const result = await engine.diff({
+    from: fromUrl ? { tag: "url", url: fromUrl } : { tag: "empty" },
+    to: { tag: "schemaDatamodel", files: [{ path: schemaPath, content }] },
+    script: true,
+    exitCode: false,
+    filters: noFilters,
+  });
+  return result.stdout ?? "";
+}
