@@ -1,0 +1,59 @@
+// The only reader of process.env: every setting parsed, validated, typed and frozen.
+import { z } from "zod";
+
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+const schema = z.object({
+  DATABASE_URL: z.url().default("postgresql://postgres@127.0.0.1:5432/likes"),
+  REDIS_URL: z.url().default("redis://127.0.0.1:6379"),
+  // Comma-separated seed nodes; when set, Redis is used in cluster mode.
+  REDIS_CLUSTER_NODES: z.string().default(""),
+  AMQP_URL: z.url().default("amqp://guest:guest@127.0.0.1:5672"),
+  JWT_SECRET: z.string().min(16, "JWT_SECRET must be at least 16 characters").default("dev-secret-change-me-in-production"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+  HOST: z.string().default("127.0.0.1"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  NODE_ENV: z.string().default("development"),
+  // Redis key partitions: fixed per deployment, since every key embeds its partition.
+  REDIS_PARTITIONS: positiveInt(1024),
+  TOKEN_TTL_SECONDS: positiveInt(7 * 24 * 3600),
+});
+
+export interface Config {
+  readonly databaseUrl: string;
+  readonly redisUrl: string;
+  readonly redisClusterNodes: readonly string[];
+  readonly amqpUrl: string;
+  readonly jwtSecret: string;
+  readonly port: number;
+  readonly host: string;
+  readonly logLevel: z.infer<typeof schema>["LOG_LEVEL"];
+  readonly production: boolean;
+  readonly redisPartitions: number;
+  readonly tokenTtlSeconds: number;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`).join("\n");
+    throw new Error(`Invalid configuration in the environment:\n${problems}`);
+  }
+  const e = parsed.data;
+  if (e.NODE_ENV === "production" && env.JWT_SECRET === undefined) {
+    throw new Error("JWT_SECRET must be set in production; the development default is public.");
+  }
+  return Object.freeze({
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    redisClusterNodes: Object.freeze(e.REDIS_CLUSTER_NODES.split(",").map((s) => s.trim()).filter(Boolean)),
+    amqpUrl: e.AMQP_URL,
+    jwtSecret: e.JWT_SECRET,
+    port: e.PORT,
+    host: e.HOST,
+    logLevel: e.LOG_LEVEL,
+    production: e.NODE_ENV === "production",
+    redisPartitions: e.REDIS_PARTITIONS,
+    tokenTtlSeconds: e.TOKEN_TTL_SECONDS,
+  });
+}

@@ -1,0 +1,72 @@
+// Posts and comments: validated input in, rows out; their counters start in Redis at creation.
+import { badInput, notFound } from "../errors.js";
+import type { CommentStore } from "../stores/postgres/comment-store.js";
+import type { PostStore } from "../stores/postgres/post-store.js";
+import type { CommentRecord, Page, PostRecord } from "../stores/postgres/records.js";
+import type { CounterService } from "./counters.js";
+
+export const limits = {
+  titleLength: 200,
+  postBodyLength: 20_000,
+  commentBodyLength: 5_000,
+} as const;
+
+function text(field: string, value: string, max: number): string {
+  const trimmed = value.trim();
+  if (trimmed.length === 0) throw badInput(field, `${field} must not be empty.`);
+  if (trimmed.length > max) throw badInput(field, `${field} must be at most ${max} characters; got ${trimmed.length}.`);
+  return trimmed;
+}
+
+export interface ContentService {
+  createPost(authorId: bigint, title: string, body: string): Promise<PostRecord>;
+  createComment(authorId: bigint, postId: bigint, body: string, parentId: bigint | null): Promise<CommentRecord>;
+  feed(limit: number, beforeId: bigint | null): Promise<Page<PostRecord>>;
+  commentsOf(postId: bigint, limit: number, beforeId: bigint | null): Promise<Page<CommentRecord>>;
+  repliesTo(commentId: bigint, limit: number, beforeId: bigint | null): Promise<Page<CommentRecord>>;
+}
+
+export interface ContentServiceDeps {
+  readonly posts: PostStore;
+  readonly comments: CommentStore;
+  readonly counters: CounterService;
+  readonly findPost: (id: bigint) => Promise<PostRecord | null>;
+  readonly findComment: (id: bigint) => Promise<CommentRecord | null>;
+}
+
+export function createContentService(deps: ContentServiceDeps): ContentService {
+  const { posts, comments, counters } = deps;
+  return {
+    async createPost(authorId, title, body) {
+      const post = await posts.create({
+        authorId,
+        title: text("title", title, limits.titleLength),
+        body: text("body", body, limits.postBodyLength),
+      });
+      await counters.initNew({ type: "post", id: post.id }, authorId);
+      await counters.bump({ type: "user", id: authorId }, "posts", 1);
+      return post;
+    },
+    async createComment(authorId, postId, body, parentId) {
+      const checkedBody = text("body", body, limits.commentBodyLength);
+      if (!(await deps.findPost(postId))) throw notFound("post", postId);
+      if (parentId !== null) {
+        const parent = await deps.findComment(parentId);
+        if (!parent) throw notFound("comment", parentId);
+        if (parent.postId !== postId) {
+          throw badInput("parentId", `Comment ${parentId} belongs to post ${parent.postId}, not to post ${postId}; reply under the same post.`);
+        }
+      }
+      const comment = await comments.create({ postId, authorId, parentId, body: checkedBody });
+      await counters.initNew({ type: "comment", id: comment.id }, authorId);
+      await Promise.all([
+        counters.bump({ type: "post", id: postId }, "comment", 1),
+        parentId === null ? undefined : counters.bump({ type: "comment", id: parentId }, "reply", 1),
+      ]);
+      return comment;
+    },
+    feed: (limit, beforeId) => posts.feed(limit, beforeId),
+    commentsOf: (postId, limit, beforeId) => comments.ofPost(postId, limit, beforeId),
+    repliesTo: (commentId, limit, beforeId) => comments.repliesTo(commentId, limit, beforeId),
+  };
+}

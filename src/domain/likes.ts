@@ -1,0 +1,72 @@
+// Liking and unliking posts and comments: idempotent, exact, at Redis speed.
+import { badInput, notFound } from "../errors.js";
+import type { CounterHash } from "../stores/redis/counter-hash.js";
+import type { LikeStore, MembershipChange, MembershipCursor } from "../stores/redis/like-store.js";
+import type { CounterService } from "./counters.js";
+import type { Target } from "./targets.js";
+
+export interface LikeOutcome {
+  readonly changed: boolean;
+  /** The target's counter hash right after the change, from the same atomic step. */
+  readonly state: CounterHash;
+}
+
+export interface Liker {
+  readonly userId: bigint;
+  readonly cursor: string;
+}
+
+export interface LikeService {
+  like(target: Target, userId: bigint): Promise<LikeOutcome>;
+  unlike(target: Target, userId: bigint): Promise<LikeOutcome>;
+  /** Whether the user likes each target, in order; `generationOf` gives a target's newest membership generation. */
+  hasLiked(targets: readonly Target[], userId: bigint, generationOf: (t: Target) => Promise<number>): Promise<boolean[]>;
+  /** Likers of a target, `first` at most, after the liker whose cursor is `after`. */
+  likers(target: Target, newestGeneration: number, first: number, after: string | null): Promise<{ likers: Liker[]; hasMore: boolean }>;
+}
+
+export function encodeMembershipCursor(c: MembershipCursor): string {
+  return Buffer.from(`m:${c.generation}:${c.shard}:${c.userId}`).toString("base64url");
+}
+
+export function decodeMembershipCursor(cursor: string): MembershipCursor {
+  const match = /^m:(\d{1,2}):(\d{1,9}):([1-9]\d{0,18})$/.exec(Buffer.from(cursor, "base64url").toString());
+  if (!match) throw badInput("after", "after is not a likers cursor this service issued; pass a pageInfo.endCursor back unchanged.");
+  return { generation: Number(match[1]), shard: Number(match[2]), userId: BigInt(match[3] as string) };
+}
+
+export function createLikeService(deps: { likeStore: LikeStore; counters: CounterService }): LikeService {
+  const { likeStore, counters } = deps;
+
+  async function apply(
+    target: Target,
+    userId: bigint,
+    run: (t: Target, u: bigint) => Promise<MembershipChange>,
+    authorDelta: number,
+  ): Promise<LikeOutcome> {
+    let result = await run(target, userId);
+    if (result.kind === "not-cached") {
+      if (!(await counters.warm(target))) throw notFound(target.type, target.id);
+      result = await run(target, userId);
+      if (result.kind === "not-cached") throw new Error(`Counters of ${target.type} ${target.id} left Redis right after being loaded.`);
+    }
+    if (result.changed && result.state.authorId !== null) {
+      await counters.bump({ type: "user", id: result.state.authorId }, "likesReceived", authorDelta);
+    }
+    return { changed: result.changed, state: result.state };
+  }
+
+  return {
+    like: (target, userId) => apply(target, userId, likeStore.like, 1),
+    unlike: (target, userId) => apply(target, userId, likeStore.unlike, -1),
+    hasLiked: (targets, userId, generationOf) => likeStore.hasLiked(targets, userId, generationOf),
+    async likers(target, newestGeneration, first, after) {
+      const from = after === null ? null : decodeMembershipCursor(after);
+      const found = await likeStore.members(target, newestGeneration, first + 1, from);
+      return {
+        likers: found.slice(0, first).map((c) => ({ userId: c.userId, cursor: encodeMembershipCursor(c) })),
+        hasMore: found.length > first,
+      };
+    },
+  };
+}

@@ -1,0 +1,16 @@
+// The use cases, built from stores handed in by an entry point.
+import type { Catalog } from "./catalog.js";
+import type { ContentService } from "./content.js";
+import type { CounterService } from "./counters.js";
+import type { TokenService } from "./identity.js";
+import type { LikeService } from "./likes.js";
+import type { UserService } from "./users.js";
+
+export interface Services {
+  readonly catalog: Catalog;
+  readonly content: ContentService;
+  readonly counters: CounterService;
+  readonly likes: LikeService;
+  readonly tokens: TokenService;
+  readonly users: UserService;
+}

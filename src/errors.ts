@@ -1,0 +1,39 @@
+// The expected errors of the service, each with a stable code clients can branch on.
+// Anything else is an internal error: masked for clients, logged with its cause.
+
+export const ErrorCode = {
+  /** A mutation or private field was asked for without a valid bearer token. */
+  UNAUTHENTICATED: "UNAUTHENTICATED",
+  /** The id is well formed but names nothing. */
+  NOT_FOUND: "NOT_FOUND",
+  /** An argument is malformed, out of range, or breaks a rule (message says which). */
+  BAD_USER_INPUT: "BAD_USER_INPUT",
+  /** The caller is known but may not do this or see this. */
+  FORBIDDEN: "FORBIDDEN",
+  /** The caller sent more than its share; retry later. */
+  RATE_LIMITED: "RATE_LIMITED",
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export class DomainError extends Error {
+  override readonly name = "DomainError";
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** The argument at fault, for BAD_USER_INPUT. */
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+export const unauthenticated = (message = "Sign in first: send an Authorization: Bearer <token> header.") =>
+  new DomainError(ErrorCode.UNAUTHENTICATED, message);
+
+export const notFound = (what: string, id: bigint | string) =>
+  new DomainError(ErrorCode.NOT_FOUND, `No ${what} has id ${id}.`);
+
+export const badInput = (field: string, message: string) => new DomainError(ErrorCode.BAD_USER_INPUT, message, field);
+
+export const forbidden = (message: string) => new DomainError(ErrorCode.FORBIDDEN, message);

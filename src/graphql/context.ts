@@ -1,0 +1,31 @@
+import type { IncomingMessage } from "node:http";
+import type { Viewer } from "../domain/identity.js";
+import type { Services } from "../domain/services.js";
+import { unauthenticated } from "../errors.js";
+import { createLoaders, type Loaders } from "./loaders.js";
+
+export interface Context {
+  readonly viewer: Viewer | null;
+  /** Why a sent token was not accepted, for the error a mutation then gets. */
+  readonly tokenProblem: string | null;
+  readonly loaders: Loaders;
+  readonly services: Services;
+}
+
+export async function createContext(services: Services, req: IncomingMessage): Promise<Context> {
+  const header = req.headers.authorization;
+  let viewer: Viewer | null = null;
+  let tokenProblem: string | null = null;
+  if (header) {
+    const match = /^Bearer\s+(\S+)$/i.exec(header);
+    viewer = match?.[1] ? await services.tokens.verify(match[1]) : null;
+    if (!viewer) tokenProblem = match ? "The bearer token is invalid or expired; sign in again." : "The Authorization header must be \"Bearer <token>\".";
+  }
+  return { viewer, tokenProblem, loaders: createLoaders(services, viewer), services };
+}
+
+/** The signed-in viewer, or UNAUTHENTICATED. */
+export function requireViewer(ctx: Context): Viewer {
+  if (!ctx.viewer) throw unauthenticated(ctx.tokenProblem ?? undefined);
+  return ctx.viewer;
+}

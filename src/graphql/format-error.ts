@@ -1,0 +1,38 @@
+// Expected errors keep their code and message; everything else is masked as
+// INTERNAL_SERVER_ERROR and logged with its cause, never sent with a stack.
+import { unwrapResolverError } from "@apollo/server/errors";
+import type { GraphQLFormattedError } from "graphql";
+import type { Logger } from "pino";
+import { DomainError } from "../errors.js";
+
+/** Codes Apollo and graphql-js give to problems with the request itself. */
+const requestErrorCodes = new Set([
+  "GRAPHQL_PARSE_FAILED",
+  "GRAPHQL_VALIDATION_FAILED",
+  "BAD_USER_INPUT",
+  "BAD_REQUEST",
+  "PERSISTED_QUERY_NOT_FOUND",
+  "PERSISTED_QUERY_NOT_SUPPORTED",
+  "OPERATION_RESOLUTION_FAILURE",
+]);
+
+export function createFormatError(logger: Logger) {
+  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
+    const original = unwrapResolverError(error);
+    if (original instanceof DomainError) {
+      return {
+        message: original.message,
+        locations: formatted.locations,
+        path: formatted.path,
+        extensions: { code: original.code, ...(original.field ? { field: original.field } : {}) },
+      };
+    }
+    const code = formatted.extensions?.code;
+    if (typeof code === "string" && requestErrorCodes.has(code)) {
+      const { stacktrace: _, ...extensions } = formatted.extensions ?? {};
+      return { ...formatted, extensions };
+    }
+    logger.error({ err: original, path: formatted.path }, "internal error while answering a request");
+    return { message: "Internal server error", path: formatted.path, extensions: { code: "INTERNAL_SERVER_ERROR" } };
+  };
+}

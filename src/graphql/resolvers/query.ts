@@ -1,0 +1,24 @@
+import { decodeCursor, parseId, parsePageSize } from "../../domain/ids.js";
+import { badInput } from "../../errors.js";
+import { idConnection } from "../connection.js";
+import type { Context } from "../context.js";
+
+export const maxPostsPerRequest = 100;
+
+export const Query = {
+  viewer: (_: unknown, __: unknown, ctx: Context) => (ctx.viewer ? ctx.loaders.user.load(ctx.viewer.userId) : null),
+  user: (_: unknown, args: { id: string }, ctx: Context) => ctx.loaders.user.load(parseId(args.id, "id")),
+  post: (_: unknown, args: { id: string }, ctx: Context) => ctx.loaders.post.load(parseId(args.id, "id")),
+  comment: (_: unknown, args: { id: string }, ctx: Context) => ctx.loaders.comment.load(parseId(args.id, "id")),
+  posts(_: unknown, args: { ids: string[] }, ctx: Context) {
+    if (args.ids.length > maxPostsPerRequest) {
+      throw badInput("ids", `posts takes at most ${maxPostsPerRequest} ids; got ${args.ids.length}. Split the request.`);
+    }
+    return ctx.loaders.post.loadMany(args.ids.map((id) => parseId(id, "ids")));
+  },
+  async feed(_: unknown, args: { first: number; after?: string | null }, ctx: Context) {
+    const first = parsePageSize(args.first);
+    const before = args.after ? decodeCursor(args.after) : null;
+    return idConnection(await ctx.services.content.feed(first, before));
+  },
+};

@@ -1,0 +1,89 @@
+// Field resolvers of the object types. Parents are the store records; list
+// fields go through the request's loaders, never straight to a store.
+import { decodeCursor, parsePageSize } from "../../domain/ids.js";
+import { countOf, type Target } from "../../domain/targets.js";
+import type { CommentRecord, PostRecord, UserRecord } from "../../stores/postgres/records.js";
+import type { CounterHash } from "../../stores/redis/counter-hash.js";
+import { idConnection } from "../connection.js";
+import type { Context } from "../context.js";
+
+interface PageArgs {
+  first: number;
+  after?: string | null;
+}
+
+const id = (row: { id: bigint }) => row.id.toString();
+const counts = (target: Target) => (_: unknown, __: unknown, ctx: Context) => ctx.loaders.counts.load(target);
+const viewerHasLiked = (target: Target, ctx: Context) => (ctx.viewer ? ctx.loaders.liked.load(target) : false);
+const counter = (name: string) => (hash: CounterHash) => countOf(hash.counts, name);
+
+function author(row: { authorId: bigint }, _: unknown, ctx: Context) {
+  return ctx.loaders.user.load(row.authorId);
+}
+
+export const Post = {
+  id,
+  author,
+  counts: (post: PostRecord, args: unknown, ctx: Context) => counts({ type: "post", id: post.id })(post, args, ctx),
+  viewerHasLiked: (post: PostRecord, _: unknown, ctx: Context) => viewerHasLiked({ type: "post", id: post.id }, ctx),
+  async likers(post: PostRecord, args: PageArgs, ctx: Context) {
+    const first = parsePageSize(args.first);
+    const target: Target = { type: "post", id: post.id };
+    const { generation } = await ctx.loaders.counts.load(target);
+    const page = await ctx.services.likes.likers(target, generation, first, args.after ?? null);
+    const users = await ctx.loaders.user.loadMany(page.likers.map((l) => l.userId));
+    // A liker whose account row is gone is left out rather than failing the page.
+    const edges = page.likers.flatMap((liker, i) => {
+      const user = users[i];
+      return user && !(user instanceof Error) ? [{ cursor: liker.cursor, node: user }] : [];
+    });
+    return { edges, pageInfo: { hasNextPage: page.hasMore, endCursor: page.likers.at(-1)?.cursor ?? null } };
+  },
+  async comments(post: PostRecord, args: PageArgs, ctx: Context) {
+    const first = parsePageSize(args.first);
+    const before = args.after ? decodeCursor(args.after) : null;
+    return idConnection(await ctx.services.content.commentsOf(post.id, first, before));
+  },
+};
+
+export const PostCounts = {
+  likes: counter("like"),
+  reads: counter("read"),
+  comments: counter("comment"),
+  collects: counter("collect"),
+};
+
+export const Comment = {
+  id,
+  author,
+  post: (comment: CommentRecord, _: unknown, ctx: Context) => ctx.loaders.post.load(comment.postId),
+  parent: (comment: CommentRecord, _: unknown, ctx: Context) =>
+    comment.parentId === null ? null : ctx.loaders.comment.load(comment.parentId),
+  counts: (comment: CommentRecord, args: unknown, ctx: Context) =>
+    counts({ type: "comment", id: comment.id })(comment, args, ctx),
+  viewerHasLiked: (comment: CommentRecord, _: unknown, ctx: Context) =>
+    viewerHasLiked({ type: "comment", id: comment.id }, ctx),
+  async replies(comment: CommentRecord, args: PageArgs, ctx: Context) {
+    const first = parsePageSize(args.first);
+    const before = args.after ? decodeCursor(args.after) : null;
+    return idConnection(await ctx.services.content.repliesTo(comment.id, first, before));
+  },
+};
+
+export const CommentCounts = {
+  likes: counter("like"),
+  replies: counter("reply"),
+};
+
+export const User = {
+  id,
+  counts: (user: UserRecord, args: unknown, ctx: Context) => counts({ type: "user", id: user.id })(user, args, ctx),
+};
+
+export const UserCounts = {
+  followers: counter("followers"),
+  following: counter("following"),
+  posts: counter("posts"),
+  likesReceived: counter("likesReceived"),
+  collectsReceived: counter("collectsReceived"),
+};

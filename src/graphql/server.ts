@@ -1,0 +1,30 @@
+import { readFileSync } from "node:fs";
+import { ApolloServer } from "@apollo/server";
+import type { Logger } from "pino";
+import { createFormatError } from "./format-error.js";
+import type { Context } from "./context.js";
+import { Mutation } from "./resolvers/mutation.js";
+import { Query } from "./resolvers/query.js";
+import { DateTime } from "./resolvers/scalars.js";
+import { Comment, CommentCounts, Post, PostCounts, User, UserCounts } from "./resolvers/types.js";
+
+export const typeDefs = readFileSync(new URL("../../schema.graphql", import.meta.url), "utf8");
+
+export const resolvers = { DateTime, Query, Mutation, Post, PostCounts, Comment, CommentCounts, User, UserCounts };
+
+export interface GraphQLServerOptions {
+  readonly logger: Logger;
+  readonly introspection: boolean;
+}
+
+export function createGraphQLServer({ logger, introspection }: GraphQLServerOptions): ApolloServer<Context> {
+  return new ApolloServer<Context>({
+    typeDefs,
+    resolvers,
+    introspection,
+    includeStacktraceInErrorResponses: false,
+    formatError: createFormatError(logger),
+    // A bound on document size: no legitimate query of this schema comes near it.
+    parseOptions: { maxTokens: 5_000 },
+  });
+}

@@ -1,0 +1,5 @@
+import { pino, type Logger } from "pino";
+
+export function createLogger(level: string, name: string): Logger {
+  return pino({ name, level });
+}

@@ -1,0 +1,69 @@
+// Entry point: configuration → clients → services → GraphQL over HTTP.
+// SIGTERM and SIGINT close everything in reverse order.
+import { startStandaloneServer } from "@apollo/server/standalone";
+import type { Logger } from "pino";
+import { loadConfig, type Config } from "./config.js";
+import { createContext } from "./graphql/context.js";
+import { createGraphQLServer } from "./graphql/server.js";
+import { createLogger } from "./logger.js";
+import { createDatabase } from "./stores/postgres/database.js";
+import { createRedisClient } from "./stores/redis/client.js";
+import { createServices } from "./wiring.js";
+
+export interface RunningApi {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export async function startApi(config: Config, logger: Logger): Promise<RunningApi> {
+  const db = createDatabase({
+    url: config.databaseUrl,
+    onConnectionError: (err) => logger.warn({ err }, "PostgreSQL connection lost; the pool reconnects"),
+  });
+  const redis = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes });
+  redis.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
+  await redis.connect();
+  await db.$connect();
+
+  const services = createServices(config, { db, redis });
+  const apollo = createGraphQLServer({ logger, introspection: !config.production });
+  const { url } = await startStandaloneServer(apollo, {
+    listen: { port: config.port, host: config.host },
+    context: ({ req }) => createContext(services, req),
+  });
+
+  return {
+    url,
+    async close() {
+      await apollo.stop();
+      await redis.quit();
+      await db.$disconnect();
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel, "api");
+  const api = await startApi(config, logger);
+  logger.info({ url: `${api.url}graphql` }, "serving GraphQL");
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    logger.info({ signal }, "shutting down");
+    api.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await main();
+}

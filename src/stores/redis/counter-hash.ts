@@ -1,0 +1,29 @@
+import { authorField, generationField } from "./keys.js";
+
+/** What a target's counter hash holds: its counts and the bookkeeping fields beside them. */
+export interface CounterHash {
+  readonly counts: Readonly<Record<string, number>>;
+  /** Newest membership generation (0 for all but the biggest targets). */
+  readonly generation: number;
+  /** Author of a post or comment, so a like can be credited without a database read. */
+  readonly authorId: bigint | null;
+}
+
+/** Reads HGETALL's object or a script's flat field/value array. */
+export function parseCounterHash(raw: Record<string, string> | readonly string[]): CounterHash {
+  const entries: [string, string][] = [];
+  if (Array.isArray(raw)) {
+    for (let i = 0; i + 1 < raw.length; i += 2) entries.push([raw[i] as string, raw[i + 1] as string]);
+  } else {
+    entries.push(...Object.entries(raw as Record<string, string>));
+  }
+  const counts: Record<string, number> = {};
+  let generation = 0;
+  let authorId: bigint | null = null;
+  for (const [field, value] of entries) {
+    if (field === generationField) generation = Number(value);
+    else if (field === authorField) authorId = BigInt(value);
+    else counts[field] = Number(value);
+  }
+  return { counts, generation, authorId };
+}

@@ -1,0 +1,72 @@
+// Every Redis key is built here and nowhere else (Lua scripts receive theirs in KEYS).
+//
+// Layout (p = partition of the target, a hash tag so one target's keys share a slot):
+//   cnt:{p}:<type>:<id>            hash: all counters of the target, plus bookkeeping fields
+//   lk:{p}:<type>:<id>:<g>:<s>     set: likers in membership generation g, shard s
+//
+// Membership grows by generations instead of a fixed shard count, so small
+// targets use one small set and big ones never put more than
+// `shardCapacity` members in a key: generation g has FANOUT^g shards, and a
+// user's shard in it is hash(user) mod FANOUT^g. New members go to the newest
+// generation; a lookup checks generations 0..newest (see scripts/like.lua).
+import type { Target } from "../../domain/targets.js";
+
+export const membershipFanout = 8;
+export const membershipGenerations = 6;
+/**
+ * Redis keeps a set of integers as a compact intset (4 bytes a member for ids
+ * below 2^31) up to `set-max-intset-entries`, 512 by default. Shards stay at
+ * that size so the default server configuration keeps them compact; it is far
+ * under the 10,000-member bound on any key.
+ */
+export const defaultShardCapacity = 512;
+
+/** Hash field of the counter hash that holds the newest membership generation. */
+export const generationField = "gen";
+/** Hash field of a post's or comment's counter hash that holds its author's id. */
+export const authorField = "author";
+
+/** 32-bit finalizer of MurmurHash3: spreads sequential user ids evenly over shards. */
+export function mix32(value: bigint): number {
+  let h = Number(BigInt.asUintN(32, value ^ (value >> 32n)));
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+export interface RedisKeys {
+  readonly partitions: number;
+  partitionOf(target: Target): number;
+  counters(target: Target): string;
+  /** The member shard of `userId` in generation `generation`. */
+  memberShard(target: Target, userId: bigint, generation: number): string;
+  /** The user's shard in every generation, oldest first: the KEYS a like script needs. */
+  memberShards(target: Target, userId: bigint): string[];
+  /** Every shard of one generation, in shard order. */
+  generationShards(target: Target, generation: number): string[];
+}
+
+export function createRedisKeys(partitions: number): RedisKeys {
+  const partitionOf = (target: Target) => Number(target.id % BigInt(partitions));
+  const base = (prefix: string, target: Target) =>
+    `${prefix}:{${partitionOf(target)}}:${target.type}:${target.id}`;
+  const shardIndex = (userId: bigint, generation: number) => mix32(userId) % membershipFanout ** generation;
+  const memberShard = (target: Target, userId: bigint, generation: number) =>
+    `${base("lk", target)}:${generation}:${shardIndex(userId, generation)}`;
+
+  return {
+    partitions,
+    partitionOf,
+    counters: (target) => base("cnt", target),
+    memberShard,
+    memberShards: (target, userId) =>
+      Array.from({ length: membershipGenerations }, (_, g) => memberShard(target, userId, g)),
+    generationShards: (target, generation) => {
+      const prefix = `${base("lk", target)}:${generation}:`;
+      return Array.from({ length: membershipFanout ** generation }, (_, s) => prefix + s);
+    },
+  };
+}

@@ -1,0 +1,122 @@
+import type { Target } from "../../domain/targets.js";
+import type { RedisClient } from "./client.js";
+import { parseCounterHash, type CounterHash } from "./counter-hash.js";
+import { defaultShardCapacity, membershipFanout, type RedisKeys } from "./keys.js";
+import type { MembershipReply } from "./scripts.js";
+
+/** The like and unlike scripts' status codes (their Lua headers say when each happens). */
+export const ScriptStatus = {
+  Unchanged: 0,
+  Changed: 1,
+  TargetNotCached: -1,
+  TargetFull: -2,
+  InvalidArguments: -3,
+} as const;
+
+export type MembershipChange =
+  | { readonly kind: "applied"; readonly changed: boolean; readonly state: CounterHash }
+  | { readonly kind: "not-cached" };
+
+export class TargetFullError extends Error {
+  constructor(target: Target) {
+    super(`${target.type} ${target.id} has reached the most likers its membership shards can hold.`);
+  }
+}
+
+/** The one place script replies become results or errors. */
+function toChange(reply: MembershipReply, target: Target): MembershipChange {
+  const [code, counters] = reply;
+  switch (code) {
+    case ScriptStatus.Changed:
+    case ScriptStatus.Unchanged:
+      return { kind: "applied", changed: code === ScriptStatus.Changed, state: parseCounterHash(counters ?? []) };
+    case ScriptStatus.TargetNotCached:
+      return { kind: "not-cached" };
+    case ScriptStatus.TargetFull:
+      throw new TargetFullError(target);
+    default:
+      throw new Error(`Like script rejected its arguments for ${target.type} ${target.id} (status ${code}).`);
+  }
+}
+
+/** A position in the walk over a target's shards: generation, shard, and the member there. */
+export interface MembershipCursor {
+  readonly generation: number;
+  readonly shard: number;
+  readonly userId: bigint;
+}
+
+export interface LikeStore {
+  like(target: Target, userId: bigint): Promise<MembershipChange>;
+  unlike(target: Target, userId: bigint): Promise<MembershipChange>;
+  /**
+   * Whether `userId` likes each target, in order. Looks in generation 0 for all
+   * targets in one round trip; only targets that have grown past it
+   * (`generationOf` says how far) cost a second one.
+   */
+  hasLiked(targets: readonly Target[], userId: bigint, generationOf: (t: Target) => Promise<number>): Promise<boolean[]>;
+  /** Up to `limit` members in shard order (generation, shard, user id), each with its position, after `from`. */
+  members(target: Target, newestGeneration: number, limit: number, from: MembershipCursor | null): Promise<MembershipCursor[]>;
+}
+
+export function createLikeStore(redis: RedisClient, keys: RedisKeys, shardCapacity = defaultShardCapacity): LikeStore {
+  return {
+    async like(target, userId) {
+      const shards = keys.memberShards(target, userId);
+      const reply = await redis.likeTarget(1 + shards.length, keys.counters(target), ...shards, userId.toString(), shardCapacity, "like");
+      return toChange(reply, target);
+    },
+    async unlike(target, userId) {
+      const shards = keys.memberShards(target, userId);
+      const reply = await redis.unlikeTarget(1 + shards.length, keys.counters(target), ...shards, userId.toString(), "like");
+      return toChange(reply, target);
+    },
+    async hasLiked(targets, userId, generationOf) {
+      const member = userId.toString();
+      const inFirst = await Promise.all(targets.map((t) => redis.sismember(keys.memberShard(t, userId, 0), member)));
+      return Promise.all(
+        targets.map(async (target, i) => {
+          if (inFirst[i] === 1) return true;
+          const newest = await generationOf(target);
+          if (newest === 0) return false;
+          const later = await Promise.all(
+            Array.from({ length: newest }, (_, g) => redis.sismember(keys.memberShard(target, userId, g + 1), member)),
+          );
+          return later.includes(1);
+        }),
+      );
+    },
+    async members(target, newestGeneration, limit, from) {
+      const found: MembershipCursor[] = [];
+      let generation = from?.generation ?? 0;
+      let shard = from?.shard ?? 0;
+      // Shards are read a window at a time so sparse generations cost few round trips.
+      const window = 64;
+      while (generation <= newestGeneration && found.length < limit) {
+        const shardCount = membershipFanout ** generation;
+        const end = Math.min(shard + window, shardCount);
+        const shardKeys = keys.generationShards(target, generation).slice(shard, end);
+        const contents = await Promise.all(shardKeys.map((key) => redis.smembers(key)));
+        for (const [offset, members] of contents.entries()) {
+          const position = { generation, shard: shard + offset };
+          const skipThrough =
+            from && from.generation === position.generation && from.shard === position.shard ? from.userId : 0n;
+          const ids = members
+            .map(BigInt)
+            .filter((id) => id > skipThrough)
+            .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+          for (const userId of ids) {
+            found.push({ ...position, userId });
+            if (found.length === limit) return found;
+          }
+        }
+        shard = end;
+        if (shard >= shardCount) {
+          generation += 1;
+          shard = 0;
+        }
+      }
+      return found;
+    },
+  };
+}

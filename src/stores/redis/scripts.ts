@@ -1,0 +1,46 @@
+// Registers the Lua scripts beside this file as ioredis commands (EVALSHA with
+// automatic fall-back to EVAL when the server's script cache was flushed).
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Cluster, Redis, Result } from "ioredis";
+
+const scriptsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "scripts");
+
+/** A script's text with each `--@include name` line replaced by includes/name.lua. */
+export function loadScript(name: string): string {
+  const text = readFileSync(path.join(scriptsDir, `${name}.lua`), "utf8");
+  return text.replace(/^--@include ([a-z-]+)$/gm, (_, include: string) =>
+    readFileSync(path.join(scriptsDir, "includes", `${include}.lua`), "utf8"),
+  );
+}
+
+/** A script's reply: a status code alone, or a code with the counter hash as field/value pairs. */
+export type MembershipReply = [code: number, counters?: string[]];
+
+const definitions = {
+  likeTarget: { file: "like", numberOfKeys: undefined },
+  unlikeTarget: { file: "unlike", numberOfKeys: undefined },
+  initCounters: { file: "init-counters", numberOfKeys: 1 },
+  bumpCounter: { file: "bump-counter", numberOfKeys: 1 },
+} as const;
+
+declare module "ioredis" {
+  interface RedisCommander<Context> {
+    /** scripts/like.lua; arguments: number of keys, keys, then ARGV. */
+    likeTarget(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
+    /** scripts/unlike.lua; arguments: number of keys, keys, then ARGV. */
+    unlikeTarget(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
+    /** scripts/init-counters.lua */
+    initCounters(key: string, ...fieldsAndValues: (string | number)[]): Result<number, Context>;
+    /** scripts/bump-counter.lua */
+    bumpCounter(key: string, field: string, delta: number): Result<number, Context>;
+  }
+}
+
+export function defineScripts(redis: Redis | Cluster): void {
+  for (const [command, { file, numberOfKeys }] of Object.entries(definitions)) {
+    // Without numberOfKeys, the caller passes the key count first (like/unlike take one key per generation).
+    redis.defineCommand(command, numberOfKeys === undefined ? { lua: loadScript(file) } : { lua: loadScript(file), numberOfKeys });
+  }
+}

@@ -1,0 +1,22 @@
+--[[
+  Adds to one counter of a target whose counter hash is in Redis.
+
+  A missing hash stays missing: creating it here would hold one counter
+  and make the target look known with every other count at zero.
+
+  Input:
+    KEYS[1]      counter hash of the target
+    ARGV[1]      counter field
+    ARGV[2]      integer delta
+
+  Output:
+    the new value, or -1 when the hash is not in Redis (nothing written)
+]]
+local delta = tonumber(ARGV[2])
+if not ARGV[1] or not delta or delta % 1 ~= 0 then
+  return redis.error_reply('bump-counter: expected a field and an integer delta')
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return -1
+end
+return redis.call('HINCRBY', KEYS[1], ARGV[1], delta)

@@ -1,0 +1,59 @@
+--[[
+  Adds a user to a target's likers once and counts it, atomically.
+
+  Membership grows by generations (see keys.ts): the newest generation is
+  stored in the counter hash field 'gen'; a user is a member when any shard
+  of generations 0..gen holds them. A new member goes to the newest
+  generation; when the user's shard there is full, the target moves to the
+  next generation, so no shard ever exceeds the capacity.
+
+  Input:
+    KEYS[1]       counter hash of the target; its existence marks a known target
+    KEYS[2..n]    the user's membership shard in generations 0..n-2
+    ARGV[1]       user id
+    ARGV[2]       shard capacity (members)
+    ARGV[3]       counter field to increment ('like')
+
+  Output:
+    { 1, counters }  added; counters = the counter hash as field/value pairs
+    { 0, counters }  already a member, nothing changed
+    { -1 }           the target's counter hash is not in Redis
+    { -2 }           every generation of the target is full
+    { -3 }           invalid arguments
+
+  Safe to repeat: a repeated call finds the member and changes nothing.
+]]
+--@include check-user
+--@include find-member
+
+local counters = KEYS[1]
+local user = ARGV[1]
+local capacity = tonumber(ARGV[2])
+if not isUserId(user) or not capacity or capacity < 1 or not ARGV[3] then
+  return { -3 }
+end
+if redis.call('EXISTS', counters) == 0 then
+  return { -1 }
+end
+
+local newest = tonumber(redis.call('HGET', counters, 'gen') or '0')
+if findMember(newest, user) then
+  return { 0, redis.call('HGETALL', counters) }
+end
+
+local generation = newest
+local generations = #KEYS - 1
+while redis.call('SCARD', KEYS[2 + generation]) >= capacity do
+  generation = generation + 1
+  if generation >= generations then
+    return { -2 }
+  end
+end
+
+if generation ~= newest then
+  redis.call('HSET', counters, 'gen', generation)
+end
+redis.call('SADD', KEYS[2 + generation], user)
+redis.call('HINCRBY', counters, ARGV[3], 1)
+-- Outbox: the persistence event for this change is appended here, in the same atomic step.
+return { 1, redis.call('HGETALL', counters) }
