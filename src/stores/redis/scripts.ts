@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Cluster, Redis, Result } from "ioredis";
+import { membershipGenerations } from "./keys.js";
 
 const scriptsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "scripts");
 
@@ -18,19 +19,23 @@ export function loadScript(name: string): string {
 /** A script's reply: a status code alone, or a code with the counter hash as field/value pairs. */
 export type MembershipReply = [code: number, counters?: string[]];
 
+// A fixed key count puts the first key first in the arguments, which is what
+// ioredis's cluster auto-pipelining routes by (it would route by the count otherwise).
+const membershipKeys = 1 + membershipGenerations;
+
 const definitions = {
-  likeTarget: { file: "like", numberOfKeys: undefined },
-  unlikeTarget: { file: "unlike", numberOfKeys: undefined },
+  likeTarget: { file: "like", numberOfKeys: membershipKeys },
+  unlikeTarget: { file: "unlike", numberOfKeys: membershipKeys },
   initCounters: { file: "init-counters", numberOfKeys: 1 },
   bumpCounter: { file: "bump-counter", numberOfKeys: 1 },
 } as const;
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
-    /** scripts/like.lua; arguments: number of keys, keys, then ARGV. */
-    likeTarget(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
-    /** scripts/unlike.lua; arguments: number of keys, keys, then ARGV. */
-    unlikeTarget(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
+    /** scripts/like.lua: the counter hash, one member shard per generation, then ARGV. */
+    likeTarget(counters: string, ...shardsAndArgs: (string | number)[]): Result<MembershipReply, Context>;
+    /** scripts/unlike.lua: the counter hash, one member shard per generation, then ARGV. */
+    unlikeTarget(counters: string, ...shardsAndArgs: (string | number)[]): Result<MembershipReply, Context>;
     /** scripts/init-counters.lua */
     initCounters(key: string, ...fieldsAndValues: (string | number)[]): Result<number, Context>;
     /** scripts/bump-counter.lua */
@@ -40,7 +45,6 @@ declare module "ioredis" {
 
 export function defineScripts(redis: Redis | Cluster): void {
   for (const [command, { file, numberOfKeys }] of Object.entries(definitions)) {
-    // Without numberOfKeys, the caller passes the key count first (like/unlike take one key per generation).
-    redis.defineCommand(command, numberOfKeys === undefined ? { lua: loadScript(file) } : { lua: loadScript(file), numberOfKeys });
+    redis.defineCommand(command, { lua: loadScript(file), numberOfKeys });
   }
 }

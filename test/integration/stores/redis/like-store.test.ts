@@ -1,0 +1,165 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Target } from "../../../../src/domain/targets.js";
+import type { RedisClient } from "../../../../src/stores/redis/client.js";
+import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
+import { createRedisKeys, membershipFanout, membershipGenerations } from "../../../../src/stores/redis/keys.js";
+import { createLikeStore, TargetFullError } from "../../../../src/stores/redis/like-store.js";
+import { openRedis } from "../../../support/env.js";
+
+let redis: RedisClient;
+const keys = createRedisKeys(1024);
+let nextId = BigInt(Date.now()) * 1000n;
+const newPost = (): Target => ({ type: "post", id: nextId++ });
+
+async function knownPost(): Promise<Target> {
+  const target = newPost();
+  await createCounterStore(redis, keys).init(target, { like: 0 }, 1n);
+  return target;
+}
+
+async function memberCount(target: Target, newest: number): Promise<number> {
+  let total = 0;
+  for (let g = 0; g <= newest; g++) {
+    const sizes = await Promise.all(keys.generationShards(target, g).map((k) => redis.scard(k)));
+    total += sizes.reduce((a, b) => a + b, 0);
+  }
+  return total;
+}
+
+beforeAll(async () => {
+  redis = await openRedis();
+});
+afterAll(async () => {
+  await redis.quit();
+});
+
+describe("like store on a real Redis", () => {
+  it("when a target is not in Redis, then like reports it and writes nothing", async () => {
+    const target = newPost();
+    expect(await createLikeStore(redis, keys).like(target, 7n)).toEqual({ kind: "not-cached" });
+    expect(await redis.exists(keys.counters(target), ...keys.memberShards(target, 7n))).toBe(0);
+  });
+
+  it("when a user likes twice, then only the first call changes anything", async () => {
+    const store = createLikeStore(redis, keys);
+    const target = await knownPost();
+    const first = await store.like(target, 42n);
+    const second = await store.like(target, 42n);
+    expect(first).toMatchObject({ kind: "applied", changed: true, state: { counts: { like: 1 }, authorId: 1n } });
+    expect(second).toMatchObject({ kind: "applied", changed: false, state: { counts: { like: 1 } } });
+    const unlikeOnce = await store.unlike(target, 42n);
+    const unlikeAgain = await store.unlike(target, 42n);
+    expect(unlikeOnce).toMatchObject({ changed: true, state: { counts: { like: 0 } } });
+    expect(unlikeAgain).toMatchObject({ changed: false, state: { counts: { like: 0 } } });
+  });
+
+  it("when 300 distinct users like one target concurrently, then the count is 300", async () => {
+    const store = createLikeStore(redis, keys);
+    const target = await knownPost();
+    const results = await Promise.all(Array.from({ length: 300 }, (_, i) => store.like(target, BigInt(i + 1))));
+    expect(results.filter((r) => r.kind === "applied" && r.changed)).toHaveLength(300);
+    expect(await redis.hget(keys.counters(target), "like")).toBe("300");
+  });
+
+  it("when one user likes 50 times at once, then the count moves once", async () => {
+    const store = createLikeStore(redis, keys);
+    const target = await knownPost();
+    const results = await Promise.all(Array.from({ length: 50 }, () => store.like(target, 99n)));
+    expect(results.filter((r) => r.kind === "applied" && r.changed)).toHaveLength(1);
+    expect(await redis.hget(keys.counters(target), "like")).toBe("1");
+  });
+
+  it("when likes and unlikes interleave at random, then the count equals the members", async () => {
+    const store = createLikeStore(redis, keys);
+    const target = await knownPost();
+    // Small shards force generations to grow during the run.
+    const tight = createLikeStore(redis, keys, 8);
+    const ops = Array.from({ length: 2_000 }, () => {
+      const user = BigInt(1 + Math.floor(Math.random() * 150));
+      const pick = Math.random();
+      return pick < 0.4 ? store.unlike(target, user) : pick < 0.7 ? tight.like(target, user) : store.like(target, user);
+    });
+    await Promise.all(ops);
+    const hash = await redis.hgetall(keys.counters(target));
+    const members = await memberCount(target, Number(hash.gen ?? 0));
+    expect(Number(hash.like)).toBe(members);
+    const newest = async () => Number(hash.gen ?? 0);
+    const liked = await Promise.all(
+      Array.from({ length: 150 }, async (_, i) => (await store.hasLiked([target], BigInt(i + 1), newest))[0]),
+    );
+    expect(liked.filter(Boolean)).toHaveLength(members);
+  });
+
+  it("when 12,000 users like one post, then no key holds more than 10,000 members and every like counts", async () => {
+    const store = createLikeStore(redis, keys);
+    const target = await knownPost();
+    for (let start = 1; start <= 12_000; start += 1_000) {
+      await Promise.all(Array.from({ length: 1_000 }, (_, i) => store.like(target, BigInt(start + i))));
+    }
+    const hash = await redis.hgetall(keys.counters(target));
+    const newest = Number(hash.gen ?? 0);
+    expect(newest).toBeGreaterThan(0);
+    let largest = 0;
+    let total = 0;
+    for (let g = 0; g <= newest; g++) {
+      const sizes = await Promise.all(keys.generationShards(target, g).map((k) => redis.scard(k)));
+      largest = Math.max(largest, ...sizes);
+      total += sizes.reduce((a, b) => a + b, 0);
+    }
+    expect(largest).toBeLessThanOrEqual(512);
+    expect(largest).toBeLessThanOrEqual(10_000);
+    expect(total).toBe(12_000);
+    expect(Number(hash.like)).toBe(12_000);
+    // Shards stay in Redis's compact integer-set encoding.
+    expect(await redis.object("ENCODING", keys.memberShard(target, 1n, 0))).toBe("intset");
+    // Every member is found again, whichever generation holds it.
+    const sample = [1n, 500n, 5_000n, 12_000n];
+    expect(await store.hasLiked(sample.map(() => target), 1n, async () => newest)).toEqual([true, true, true, true]);
+    const notLiked = await store.hasLiked([target], 12_001n, async () => newest);
+    expect(notLiked).toEqual([false]);
+  });
+
+  it("when every generation is full, then a like is refused without writing", async () => {
+    const target = await knownPost();
+    const tiny = createLikeStore(redis, keys, 1);
+    let refused: unknown;
+    let added = 0;
+    for (let user = 1n; user < 20_000n && !refused; user++) {
+      try {
+        const r = await tiny.like(target, user);
+        if (r.kind === "applied" && r.changed) added++;
+      } catch (error) {
+        refused = error;
+      }
+    }
+    expect(refused).toBeInstanceOf(TargetFullError);
+    expect(Number(await redis.hget(keys.counters(target), "like"))).toBe(added);
+    expect(added).toBeLessThanOrEqual((membershipFanout ** membershipGenerations - 1) / (membershipFanout - 1));
+  });
+
+  it("when the script gets a malformed user id, then it refuses before any write", async () => {
+    const target = await knownPost();
+    const shards = keys.memberShards(target, 5n);
+    const reply = await redis.likeTarget(keys.counters(target), ...shards, "5; DROP", 512, "like");
+    expect(reply).toEqual([-3]);
+    expect(await redis.hget(keys.counters(target), "like")).toBe("0");
+  });
+
+  it("when likers are paged, then every member appears exactly once across pages", async () => {
+    const store = createLikeStore(redis, keys, 4);
+    const target = await knownPost();
+    const users = Array.from({ length: 90 }, (_, i) => BigInt(i * 7 + 3));
+    for (const u of users) await store.like(target, u);
+    const newest = Number((await redis.hget(keys.counters(target), "gen")) ?? 0);
+    const seen: bigint[] = [];
+    let from = null;
+    for (;;) {
+      const page = await store.members(target, newest, 25, from);
+      seen.push(...page.map((m) => m.userId));
+      if (page.length < 25) break;
+      from = page.at(-1) ?? null;
+    }
+    expect(seen).toHaveLength(users.length);
+    expect(new Set(seen)).toEqual(new Set(users));
+  });
+});

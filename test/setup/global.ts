@@ -1,0 +1,57 @@
+// Starts what the suite needs beside the machine's services: a private Redis
+// instance (so counting round trips or flushing disturbs nobody) and a local
+// Redis Cluster for the script tests. The database is migrated by scripts/test.sh.
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+import type { TestProject } from "vitest/node";
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+async function waitForRedis(port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    try {
+      execFileSync("redis-cli", ["-p", String(port), "ping"], { stdio: "pipe" });
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error(`private Redis on port ${port} did not start`);
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    redisUrl: string;
+    redisPort: number;
+    clusterNodes: string[];
+  }
+}
+
+let redis: ChildProcess | undefined;
+
+export default async function setup(project: TestProject): Promise<() => void> {
+  const port = await freePort();
+  redis = spawn(
+    "redis-server",
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"],
+    { stdio: "ignore" },
+  );
+  await waitForRedis(port);
+  execFileSync("bash", ["scripts/redis-cluster.sh", "start", "7101"], { stdio: "inherit" });
+
+  project.provide("redisUrl", `redis://127.0.0.1:${port}`);
+  project.provide("redisPort", port);
+  project.provide("clusterNodes", ["127.0.0.1:7101", "127.0.0.1:7102", "127.0.0.1:7103"]);
+  return () => {
+    redis?.kill("SIGTERM");
+  };
+}

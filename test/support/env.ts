@@ -1,0 +1,91 @@
+// Configuration and clients for tests: the test database (set by scripts/test.sh),
+// the private Redis instance, and helpers to make users and call the API.
+import { randomUUID } from "node:crypto";
+import { pino } from "pino";
+import { inject } from "vitest";
+import { loadConfig, type Config } from "../../src/config.js";
+import { createTokenService } from "../../src/domain/identity.js";
+import { createDatabase, type Database } from "../../src/stores/postgres/database.js";
+import { createRedisClient, type RedisClient } from "../../src/stores/redis/client.js";
+
+export const silentLogger = pino({ level: "silent" });
+
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return loadConfig({
+    ...process.env,
+    REDIS_URL: inject("redisUrl"),
+    REDIS_CLUSTER_NODES: "",
+    PORT: "0",
+    JWT_SECRET: "test-secret-of-sufficient-length",
+    LOG_LEVEL: "silent",
+    ...overrides,
+  });
+}
+
+export function openDatabase(config = testConfig()): Database {
+  return createDatabase({ url: config.databaseUrl, poolSize: 4 });
+}
+
+export async function openRedis(options: { url?: string; clusterNodes?: readonly string[] } = {}): Promise<RedisClient> {
+  const client = createRedisClient({ url: options.url ?? inject("redisUrl"), clusterNodes: options.clusterNodes ?? [] });
+  await client.connect();
+  return client;
+}
+
+/** A short unique tag, so data made by one test never collides with another's. */
+export const uniqueTag = () => randomUUID().replaceAll("-", "").slice(0, 12);
+
+export interface TestUser {
+  readonly id: bigint;
+  readonly username: string;
+  readonly token: string;
+}
+
+/**
+ * Inserts `count` users straight into PostgreSQL and signs tokens for them:
+ * registering hundreds through scrypt would only slow the suite down.
+ */
+export async function createUsers(db: Database, config: Config, count: number): Promise<TestUser[]> {
+  const tag = uniqueTag();
+  const rows = Array.from({ length: count }, (_, i) => ({
+    username: `u_${tag}_${i}`,
+    email: `u_${tag}_${i}@example.com`,
+    passwordHash: "scrypt$00$00",
+  }));
+  await db.user.createMany({ data: rows });
+  const created = await db.user.findMany({ where: { username: { startsWith: `u_${tag}_` } }, orderBy: { id: "asc" } });
+  const tokens = createTokenService({ secret: config.jwtSecret, ttlSeconds: 3600 });
+  return Promise.all(created.map(async (u) => ({ id: u.id, username: u.username, token: await tokens.issue(u.id) })));
+}
+
+export interface GraphQLResponse<T> {
+  data?: T | null;
+  errors?: { message: string; path?: string[]; extensions?: { code?: string; [k: string]: unknown } }[];
+}
+
+export function graphqlClient(url: string) {
+  const endpoint = new URL("graphql", url).toString();
+  return async function gql<T = Record<string, unknown>>(
+    query: string,
+    variables: Record<string, unknown> = {},
+    token?: string,
+  ): Promise<GraphQLResponse<T>> {
+    const response = await fetch(endpoint, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify({ query, variables }),
+    });
+    return (await response.json()) as GraphQLResponse<T>;
+  };
+}
+
+/** The data of a response that must have no errors. */
+export function dataOf<T>(response: GraphQLResponse<T>): T {
+  if (response.errors?.length || !response.data) {
+    throw new Error(`expected data, got errors: ${JSON.stringify(response.errors)}`);
+  }
+  return response.data;
+}
+
+/** The codes of a response's errors. */
+export const codesOf = (response: GraphQLResponse<unknown>) => (response.errors ?? []).map((e) => e.extensions?.code);
