@@ -15,9 +15,15 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
-export async function startApi(config: Config, logger: Logger): Promise<RunningApi> {
+export interface ApiHooks {
+  /** Called for every SQL statement the API sends. */
+  readonly onSqlQuery?: () => void;
+}
+
+export async function startApi(config: Config, logger: Logger, hooks: ApiHooks = {}): Promise<RunningApi> {
   const db = createDatabase({
     url: config.databaseUrl,
+    onQuery: hooks.onSqlQuery,
     onConnectionError: (err) => logger.warn({ err }, "PostgreSQL connection lost; the pool reconnects"),
   });
   const redis = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes });

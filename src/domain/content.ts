@@ -44,7 +44,7 @@ export function createContentService(deps: ContentServiceDeps): ContentService {
         body: text("body", body, limits.postBodyLength),
       });
       await counters.initNew({ type: "post", id: post.id }, authorId);
-      await counters.bump({ type: "user", id: authorId }, "posts", 1);
+      await counters.mirror({ type: "user", id: authorId }, "posts", 1);
       return post;
     },
     async createComment(authorId, postId, body, parentId) {
@@ -60,8 +60,8 @@ export function createContentService(deps: ContentServiceDeps): ContentService {
       const comment = await comments.create({ postId, authorId, parentId, body: checkedBody });
       await counters.initNew({ type: "comment", id: comment.id }, authorId);
       await Promise.all([
-        counters.bump({ type: "post", id: postId }, "comment", 1),
-        parentId === null ? undefined : counters.bump({ type: "comment", id: parentId }, "reply", 1),
+        counters.mirror({ type: "post", id: postId }, "comment", 1),
+        parentId === null ? undefined : counters.mirror({ type: "comment", id: parentId }, "reply", 1),
       ]);
       return comment;
     },

@@ -14,8 +14,17 @@ export interface CounterService {
   read(targets: readonly Target[]): Promise<CounterHash[]>;
   /** Puts a target's counters into Redis from PostgreSQL; false when the target does not exist. */
   warm(target: Target): Promise<boolean>;
-  /** Adds to a counter in Redis; a target Redis does not hold is left to be warmed from PostgreSQL. */
+  /**
+   * Adds to a counter whose truth is Redis: a target Redis does not hold is
+   * warmed from PostgreSQL first, so the change is not lost.
+   */
   bump(target: Target, name: string, delta: number): Promise<void>;
+  /**
+   * Mirrors into Redis a change PostgreSQL already holds (written in the same
+   * transaction as its cause). A target Redis does not hold is left alone: warming it
+   * later reads the new value from PostgreSQL.
+   */
+  mirror(target: Target, name: string, delta: number): Promise<void>;
   /** Marks a just-created target known to Redis with all its counters at zero. */
   initNew(target: Target, authorId?: bigint): Promise<void>;
 }
@@ -71,6 +80,12 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
       return cached.map((hash, i) => hash ?? reread[next++] ?? { counts: zeroCounts(targets[i] as Target), generation: 0, authorId: null });
     },
     async bump(target, name, delta) {
+      if (await counterStore.bump(target, name, delta)) return;
+      if ((await warm(target)) && !(await counterStore.bump(target, name, delta))) {
+        throw new Error(`Counters of ${target.type} ${target.id} left Redis right after being loaded.`);
+      }
+    },
+    async mirror(target, name, delta) {
       await counterStore.bump(target, name, delta);
     },
     async initNew(target, authorId) {

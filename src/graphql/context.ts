@@ -5,7 +5,8 @@ import { unauthenticated } from "../errors.js";
 import { createLoaders, type Loaders } from "./loaders.js";
 
 export interface Context {
-  readonly viewer: Viewer | null;
+  /** Set by register and login for the rest of their request, so the payload reads as the new user. */
+  viewer: Viewer | null;
   /** Why a sent token was not accepted, for the error a mutation then gets. */
   readonly tokenProblem: string | null;
   readonly loaders: Loaders;

@@ -1,6 +1,5 @@
 // Expected errors keep their code and message; everything else is masked as
 // INTERNAL_SERVER_ERROR and logged with its cause, never sent with a stack.
-import { unwrapResolverError } from "@apollo/server/errors";
 import type { GraphQLFormattedError } from "graphql";
 import type { Logger } from "pino";
 import { DomainError } from "../errors.js";
@@ -16,9 +15,18 @@ const requestErrorCodes = new Set([
   "OPERATION_RESOLUTION_FAILURE",
 ]);
 
+/** The error a resolver threw, under the GraphQLError(s) wrapped around it. */
+function rootCause(error: unknown): unknown {
+  let current = error;
+  while (typeof current === "object" && current !== null && "originalError" in current && current.originalError) {
+    current = current.originalError;
+  }
+  return current;
+}
+
 export function createFormatError(logger: Logger) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
-    const original = unwrapResolverError(error);
+    const original = rootCause(error);
     if (original instanceof DomainError) {
       return {
         message: original.message,

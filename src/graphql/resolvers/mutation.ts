@@ -1,5 +1,6 @@
 import { parseId } from "../../domain/ids.js";
 import type { Target } from "../../domain/targets.js";
+import type { Session } from "../../domain/users.js";
 import { notFound } from "../../errors.js";
 import { requireViewer, type Context } from "../context.js";
 import { primeAfterLike } from "../loaders.js";
@@ -30,11 +31,17 @@ async function commentLike(ctx: Context, rawId: string, like: boolean) {
   return { changed, comment: await existing(ctx.loaders.comment.load(id), "comment", id) };
 }
 
+async function signIn(ctx: Context, session: Promise<Session>): Promise<Session> {
+  const signedIn = await session;
+  ctx.viewer = { userId: signedIn.user.id };
+  return signedIn;
+}
+
 export const Mutation = {
   register: (_: unknown, args: { username: string; email: string; password: string }, ctx: Context) =>
-    ctx.services.users.register(args.username, args.email, args.password),
+    signIn(ctx, ctx.services.users.register(args.username, args.email, args.password)),
   login: (_: unknown, args: { username: string; password: string }, ctx: Context) =>
-    ctx.services.users.login(args.username, args.password),
+    signIn(ctx, ctx.services.users.login(args.username, args.password)),
   createPost: (_: unknown, args: { title: string; body: string }, ctx: Context) =>
     ctx.services.content.createPost(requireViewer(ctx).userId, args.title, args.body),
   createComment(_: unknown, args: { postId: string; body: string; parentId?: string | null }, ctx: Context) {

@@ -12,6 +12,7 @@ function parseDate(value: unknown): Date {
 
 export const DateTime = new GraphQLScalarType<Date, string>({
   name: "DateTime",
+  description: "An ISO 8601 date-time in UTC, such as 2026-11-22T09:54:25.000Z.",
   serialize: (value) => (value instanceof Date ? value.toISOString() : parseDate(value).toISOString()),
   parseValue: parseDate,
   parseLiteral: (ast) => parseDate(ast.kind === Kind.STRING ? ast.value : undefined),

@@ -2,6 +2,7 @@
 // fields go through the request's loaders, never straight to a store.
 import { decodeCursor, parsePageSize } from "../../domain/ids.js";
 import { countOf, type Target } from "../../domain/targets.js";
+import { forbidden } from "../../errors.js";
 import type { CommentRecord, PostRecord, UserRecord } from "../../stores/postgres/records.js";
 import type { CounterHash } from "../../stores/redis/counter-hash.js";
 import { idConnection } from "../connection.js";
@@ -77,6 +78,10 @@ export const CommentCounts = {
 
 export const User = {
   id,
+  email(user: UserRecord, _: unknown, ctx: Context) {
+    if (ctx.viewer?.userId !== user.id) throw forbidden("Only the user themself may read their email.");
+    return user.email;
+  },
   counts: (user: UserRecord, args: unknown, ctx: Context) => counts({ type: "user", id: user.id })(user, args, ctx),
 };
 

@@ -9,6 +9,8 @@ export interface DatabaseOptions {
   readonly poolSize?: number;
   /** Told about a dropped idle connection (PostgreSQL restarted); the pool replaces it. */
   readonly onConnectionError?: (error: Error) => void;
+  /** Called for every SQL statement sent (metrics; tests count queries with it). */
+  readonly onQuery?: () => void;
 }
 
 export function createDatabase(options: DatabaseOptions): Database {
@@ -19,7 +21,10 @@ export function createDatabase(options: DatabaseOptions): Database {
     { connectionString: options.url, max: options.poolSize ?? 10 },
     { onPoolError: report, onConnectionError: report },
   );
-  return new PrismaClient({ adapter });
+  if (!options.onQuery) return new PrismaClient({ adapter });
+  const client = new PrismaClient({ adapter, log: [{ emit: "event", level: "query" }] });
+  client.$on("query", options.onQuery);
+  return client;
 }
 
 /** Prisma's error code, when the error is one of Prisma's known request errors. */

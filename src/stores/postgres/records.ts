@@ -3,6 +3,8 @@
 export interface UserRecord {
   readonly id: bigint;
   readonly username: string;
+  /** Private to the user. */
+  readonly email: string;
   readonly createdAt: Date;
 }
 

@@ -2,7 +2,7 @@ import type { Database } from "./database.js";
 import { prismaCode } from "./database.js";
 import type { UserCredentials, UserRecord } from "./records.js";
 
-const publicFields = { id: true, username: true, createdAt: true } as const;
+const recordFields = { id: true, username: true, email: true, createdAt: true } as const;
 
 export type NewUserOutcome = { created: UserRecord } | { taken: "username" | "email" };
 
@@ -16,7 +16,7 @@ export function createUserStore(db: Database): UserStore {
   return {
     async create(input) {
       try {
-        return { created: await db.user.create({ data: input, select: publicFields }) };
+        return { created: await db.user.create({ data: input, select: recordFields }) };
       } catch (error) {
         if (prismaCode(error) !== "P2002") throw error;
         const clash = await db.user.findFirst({ where: { username: input.username }, select: { id: true } });
@@ -24,7 +24,7 @@ export function createUserStore(db: Database): UserStore {
       }
     },
     findCredentials: (username) =>
-      db.user.findUnique({ where: { username }, select: { ...publicFields, passwordHash: true } }),
-    findByIds: (ids) => db.user.findMany({ where: { id: { in: [...ids] } }, select: publicFields }),
+      db.user.findUnique({ where: { username }, select: { ...recordFields, passwordHash: true } }),
+    findByIds: (ids) => db.user.findMany({ where: { id: { in: [...ids] } }, select: recordFields }),
   };
 }

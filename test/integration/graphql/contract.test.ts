@@ -1,0 +1,59 @@
+// The running server serves exactly schema.graphql, and schema.graphql holds the whole contract.
+import { readFileSync } from "node:fs";
+import { buildClientSchema, buildSchema, getIntrospectionQuery, printSchema, type IntrospectionQuery, isObjectType } from "graphql";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestApi, type TestApi } from "../../support/api.js";
+import { dataOf } from "../../support/env.js";
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
+
+/** The fields the design's contract names for each type; more may be added, none removed. */
+const contract: Record<string, string[]> = {
+  Query: ["viewer", "user", "post", "posts", "feed", "comment"],
+  Mutation: ["register", "login", "createPost", "createComment", "likePost", "unlikePost", "likeComment", "unlikeComment"],
+  AuthPayload: ["token", "user"],
+  PostLikePayload: ["changed", "post"],
+  CommentLikePayload: ["changed", "comment"],
+  Post: ["id", "author", "title", "body", "createdAt", "counts", "viewerHasLiked", "likers", "comments"],
+  PostCounts: ["likes", "reads", "comments", "collects"],
+  Comment: ["id", "post", "author", "parent", "body", "createdAt", "counts", "viewerHasLiked", "replies"],
+  CommentCounts: ["likes", "replies"],
+  User: ["id", "username", "createdAt", "counts"],
+  UserCounts: ["followers", "following", "posts", "likesReceived", "collectsReceived"],
+  PostConnection: ["edges", "pageInfo"],
+  CommentConnection: ["edges", "pageInfo"],
+  UserConnection: ["edges", "pageInfo"],
+};
+
+describe("GraphQL contract", () => {
+  it("when the server is introspected, then it serves schema.graphql exactly", async () => {
+    const introspection = dataOf(await api.gql<IntrospectionQuery>(getIntrospectionQuery()));
+    // Scalars are compared without descriptions: a scalar's description lives with its resolver.
+    const withoutScalarDescriptions = (sdl: string) => sdl.replace(/"""[^"]*"""\nscalar/g, "scalar").replace(/"[^"\n]*"\nscalar/g, "scalar");
+    const served = withoutScalarDescriptions(printSchema(buildClientSchema(introspection)));
+    const file = withoutScalarDescriptions(printSchema(buildSchema(readFileSync("schema.graphql", "utf8"))));
+    expect(served).toBe(file);
+  });
+
+  it("when schema.graphql is read, then every type and field of the contract is there with its signature", () => {
+    const schema = buildSchema(readFileSync("schema.graphql", "utf8"));
+    for (const [typeName, fields] of Object.entries(contract)) {
+      const type = schema.getType(typeName);
+      expect(type && isObjectType(type), typeName).toBe(true);
+      if (!type || !isObjectType(type)) continue;
+      expect(Object.keys(type.getFields())).toEqual(expect.arrayContaining(fields));
+    }
+    const query = schema.getQueryType()?.getFields();
+    expect(String(query?.posts?.type)).toBe("[Post]!");
+    expect(query?.feed?.args.map((a) => `${a.name}: ${String(a.type)} = ${JSON.stringify(a.defaultValue ?? null)}`)).toEqual(["first: Int = 20", "after: String = null"]);
+    const mutation = schema.getMutationType()?.getFields();
+    expect(String(mutation?.likePost?.type)).toBe("PostLikePayload!");
+    expect(mutation?.createComment?.args.map((a) => `${a.name}: ${String(a.type)}`)).toEqual(["postId: ID!", "body: String!", "parentId: ID"]);
+  });
+});

@@ -1,0 +1,82 @@
+// A feed of 100 posts with four counts and viewerHasLiked: Redis round trips
+// counted from the private server's INFO stats, SQL from the API's query hook.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Database } from "../../../src/stores/postgres/database.js";
+import type { RedisClient } from "../../../src/stores/redis/client.js";
+import { startTestApi, type TestApi } from "../../support/api.js";
+import { createUsers, dataOf, openDatabase, openRedis, type TestUser } from "../../support/env.js";
+
+let api: TestApi;
+let db: Database;
+let redis: RedisClient;
+let viewer: TestUser;
+let postIds: string[];
+
+const feedQuery = `query($ids: [ID!]!) { posts(ids: $ids) { id title counts { likes reads comments collects } viewerHasLiked } }`;
+type Feed = { posts: { id: string; counts: { likes: number }; viewerHasLiked: boolean }[] };
+
+async function readsProcessed(): Promise<number> {
+  const stats = await redis.info("stats");
+  return Number(/total_reads_processed:(\d+)/.exec(stats)?.[1]);
+}
+
+/** Redis reads the server made while `action` ran, less the two INFO calls around it. */
+async function roundTrips(action: () => Promise<unknown>): Promise<number> {
+  const before = await readsProcessed();
+  await action();
+  const after = await readsProcessed();
+  return after - before - 1;
+}
+
+beforeAll(async () => {
+  api = await startTestApi();
+  db = openDatabase(api.config);
+  redis = await openRedis();
+  const [author, v] = await createUsers(db, api.config, 2);
+  viewer = v as TestUser;
+  postIds = [];
+  for (let i = 0; i < 100; i++) {
+    const res = await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "p${i}", body: "b") { id } }`, {}, author?.token);
+    postIds.push(dataOf(res).createPost.id);
+  }
+  for (const id of postIds.filter((_, i) => i % 3 === 0)) {
+    await api.gql(`mutation($id: ID!) { likePost(postId: $id) { changed } }`, { id }, viewer.token);
+  }
+});
+afterAll(async () => {
+  await api.close();
+  await db.$disconnect();
+  await redis.quit();
+});
+
+describe("feed of 100 posts", () => {
+  it("when a viewer asks for 100 posts with counts and viewerHasLiked, then it costs at most 2 Redis round trips and no SQL for the counts", async () => {
+    await api.gql(feedQuery, { ids: postIds }, viewer.token);
+    const sqlBefore = api.sqlQueries();
+    let response: Awaited<ReturnType<typeof api.gql<Feed>>> | undefined;
+    const trips = await roundTrips(async () => {
+      response = await api.gql<Feed>(feedQuery, { ids: postIds }, viewer.token);
+    });
+    const posts = dataOf(response as NonNullable<typeof response>).posts;
+    expect(posts.map((p) => p.viewerHasLiked)).toEqual(postIds.map((_, i) => i % 3 === 0));
+    expect(posts.map((p) => p.counts.likes)).toEqual(postIds.map((_, i) => (i % 3 === 0 ? 1 : 0)));
+    expect(trips).toBeGreaterThanOrEqual(1);
+    expect(trips).toBeLessThanOrEqual(2);
+    expect(api.sqlQueries() - sqlBefore).toBe(0);
+  });
+
+  it("when a post has grown past its first membership generation, then viewerHasLiked still costs at most 2 round trips", async () => {
+    const big = postIds[1] as string;
+    // Force a second generation by filling the viewer's first-generation shard with other members.
+    const others = await createUsers(db, api.config, 520);
+    await Promise.all(others.map((u) => api.gql(`mutation($id: ID!) { likePost(postId: $id) { changed } }`, { id: big }, u.token)));
+    await api.gql(`mutation($id: ID!) { likePost(postId: $id) { changed } }`, { id: big }, viewer.token);
+    let response: Awaited<ReturnType<typeof api.gql<Feed>>> | undefined;
+    const trips = await roundTrips(async () => {
+      response = await api.gql<Feed>(feedQuery, { ids: postIds }, viewer.token);
+    });
+    const posts = dataOf(response as NonNullable<typeof response>).posts;
+    expect(posts[1]).toMatchObject({ viewerHasLiked: true, counts: { likes: 521 } });
+    expect(trips).toBeLessThanOrEqual(2);
+  });
+});

@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { parseCounterHash } from "../../src/stores/redis/counter-hash.js";
+import { createRedisKeys, membershipFanout, membershipGenerations, mix32 } from "../../src/stores/redis/keys.js";
+
+const tagOf = (key: string) => /\{([^}]*)\}/.exec(key)?.[1];
+
+describe("Redis keys", () => {
+  const keys = createRedisKeys(1024);
+
+  it("when keys are built for one target, then they all carry the same hash tag", () => {
+    const target = { type: "post", id: 123456n } as const;
+    const all = [keys.counters(target), ...keys.memberShards(target, 42n), ...keys.generationShards(target, 2)];
+    expect(new Set(all.map(tagOf))).toEqual(new Set([String(123456 % 1024)]));
+    expect(keys.memberShards(target, 42n)).toHaveLength(membershipGenerations);
+  });
+
+  it("when a user's shard is picked in each generation, then it lies in that generation's shard range", () => {
+    const target = { type: "comment", id: 9n } as const;
+    for (let g = 0; g < membershipGenerations; g++) {
+      const shard = Number(keys.memberShard(target, 777n, g).split(":").at(-1));
+      expect(shard).toBeGreaterThanOrEqual(0);
+      expect(shard).toBeLessThan(membershipFanout ** g);
+    }
+  });
+
+  it("when sequential user ids are hashed, then they spread evenly over shards", () => {
+    const buckets = new Array<number>(64).fill(0);
+    for (let id = 1n; id <= 64_000n; id++) buckets[mix32(id) % 64]! += 1;
+    expect(Math.max(...buckets)).toBeLessThan(1_000 * 1.15);
+    expect(Math.min(...buckets)).toBeGreaterThan(1_000 * 0.85);
+  });
+
+  it("when a counter hash is parsed, then bookkeeping fields are kept apart from counts", () => {
+    expect(parseCounterHash(["like", "3", "gen", "2", "author", "17", "comment", "1"])).toEqual({
+      counts: { like: 3, comment: 1 },
+      generation: 2,
+      authorId: 17n,
+    });
+    expect(parseCounterHash({ like: "0" })).toEqual({ counts: { like: 0 }, generation: 0, authorId: null });
+  });
+});
