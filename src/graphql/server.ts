@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { ApolloServer } from "@apollo/server";
+import { ApolloServerPluginCacheControlDisabled } from "@apollo/server/plugin/disabled";
 import type { Logger } from "pino";
 import { createFormatError } from "./format-error.js";
 import type { Context } from "./context.js";
@@ -23,8 +24,13 @@ export function createGraphQLServer({ logger, introspection }: GraphQLServerOpti
     resolvers,
     introspection,
     includeStacktraceInErrorResponses: false,
+    // The entry point owns signals and closes everything in order; Apollo's own handler would race it.
+    stopOnTerminationSignals: false,
     formatError: createFormatError(logger),
     // A bound on document size: no legitimate query of this schema comes near it.
     parseOptions: { maxTokens: 5_000 },
+    // Counts change every moment, so no response carries cache hints; the plugin
+    // would otherwise hook every resolved field (some 800 in a feed of 100 posts).
+    plugins: [ApolloServerPluginCacheControlDisabled()],
   });
 }
