@@ -18,4 +18,4 @@ if [ ! -f src/generated/prisma/client.ts ] || [ prisma/schema.prisma -nt src/gen
   node_modules/.bin/tsx scripts/generate.ts
 fi
 
-node --no-warnings --experimental-wasm-modules --import tsx scripts/migrate.ts
+node_modules/.bin/tsx scripts/migrate.ts

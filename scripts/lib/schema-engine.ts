@@ -3,11 +3,12 @@
 // engine records applied migrations in `_prisma_migrations`, so
 // `prisma migrate deploy` stays interchangeable where the binary is at hand.
 import { readFile, readdir } from "node:fs/promises";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { bindMigrationAwareSqlAdapterFactory } from "@prisma/driver-adapter-utils";
-import { SchemaEngine } from "@prisma/schema-engine-wasm";
+import type { SchemaEngine } from "@prisma/schema-engine-wasm";
 
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const schemaPath = path.join(projectRoot, "prisma/schema.prisma");
@@ -15,10 +16,30 @@ export const migrationsDir = path.join(projectRoot, "prisma/migrations");
 
 const noFilters = { externalTables: [], externalEnums: [] };
 
+// Node's WebAssembly global; the ES library typings this project compiles against do not declare it.
+const wasmRuntime = (globalThis as unknown as {
+  WebAssembly: { instantiate(bytes: Uint8Array, imports: object): Promise<{ instance: { exports: Record<string, unknown> } }> };
+}).WebAssembly;
+
+/**
+ * The engine's module, instantiated by hand: its package imports a .wasm file
+ * directly, which Node 20 loads only behind --experimental-wasm-modules.
+ */
+async function loadSchemaEngine(): Promise<typeof SchemaEngine> {
+  const bindingsPath = createRequire(import.meta.url).resolve("@prisma/schema-engine-wasm/schema_engine_bg");
+  const bindings = await import("@prisma/schema-engine-wasm/schema_engine_bg");
+  const bytes = await readFile(path.join(path.dirname(bindingsPath), "schema_engine_bg.wasm"));
+  const { instance } = await wasmRuntime.instantiate(bytes, { "./schema_engine_bg.js": bindings });
+  (bindings as unknown as { __wbg_set_wasm(exports: object): void }).__wbg_set_wasm(instance.exports);
+  (instance.exports.__wbindgen_start as () => void)();
+  return bindings.SchemaEngine;
+}
+
 export async function openSchemaEngine(databaseUrl: string): Promise<SchemaEngine> {
   const datamodel = await readFile(schemaPath, "utf8");
   const adapter = bindMigrationAwareSqlAdapterFactory(new PrismaPg({ connectionString: databaseUrl }));
-  return SchemaEngine.new({ datamodels: [["schema.prisma", datamodel]] }, () => {}, adapter);
+  const Engine = await loadSchemaEngine();
+  return Engine.new({ datamodels: [["schema.prisma", datamodel]] }, () => {}, adapter);
 }
 
 interface MigrationOnDisk {
