@@ -44,6 +44,7 @@ export async function startApi(config: Config, logger: Logger, hooks: ApiHooks =
       await apollo.stop();
       await redis.quit();
       await db.$disconnect();
+      logger.info("stopped");
     },
   };
 }

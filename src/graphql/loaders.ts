@@ -1,32 +1,78 @@
 // One set of DataLoaders per request: a feed's many fields become one Redis
 // round trip for counts (and membership), one SQL query for unseen rows.
 import DataLoader from "dataloader";
-import type { Services } from "../domain/services.js";
-import { targetKey, type Target, type TargetKey } from "../domain/targets.js";
 import type { Viewer } from "../domain/identity.js";
-import type { CounterHash } from "../stores/redis/counter-hash.js";
+import type { Services } from "../domain/services.js";
+import type { Target, TargetType } from "../domain/targets.js";
 import type { CommentRecord, PostRecord, UserRecord } from "../stores/postgres/records.js";
+import type { CounterHash } from "../stores/redis/counter-hash.js";
+
+/**
+ * A loader over targets of every type that also remembers what its batches
+ * returned, so a field can answer synchronously once its list prefetched it:
+ * a promise per item costs graphql-js far more than the value itself in a list
+ * of 100. Keys are bigint ids per type, since building string keys showed in profiles.
+ */
+export class SettledLoader<V> {
+  private readonly byType = new Map<TargetType, { loader: DataLoader<bigint, V>; settled: Map<bigint, V> }>();
+
+  constructor(private readonly batch: (targets: readonly Target[]) => Promise<V[]>) {}
+
+  private of(type: TargetType) {
+    let entry = this.byType.get(type);
+    if (!entry) {
+      const settled = new Map<bigint, V>();
+      const loader = new DataLoader<bigint, V>(async (ids) => {
+        const values = await this.batch(ids.map((id) => ({ type, id })));
+        values.forEach((value, i) => settled.set(ids[i] as bigint, value));
+        return values;
+      });
+      entry = { loader, settled };
+      this.byType.set(type, entry);
+    }
+    return entry;
+  }
+
+  /** The value, synchronously when already loaded. */
+  get(target: Target): V | Promise<V> {
+    const { loader, settled } = this.of(target.type);
+    const value = settled.get(target.id);
+    return value !== undefined || settled.has(target.id) ? (value as V) : loader.load(target.id);
+  }
+
+  load(target: Target): Promise<V> {
+    return this.of(target.type).loader.load(target.id);
+  }
+
+  /** Loads many in one batch; afterwards `get` answers them synchronously. */
+  async prefetch(targets: readonly Target[]): Promise<void> {
+    await Promise.all(targets.map((t) => this.load(t)));
+  }
+
+  /** Replaces a value, e.g. with a mutation's own result. */
+  set(target: Target, value: V): void {
+    const { loader, settled } = this.of(target.type);
+    settled.set(target.id, value);
+    loader.clear(target.id).prime(target.id, value);
+  }
+}
 
 export interface Loaders {
   readonly user: DataLoader<bigint, UserRecord | null>;
   readonly post: DataLoader<bigint, PostRecord | null>;
   readonly comment: DataLoader<bigint, CommentRecord | null>;
-  readonly counts: DataLoader<Target, CounterHash, TargetKey>;
-  /** Whether the viewer likes a target; only for a signed-in viewer. */
-  readonly liked: DataLoader<Target, boolean, TargetKey>;
+  readonly counts: SettledLoader<CounterHash>;
+  /** Whether the viewer likes a target (false without a viewer). */
+  readonly liked: SettledLoader<boolean>;
 }
 
 export function createLoaders(services: Services, viewer: Viewer | null): Loaders {
   const { catalog, counters, likes } = services;
-  const counts = new DataLoader<Target, CounterHash, TargetKey>((targets) => counters.read(targets), {
-    cacheKeyFn: targetKey,
-  });
-  const liked = new DataLoader<Target, boolean, TargetKey>(
-    (targets) =>
-      viewer
-        ? likes.hasLiked(targets, viewer.userId, async (t) => (await counts.load(t)).generation)
-        : Promise.resolve(targets.map(() => false)),
-    { cacheKeyFn: targetKey },
+  const counts = new SettledLoader<CounterHash>((targets) => counters.read(targets));
+  const liked = new SettledLoader<boolean>((targets) =>
+    viewer
+      ? likes.hasLiked(targets, viewer.userId, async (t) => (await counts.load(t)).generation)
+      : Promise.resolve(targets.map(() => false)),
   );
   return {
     user: new DataLoader((ids) => catalog.users(ids)),
@@ -39,6 +85,6 @@ export function createLoaders(services: Services, viewer: Viewer | null): Loader
 
 /** Seeds the loaders with a like's own result, so the payload needs no second read. */
 export function primeAfterLike(loaders: Loaders, target: Target, state: CounterHash, liked: boolean): void {
-  loaders.counts.clear(target).prime(target, state);
-  loaders.liked.clear(target).prime(target, liked);
+  loaders.counts.set(target, state);
+  loaders.liked.set(target, liked);
 }

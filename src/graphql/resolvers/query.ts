@@ -1,6 +1,8 @@
 import { decodeCursor, parseId, parsePageSize } from "../../domain/ids.js";
 import { badInput } from "../../errors.js";
+import type { GraphQLResolveInfo } from "graphql";
 import { idConnection } from "../connection.js";
+import { prefetchCounts } from "../prefetch.js";
 import type { Context } from "../context.js";
 
 export const maxPostsPerRequest = 100;
@@ -10,15 +12,20 @@ export const Query = {
   user: (_: unknown, args: { id: string }, ctx: Context) => ctx.loaders.user.load(parseId(args.id, "id")),
   post: (_: unknown, args: { id: string }, ctx: Context) => ctx.loaders.post.load(parseId(args.id, "id")),
   comment: (_: unknown, args: { id: string }, ctx: Context) => ctx.loaders.comment.load(parseId(args.id, "id")),
-  posts(_: unknown, args: { ids: string[] }, ctx: Context) {
+  async posts(_: unknown, args: { ids: string[] }, ctx: Context, info: GraphQLResolveInfo) {
     if (args.ids.length > maxPostsPerRequest) {
       throw badInput("ids", `posts takes at most ${maxPostsPerRequest} ids; got ${args.ids.length}. Split the request.`);
     }
-    return ctx.loaders.post.loadMany(args.ids.map((id) => parseId(id, "ids")));
+    const rows = await ctx.loaders.post.loadMany(args.ids.map((id) => parseId(id, "ids")));
+    const found = rows.flatMap((row) => (row && !(row instanceof Error) ? [row.id] : []));
+    await prefetchCounts(ctx, info, "post", found);
+    return rows;
   },
-  async feed(_: unknown, args: { first: number; after?: string | null }, ctx: Context) {
+  async feed(_: unknown, args: { first: number; after?: string | null }, ctx: Context, info: GraphQLResolveInfo) {
     const first = parsePageSize(args.first);
     const before = args.after ? decodeCursor(args.after) : null;
-    return idConnection(await ctx.services.content.feed(first, before));
+    const page = await ctx.services.content.feed(first, before);
+    await prefetchCounts(ctx, info, "post", page.items.map((p) => p.id), ["edges", "node"]);
+    return idConnection(page);
   },
 };

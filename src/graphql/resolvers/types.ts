@@ -5,7 +5,9 @@ import { countOf, type Target } from "../../domain/targets.js";
 import { forbidden } from "../../errors.js";
 import type { CommentRecord, PostRecord, UserRecord } from "../../stores/postgres/records.js";
 import type { CounterHash } from "../../stores/redis/counter-hash.js";
+import type { GraphQLResolveInfo } from "graphql";
 import { idConnection } from "../connection.js";
+import { prefetchCounts } from "../prefetch.js";
 import type { Context } from "../context.js";
 
 interface PageArgs {
@@ -14,8 +16,7 @@ interface PageArgs {
 }
 
 const id = (row: { id: bigint }) => row.id.toString();
-const counts = (target: Target) => (_: unknown, __: unknown, ctx: Context) => ctx.loaders.counts.load(target);
-const viewerHasLiked = (target: Target, ctx: Context) => (ctx.viewer ? ctx.loaders.liked.load(target) : false);
+const viewerHasLiked = (target: Target, ctx: Context) => (ctx.viewer ? ctx.loaders.liked.get(target) : false);
 const counter = (name: string) => (hash: CounterHash) => countOf(hash.counts, name);
 
 function author(row: { authorId: bigint }, _: unknown, ctx: Context) {
@@ -25,7 +26,7 @@ function author(row: { authorId: bigint }, _: unknown, ctx: Context) {
 export const Post = {
   id,
   author,
-  counts: (post: PostRecord, args: unknown, ctx: Context) => counts({ type: "post", id: post.id })(post, args, ctx),
+  counts: (post: PostRecord, _: unknown, ctx: Context) => ctx.loaders.counts.get({ type: "post", id: post.id }),
   viewerHasLiked: (post: PostRecord, _: unknown, ctx: Context) => viewerHasLiked({ type: "post", id: post.id }, ctx),
   async likers(post: PostRecord, args: PageArgs, ctx: Context) {
     const first = parsePageSize(args.first);
@@ -40,10 +41,12 @@ export const Post = {
     });
     return { edges, pageInfo: { hasNextPage: page.hasMore, endCursor: page.likers.at(-1)?.cursor ?? null } };
   },
-  async comments(post: PostRecord, args: PageArgs, ctx: Context) {
+  async comments(post: PostRecord, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) {
     const first = parsePageSize(args.first);
     const before = args.after ? decodeCursor(args.after) : null;
-    return idConnection(await ctx.services.content.commentsOf(post.id, first, before));
+    const page = await ctx.services.content.commentsOf(post.id, first, before);
+    await prefetchCounts(ctx, info, "comment", page.items.map((c) => c.id), ["edges", "node"]);
+    return idConnection(page);
   },
 };
 
@@ -60,14 +63,15 @@ export const Comment = {
   post: (comment: CommentRecord, _: unknown, ctx: Context) => ctx.loaders.post.load(comment.postId),
   parent: (comment: CommentRecord, _: unknown, ctx: Context) =>
     comment.parentId === null ? null : ctx.loaders.comment.load(comment.parentId),
-  counts: (comment: CommentRecord, args: unknown, ctx: Context) =>
-    counts({ type: "comment", id: comment.id })(comment, args, ctx),
+  counts: (comment: CommentRecord, _: unknown, ctx: Context) => ctx.loaders.counts.get({ type: "comment", id: comment.id }),
   viewerHasLiked: (comment: CommentRecord, _: unknown, ctx: Context) =>
     viewerHasLiked({ type: "comment", id: comment.id }, ctx),
-  async replies(comment: CommentRecord, args: PageArgs, ctx: Context) {
+  async replies(comment: CommentRecord, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) {
     const first = parsePageSize(args.first);
     const before = args.after ? decodeCursor(args.after) : null;
-    return idConnection(await ctx.services.content.repliesTo(comment.id, first, before));
+    const page = await ctx.services.content.repliesTo(comment.id, first, before);
+    await prefetchCounts(ctx, info, "comment", page.items.map((c) => c.id), ["edges", "node"]);
+    return idConnection(page);
   },
 };
 
@@ -82,7 +86,7 @@ export const User = {
     if (ctx.viewer?.userId !== user.id) throw forbidden("Only the user themself may read their email.");
     return user.email;
   },
-  counts: (user: UserRecord, args: unknown, ctx: Context) => counts({ type: "user", id: user.id })(user, args, ctx),
+  counts: (user: UserRecord, _: unknown, ctx: Context) => ctx.loaders.counts.get({ type: "user", id: user.id }),
 };
 
 export const UserCounts = {

@@ -9,13 +9,8 @@ export interface RedisConnectionOptions {
   readonly clusterNodes?: readonly string[];
 }
 
-/**
- * A client with the service's scripts defined and auto-pipelining on: every
- * command issued in one tick leaves in one write, which is what turns a
- * DataLoader batch into one round trip (per cluster node).
- */
+/** A client with the service's scripts defined. */
 export function createRedisClient(options: RedisConnectionOptions): RedisClient {
-  const common = { enableAutoPipelining: true, lazyConnect: true };
   const client =
     options.clusterNodes && options.clusterNodes.length > 0
       ? new Cluster(
@@ -23,9 +18,90 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
             const [host = "127.0.0.1", port = "6379"] = node.split(":");
             return { host, port: Number(port) };
           }),
-          { ...common, redisOptions: {} },
+          // A cluster pipeline may only hold keys of one node; auto-pipelining groups
+          // each tick's commands per node, which is what a batch read needs there.
+          { enableAutoPipelining: true, lazyConnect: true },
         )
-      : new Redis(options.url, { ...common, maxRetriesPerRequest: 3 });
+      : new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 3, protocol: 2 });
   defineScripts(client);
   return client;
+}
+
+type BatchCommand = "hgetall" | "sismember";
+type Reply<C extends BatchCommand> = C extends "hgetall" ? Record<string, string> : number;
+type Call = readonly [key: string, ...args: string[]];
+
+interface PendingGroup {
+  readonly command: BatchCommand;
+  readonly calls: readonly Call[];
+  resolve(replies: unknown[]): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Every batch read issued in one tick leaves in one pipeline: one write, one
+ * round trip. Unlike ioredis's auto-pipelining, which keeps one pipeline in
+ * flight per connection, the next tick's pipeline does not wait for this one's
+ * replies, so concurrent requests do not queue behind each other's round trips.
+ */
+class TickPipeline {
+  private pending: PendingGroup[] = [];
+
+  constructor(private readonly redis: Redis) {}
+
+  read(command: BatchCommand, calls: readonly Call[]): Promise<unknown[]> {
+    return new Promise((resolve, reject) => {
+      if (this.pending.length === 0) process.nextTick(() => this.flush());
+      this.pending.push({ command, calls, resolve, reject });
+    });
+  }
+
+  private flush(): void {
+    const groups = this.pending;
+    this.pending = [];
+    const pipeline = this.redis.pipeline();
+    for (const { command, calls } of groups) {
+      for (const [key, ...args] of calls) {
+        if (command === "hgetall") pipeline.hgetall(key);
+        else pipeline.sismember(key, args[0] ?? "");
+      }
+    }
+    pipeline.exec().then(
+      (results) => {
+        let next = 0;
+        for (const group of groups) {
+          const replies: unknown[] = [];
+          let failure: unknown = null;
+          for (let i = 0; i < group.calls.length; i++) {
+            const [error, value] = results?.[next++] ?? [new Error("missing pipeline reply"), null];
+            if (error) failure ??= error;
+            replies.push(value);
+          }
+          if (failure) group.reject(failure);
+          else group.resolve(replies);
+        }
+      },
+      (error: unknown) => groups.forEach((group) => group.reject(error)),
+    );
+  }
+}
+
+const tickPipelines = new WeakMap<Redis, TickPipeline>();
+
+/**
+ * Runs one command over many keys in one round trip (one per node in a
+ * cluster, where ioredis's auto-pipelining groups commands per node).
+ */
+export async function batchRead<C extends BatchCommand>(
+  redis: RedisClient,
+  command: C,
+  calls: readonly Call[],
+): Promise<Reply<C>[]> {
+  if (calls.length === 0) return [];
+  if (redis instanceof Cluster) {
+    return Promise.all(calls.map(([key, ...args]) => (command === "hgetall" ? redis.hgetall(key) : redis.sismember(key, args[0] ?? "")))) as Promise<Reply<C>[]>;
+  }
+  let tick = tickPipelines.get(redis);
+  if (!tick) tickPipelines.set(redis, (tick = new TickPipeline(redis)));
+  return (await tick.read(command, calls)) as Reply<C>[];
 }

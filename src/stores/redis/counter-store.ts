@@ -1,5 +1,5 @@
 import type { Target } from "../../domain/targets.js";
-import type { RedisClient } from "./client.js";
+import { batchRead, type RedisClient } from "./client.js";
 import { parseCounterHash, type CounterHash } from "./counter-hash.js";
 import { authorField, type RedisKeys } from "./keys.js";
 
@@ -15,8 +15,7 @@ export interface CounterStore {
 export function createCounterStore(redis: RedisClient, keys: RedisKeys): CounterStore {
   return {
     async read(targets) {
-      // Issued in one tick: auto-pipelining sends them in one write.
-      const hashes = await Promise.all(targets.map((t) => redis.hgetall(keys.counters(t))));
+      const hashes = await batchRead(redis, "hgetall", targets.map((t) => [keys.counters(t)] as const));
       return hashes.map((hash) => (Object.keys(hash).length === 0 ? null : parseCounterHash(hash)));
     },
     async init(target, counts, authorId) {

@@ -1,5 +1,5 @@
 import type { Target } from "../../domain/targets.js";
-import type { RedisClient } from "./client.js";
+import { batchRead, type RedisClient } from "./client.js";
 import { parseCounterHash, type CounterHash } from "./counter-hash.js";
 import { defaultShardCapacity, membershipFanout, type RedisKeys } from "./keys.js";
 import type { MembershipReply } from "./scripts.js";
@@ -73,18 +73,21 @@ export function createLikeStore(redis: RedisClient, keys: RedisKeys, shardCapaci
     },
     async hasLiked(targets, userId, generationOf) {
       const member = userId.toString();
-      const inFirst = await Promise.all(targets.map((t) => redis.sismember(keys.memberShard(t, userId, 0), member)));
-      return Promise.all(
-        targets.map(async (target, i) => {
-          if (inFirst[i] === 1) return true;
-          const newest = await generationOf(target);
-          if (newest === 0) return false;
-          const later = await Promise.all(
-            Array.from({ length: newest }, (_, g) => redis.sismember(keys.memberShard(target, userId, g + 1), member)),
-          );
-          return later.includes(1);
-        }),
+      const inFirst = await batchRead(redis, "sismember", targets.map((t) => [keys.memberShard(t, userId, 0), member] as const));
+      const liked = inFirst.map((reply) => reply === 1);
+      // Targets past their first generation: look in the later ones, all in one more round trip.
+      const grown = await Promise.all(
+        targets.map(async (target, i) => (liked[i] ? 0 : await generationOf(target))),
       );
+      const later: { index: number; key: string }[] = [];
+      grown.forEach((newest, index) => {
+        for (let g = 1; g <= newest; g++) later.push({ index, key: keys.memberShard(targets[index] as Target, userId, g) });
+      });
+      const replies = await batchRead(redis, "sismember", later.map((l) => [l.key, member] as const));
+      replies.forEach((reply, i) => {
+        if (reply === 1) liked[(later[i] as { index: number }).index] = true;
+      });
+      return liked;
     },
     async members(target, newestGeneration, limit, from) {
       const found: MembershipCursor[] = [];

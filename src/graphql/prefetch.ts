@@ -1,0 +1,23 @@
+import type { GraphQLResolveInfo } from "graphql";
+import type { Context } from "./context.js";
+import { selects } from "./look-ahead.js";
+
+/**
+ * Before a list of posts or comments is returned: when its items select
+ * `counts` or `viewerHasLiked`, load them for the whole list in one round trip,
+ * so each item answers synchronously.
+ */
+export async function prefetchCounts(
+  ctx: Context,
+  info: GraphQLResolveInfo,
+  type: "post" | "comment",
+  ids: readonly bigint[],
+  itemPath: readonly string[] = [],
+): Promise<void> {
+  if (ids.length === 0) return;
+  const targets = ids.map((id) => ({ type, id }));
+  await Promise.all([
+    selects(info, [...itemPath, "counts"]) ? ctx.loaders.counts.prefetch(targets) : undefined,
+    ctx.viewer && selects(info, [...itemPath, "viewerHasLiked"]) ? ctx.loaders.liked.prefetch(targets) : undefined,
+  ]);
+}
