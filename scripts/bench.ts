@@ -1,0 +1,89 @@
+// npm run bench [-- scenario ...]: measures the service on this machine and prints figures and ratios.
+// Scenarios: feed100, like-hot, like-spread (each against the service over HTTP, with a raw
+// redis-benchmark run of the like script as the ceiling), memory (Redis bytes per like and per target).
+import { loadConfig } from "../src/config.js";
+import { prepareDatabase, seed, startPrivateRedis, startServer } from "./bench/harness.js";
+import { connections, feed100, likeHot, likeSpread, memory, rawLikeScript, type HttpFigures } from "./bench/scenarios.js";
+
+const all = ["feed100", "like-hot", "like-spread", "memory"] as const;
+type Scenario = (typeof all)[number];
+const asked = process.argv.slice(2);
+const unknown = asked.filter((s) => !(all as readonly string[]).includes(s));
+if (unknown.length) {
+  console.error(`Unknown scenario ${unknown.join(", ")}; choose from ${all.join(", ")}.`);
+  process.exit(2);
+}
+const chosen = new Set<Scenario>(asked.length ? (asked as Scenario[]) : all);
+const likers = 40_000;
+
+const databaseUrl = (() => {
+  const url = new URL(loadConfig().databaseUrl);
+  url.pathname = "/likes_bench";
+  return url.toString();
+})();
+
+const redis = await startPrivateRedis();
+const sql = await prepareDatabase(databaseUrl);
+const results: HttpFigures[] = [];
+let raw: number | null = null;
+try {
+  if (chosen.has("feed100") || chosen.has("like-hot") || chosen.has("like-spread")) {
+    console.error("seeding 40,000 users and 10,000 posts ...");
+    const seeded = await seed(sql, redis.client, likers, 10_000);
+    const server = await startServer({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url });
+    try {
+      if (chosen.has("feed100")) {
+        console.error("feed100 ...");
+        results.push(await feed100(server.url, redis, seeded));
+      }
+      if (chosen.has("like-hot")) {
+        console.error("like-hot ...");
+        results.push(await likeHot(server.url, redis, seeded, likers));
+      }
+      if (chosen.has("like-spread")) {
+        console.error("like-spread ...");
+        results.push(await likeSpread(server.url, redis, seeded, likers));
+      }
+    } finally {
+      await server.stop();
+    }
+    if (chosen.has("like-hot") || chosen.has("like-spread")) {
+      console.error("raw like script (redis-benchmark EVALSHA) ...");
+      raw = rawLikeScript(redis);
+    }
+  }
+
+  console.log(`\nService over HTTP, ${connections} connections, this machine (2 cores shared by load generator, service and Redis):`);
+  console.table(results.map((r) => ({
+    scenario: r.scenario,
+    "req/s": r.requestsPerSecond,
+    "p50 ms": r.p50Ms,
+    "p99 ms": r.p99Ms,
+    "Redis round trips/req": r.redisRoundTripsPerRequest,
+    failures: r.failures,
+    requests: r.requests,
+  })));
+  for (const r of results) console.log(`  ${r.scenario}: ${r.note}`);
+  if (raw !== null) {
+    console.log(`\nRaw like script, redis-benchmark EVALSHA, ${connections} connections: ${raw} calls/s`);
+    for (const r of results.filter((x) => x.scenario.startsWith("like"))) {
+      console.log(`  ${r.scenario}: ${r.requestsPerSecond} req/s = ${((100 * r.requestsPerSecond) / raw).toFixed(1)}% of the raw script`);
+    }
+  }
+  if (chosen.has("memory")) {
+    console.error("memory: 1,000,000 likes over 10,000 posts (Zipf) ...");
+    const m = await memory(redis);
+    console.log("\nRedis memory, 1,000,000 likes over 10,000 posts (Zipf, s = 1):");
+    console.table([{
+      "likes": m.likes,
+      "bytes/like (membership)": m.bytesPerLike,
+      "bytes/counter hash": m.bytesPerCounterHash,
+      "membership keys": m.membershipKeys,
+      "largest key (members)": m.largestKeyMembers,
+      "hottest post (likes)": m.hottestTargetLikes,
+    }]);
+  }
+} finally {
+  await sql.end();
+  await redis.stop();
+}
