@@ -53,8 +53,10 @@ try {
     }
   }
 
-  console.log(`\nService over HTTP, ${connections} connections, this machine (2 cores shared by load generator, service and Redis):`);
-  console.table(results.map((r) => ({
+  if (results.length > 0) {
+    console.log(`\nService over HTTP, ${connections} connections, this machine (2 cores shared by load generator, service and Redis):`);
+  }
+  if (results.length > 0) console.table(results.map((r) => ({
     scenario: r.scenario,
     "req/s": r.requestsPerSecond,
     "p50 ms": r.p50Ms,

@@ -1,0 +1,53 @@
+// Fills the configured database and Redis with demo users, posts, comments and likes,
+// through the same use cases the API runs. Safe to run again: it adds more posts.
+// Usage: npm run seed [-- <users> <posts>]   (defaults: 20 users, 100 posts)
+import { SingleBar, Presets } from "cli-progress";
+import { loadConfig } from "../src/config.js";
+import { DomainError } from "../src/errors.js";
+import { createDatabase } from "../src/stores/postgres/database.js";
+import { createRedisClient } from "../src/stores/redis/client.js";
+import { createServices } from "../src/wiring.js";
+
+const [users = 20, posts = 100] = process.argv.slice(2).map(Number);
+if (!Number.isInteger(users) || !Number.isInteger(posts) || users < 1 || posts < 0) {
+  console.error("Usage: npm run seed [-- <users ≥ 1> <posts ≥ 0>]");
+  process.exit(2);
+}
+const config = loadConfig();
+const db = createDatabase({ url: config.databaseUrl });
+const redis = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes });
+await redis.connect();
+const services = createServices(config, { db, redis });
+const password = "demo-password-1";
+
+const bar = new SingleBar({ format: "{task} [{bar}] {value}/{total}" }, Presets.shades_classic);
+bar.start(users, 0, { task: "users   " });
+const sessions = [];
+for (let i = 1; i <= users; i++) {
+  const username = `demo_${i}`;
+  try {
+    sessions.push(await services.users.register(username, `${username}@example.com`, password));
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    sessions.push(await services.users.login(username, password));
+  }
+  bar.increment();
+}
+bar.setTotal(posts);
+bar.update(0, { task: "posts   " });
+const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)] as T;
+for (let i = 1; i <= posts; i++) {
+  const author = pick(sessions);
+  const post = await services.content.createPost(author.user.id, `Demo post ${i}`, `Written by ${author.user.username}.`);
+  const comment = await services.content.createComment(pick(sessions).user.id, post.id, "Nice one.", null);
+  await services.content.createComment(pick(sessions).user.id, post.id, "Agreed.", comment.id);
+  // Earlier posts get more likes, as popular posts do.
+  const likers = sessions.slice(0, Math.max(1, Math.round(sessions.length / Math.sqrt(i))));
+  await Promise.all(likers.map((s) => services.likes.like({ type: "post", id: post.id }, s.user.id)));
+  bar.increment();
+}
+bar.stop();
+console.log(`Seeded ${users} users (password "${password}") and ${posts} posts. A token for ${sessions[0]?.user.username}:`);
+console.log(sessions[0]?.token);
+await redis.quit();
+await db.$disconnect();

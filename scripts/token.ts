@@ -1,0 +1,20 @@
+// Prints a bearer token for a user id, signed with JWT_SECRET: for trying the API by hand.
+// Usage: npm run token -- <user id>
+import { loadConfig } from "../src/config.js";
+import { parseId } from "../src/domain/ids.js";
+import { createTokenService } from "../src/domain/identity.js";
+
+const raw = process.argv[2];
+if (!raw) {
+  console.error("Usage: npm run token -- <user id>");
+  process.exit(2);
+}
+const config = loadConfig();
+let userId: bigint;
+try {
+  userId = parseId(raw, "user id");
+} catch (error) {
+  console.error((error as Error).message);
+  process.exit(2);
+}
+console.log(await createTokenService({ secret: config.jwtSecret, ttlSeconds: config.tokenTtlSeconds }).issue(userId));
