@@ -87,7 +87,8 @@ describe("posts, comments and the feed", () => {
       );
       const feed = dataOf(res).feed;
       seen.push(...feed.edges.map((e) => e.node.id));
-      expect(feed.pageInfo.hasNextPage).toBe(true);
+      // Older posts of other tests may follow ours; ours alone guarantee a next page until all five are seen.
+      if (seen.length < 5) expect(feed.pageInfo.hasNextPage).toBe(true);
       after = feed.pageInfo.endCursor;
     }
     expect(seen.slice(0, 5)).toEqual([...ids].reverse());
