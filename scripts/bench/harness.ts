@@ -2,7 +2,6 @@
 // are the benchmark's alone), its own database, seeded users and posts, and the
 // service started as a separate process, as in production.
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { createTokenService } from "../../src/domain/identity.js";
@@ -12,20 +11,11 @@ import { createCounterStore } from "../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
 import { migrate } from "../migrate.js";
 import { projectRoot } from "../lib/schema-engine.js";
+import { freePort } from "../lib/ports.js";
 
 export const benchSecret = "bench-secret-not-for-production-use";
 export const partitions = 1024;
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no free port"))));
-    });
-  });
-}
 
 async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

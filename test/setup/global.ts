@@ -2,19 +2,9 @@
 // instance (so counting round trips or flushing disturbs nobody) and a local
 // Redis Cluster for the script tests. The database is migrated by scripts/test.sh.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
 import type { TestProject } from "vitest/node";
+import { freePort } from "../../scripts/lib/ports.js";
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
-}
 
 async function waitForRedis(port: number): Promise<void> {
   for (let i = 0; i < 100; i++) {

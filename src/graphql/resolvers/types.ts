@@ -3,7 +3,7 @@
 import { decodeCursor, parsePageSize } from "../../domain/ids.js";
 import { countOf, type Target } from "../../domain/targets.js";
 import { forbidden } from "../../errors.js";
-import type { CommentRecord, PostRecord, UserRecord } from "../../stores/postgres/records.js";
+import type { CommentRecord, Page, PostRecord, UserRecord } from "../../stores/postgres/records.js";
 import type { CounterHash } from "../../stores/redis/counter-hash.js";
 import type { GraphQLResolveInfo } from "graphql";
 import { idConnection } from "../connection.js";
@@ -18,6 +18,18 @@ interface PageArgs {
 const id = (row: { id: bigint }) => row.id.toString();
 const viewerHasLiked = (target: Target, ctx: Context) => (ctx.viewer ? ctx.loaders.liked.get(target) : false);
 const counter = (name: string) => (hash: CounterHash) => countOf(hash.counts, name);
+
+/** A page of comments as a connection, their counts prefetched when selected. */
+async function commentConnection(
+  args: PageArgs,
+  ctx: Context,
+  info: GraphQLResolveInfo,
+  fetch: (first: number, before: bigint | null) => Promise<Page<CommentRecord>>,
+) {
+  const page = await fetch(parsePageSize(args.first), args.after ? decodeCursor(args.after) : null);
+  await prefetchCounts(ctx, info, "comment", page.items.map((c) => c.id), ["edges", "node"]);
+  return idConnection(page);
+}
 
 function author(row: { authorId: bigint }, _: unknown, ctx: Context) {
   return ctx.loaders.user.load(row.authorId);
@@ -41,13 +53,8 @@ export const Post = {
     });
     return { edges, pageInfo: { hasNextPage: page.hasMore, endCursor: page.likers.at(-1)?.cursor ?? null } };
   },
-  async comments(post: PostRecord, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) {
-    const first = parsePageSize(args.first);
-    const before = args.after ? decodeCursor(args.after) : null;
-    const page = await ctx.services.content.commentsOf(post.id, first, before);
-    await prefetchCounts(ctx, info, "comment", page.items.map((c) => c.id), ["edges", "node"]);
-    return idConnection(page);
-  },
+  comments: (post: PostRecord, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
+    commentConnection(args, ctx, info, (first, before) => ctx.services.content.commentsOf(post.id, first, before)),
 };
 
 export const PostCounts = {
@@ -66,13 +73,8 @@ export const Comment = {
   counts: (comment: CommentRecord, _: unknown, ctx: Context) => ctx.loaders.counts.get({ type: "comment", id: comment.id }),
   viewerHasLiked: (comment: CommentRecord, _: unknown, ctx: Context) =>
     viewerHasLiked({ type: "comment", id: comment.id }, ctx),
-  async replies(comment: CommentRecord, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) {
-    const first = parsePageSize(args.first);
-    const before = args.after ? decodeCursor(args.after) : null;
-    const page = await ctx.services.content.repliesTo(comment.id, first, before);
-    await prefetchCounts(ctx, info, "comment", page.items.map((c) => c.id), ["edges", "node"]);
-    return idConnection(page);
-  },
+  replies: (comment: CommentRecord, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
+    commentConnection(args, ctx, info, (first, before) => ctx.services.content.repliesTo(comment.id, first, before)),
 };
 
 export const CommentCounts = {
