@@ -1,24 +1,31 @@
-// Writes prisma/migrations/<NNNN>_<name>/migration.sql with the SQL that takes
-// the migrated development database to prisma/schema.prisma.
-// Usage: tsx scripts/make-migration.ts <name>
+// Writes prisma/migrations/<NNNN>_<name>/migration.sql with the SQL that takes the
+// schema as it stood when prisma/migrations last changed (in git) to prisma/schema.prisma.
+// Usage: tsx scripts/make-migration.ts <name>   (commit the migration with the schema change)
+import { execFileSync } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { loadConfig } from "../src/config.js";
-import { diffToSchema, migrationsDir, openSchemaEngine, readMigrations } from "./lib/schema-engine.js";
 import { ensureDatabase } from "./lib/database.js";
-import { migrate } from "./migrate.js";
+import { diffToSchema, migrationsDir, openSchemaEngine, projectRoot, readMigrations } from "./lib/schema-engine.js";
 
 const name = process.argv[2];
 if (!name || !/^[a-z0-9_]+$/.test(name)) {
   console.error("Usage: tsx scripts/make-migration.ts <name>, with a name of lower-case letters, digits and underscores.");
   process.exit(2);
 }
+
+/** The schema the existing migrations produce: as committed with the last change to prisma/migrations. */
+function migratedSchema(): string | null {
+  const git = (...args: string[]) => execFileSync("git", args, { cwd: projectRoot, encoding: "utf8" }).trim();
+  const commit = git("log", "-1", "--format=%H", "--", "prisma/migrations");
+  return commit ? git("show", `${commit}:prisma/schema.prisma`) : null;
+}
+
 const { databaseUrl } = loadConfig();
 const existing = await readMigrations();
 await ensureDatabase(databaseUrl);
-if (existing.length) await migrate(databaseUrl);
 const engine = await openSchemaEngine(databaseUrl);
-const sql = await diffToSchema(engine, existing.length ? databaseUrl : null);
+const sql = await diffToSchema(engine, existing.length ? migratedSchema() : null);
 engine.free();
 if (!sql.trim() || /^-- This is an empty migration/.test(sql.trim())) {
   console.log("schema and migrations agree: nothing to write");

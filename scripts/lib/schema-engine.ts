@@ -26,6 +26,11 @@ const wasmRuntime = (globalThis as unknown as {
  * directly, which Node 20 loads only behind --experimental-wasm-modules.
  */
 async function loadSchemaEngine(): Promise<typeof SchemaEngine> {
+  // Where the engine leaves its message when it panics; Prisma's CLI sets the same global.
+  const registry = globalThis as { PRISMA_WASM_PANIC_REGISTRY?: { set_message(message: string): void } };
+  registry.PRISMA_WASM_PANIC_REGISTRY ??= {
+    set_message: (message) => console.error(`Prisma schema engine panicked: ${message}`),
+  };
   const bindingsPath = createRequire(import.meta.url).resolve("@prisma/schema-engine-wasm/schema_engine_bg");
   const bindings = await import("@prisma/schema-engine-wasm/schema_engine_bg");
   const bytes = await readFile(path.join(path.dirname(bindingsPath), "schema_engine_bg.wasm"));
@@ -77,11 +82,11 @@ export async function applyMigrations(engine: SchemaEngine): Promise<string[]> {
   return result.appliedMigrationNames;
 }
 
-/** SQL that brings a database migrated to `fromUrl` (or an empty one) to the Prisma schema. */
-export async function diffToSchema(engine: SchemaEngine, fromUrl: string | null): Promise<string> {
+/** SQL that takes a database at schema `from` (or an empty one) to the Prisma schema on disk. */
+export async function diffToSchema(engine: SchemaEngine, from: string | null): Promise<string> {
   const content = await readFile(schemaPath, "utf8");
   const result = await engine.diff({
-    from: fromUrl ? { tag: "url", url: fromUrl } : { tag: "empty" },
+    from: from === null ? { tag: "empty" } : { tag: "schemaDatamodel", files: [{ path: schemaPath, content: from }] },
     to: { tag: "schemaDatamodel", files: [{ path: schemaPath, content }] },
     script: true,
     exitCode: false,
