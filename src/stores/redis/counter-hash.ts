@@ -1,4 +1,4 @@
-import { authorField, generationField } from "./keys.js";
+import { authorField, generationField, versionField } from "./keys.js";
 
 /** What a target's counter hash holds: its counts and the bookkeeping fields beside them. */
 export interface CounterHash {
@@ -23,6 +23,7 @@ export function parseCounterHash(raw: Record<string, string> | readonly string[]
   for (const [field, value] of entries) {
     if (field === generationField) generation = Number(value);
     else if (field === authorField) authorId = BigInt(value);
+    else if (field === versionField) continue;
     else counts[field] = Number(value);
   }
   return { counts, generation, authorId };

@@ -3,6 +3,7 @@
 // Layout (p = partition of the target, a hash tag so one target's keys share a slot):
 //   cnt:{p}:<type>:<id>            hash: all counters of the target, plus bookkeeping fields
 //   lk:{p}:<type>:<id>:<g>:<s>     set: likers in membership generation g, shard s
+//   ob:{p}                         stream: outbox of like changes in partition p, read by the relay
 //
 // Membership grows by generations instead of a fixed shard count, so small
 // targets use one small set and big ones never put more than
@@ -25,6 +26,8 @@ export const defaultShardCapacity = 512;
 export const generationField = "gen";
 /** Hash field of a post's or comment's counter hash that holds its author's id. */
 export const authorField = "author";
+/** Hash field that holds the version of the target's latest like change (scripts/includes/append-event.lua). */
+export const versionField = "ver";
 
 /** 32-bit finalizer of MurmurHash3: spreads sequential user ids evenly over shards. */
 export function mix32(value: bigint): number {
@@ -41,6 +44,10 @@ export interface RedisKeys {
   readonly partitions: number;
   partitionOf(target: Target): number;
   counters(target: Target): string;
+  /** The outbox stream a target's like changes are appended to. */
+  outbox(target: Target): string;
+  /** Every partition's outbox stream, in partition order. */
+  outboxes(): string[];
   /** The member shard of `userId` in generation `generation`. */
   memberShard(target: Target, userId: bigint, generation: number): string;
   /** The user's shard in every generation, oldest first: the KEYS a like script needs. */
@@ -61,6 +68,8 @@ export function createRedisKeys(partitions: number): RedisKeys {
     partitions,
     partitionOf,
     counters: (target) => base("cnt", target),
+    outbox: (target) => `ob:{${partitionOf(target)}}`,
+    outboxes: () => Array.from({ length: partitions }, (_, p) => `ob:{${p}}`),
     memberShard,
     memberShards: (target, userId) =>
       Array.from({ length: membershipGenerations }, (_, g) => memberShard(target, userId, g)),

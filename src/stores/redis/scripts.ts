@@ -19,9 +19,10 @@ export function loadScript(name: string): string {
 /** A script's reply: a status code alone, or a code with the counter hash as field/value pairs. */
 export type MembershipReply = [code: number, counters?: string[]];
 
-// A fixed key count puts the first key first in the arguments, which is what
-// ioredis's cluster auto-pipelining routes by (it would route by the count otherwise).
-const membershipKeys = 1 + membershipGenerations;
+// Counter hash, outbox, one shard per generation. A fixed key count puts the first
+// key first in the arguments, which is what ioredis's cluster auto-pipelining routes
+// by (it would route by the count otherwise).
+const membershipKeys = 2 + membershipGenerations;
 
 const definitions = {
   likeTarget: { file: "like", numberOfKeys: membershipKeys },
@@ -32,10 +33,10 @@ const definitions = {
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
-    /** scripts/like.lua: the counter hash, one member shard per generation, then ARGV. */
-    likeTarget(counters: string, ...shardsAndArgs: (string | number)[]): Result<MembershipReply, Context>;
-    /** scripts/unlike.lua: the counter hash, one member shard per generation, then ARGV. */
-    unlikeTarget(counters: string, ...shardsAndArgs: (string | number)[]): Result<MembershipReply, Context>;
+    /** scripts/like.lua: the counter hash, the outbox, one member shard per generation, then ARGV. */
+    likeTarget(counters: string, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
+    /** scripts/unlike.lua: the counter hash, the outbox, one member shard per generation, then ARGV. */
+    unlikeTarget(counters: string, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
     /** scripts/init-counters.lua */
     initCounters(key: string, ...fieldsAndValues: (string | number)[]): Result<number, Context>;
     /** scripts/bump-counter.lua */

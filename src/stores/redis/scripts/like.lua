@@ -1,5 +1,6 @@
 --[[
-  Adds a user to a target's likers once and counts it, atomically.
+  Adds a user to a target's likers once, counts it, and appends the change to
+  the outbox, all in one atomic step.
 
   Membership grows by generations (see keys.ts): the newest generation is
   stored in the counter hash field 'gen'; a user is a member when any shard
@@ -9,14 +10,17 @@
 
   Input:
     KEYS[1]       counter hash of the target; its existence marks a known target
-    KEYS[2..n]    the user's membership shard in generations 0..n-2
+    KEYS[2]       outbox stream of the target's partition
+    KEYS[3..n]    the user's membership shard in generations 0..n-3
     ARGV[1]       user id
     ARGV[2]       shard capacity (members)
     ARGV[3]       counter field to increment ('like')
+    ARGV[4]       target type, for the event
+    ARGV[5]       target id, for the event
 
   Output:
     { 1, counters }  added; counters = the counter hash as field/value pairs
-    { 0, counters }  already a member, nothing changed
+    { 0, counters }  already a member, nothing changed and no event appended
     { -1 }           the target's counter hash is not in Redis
     { -2 }           every generation of the target is full
     { -3 }           invalid arguments
@@ -25,11 +29,12 @@
 ]]
 --@include check-user
 --@include find-member
+--@include append-event
 
 local counters = KEYS[1]
 local user = ARGV[1]
 local capacity = tonumber(ARGV[2])
-if not isUserId(user) or not capacity or capacity < 1 or not ARGV[3] then
+if not isUserId(user) or not capacity or capacity < 1 or not ARGV[3] or not ARGV[4] or not ARGV[5] then
   return { -3 }
 end
 if redis.call('EXISTS', counters) == 0 then
@@ -42,8 +47,8 @@ if findMember(newest, user) then
 end
 
 local generation = newest
-local generations = #KEYS - 1
-while redis.call('SCARD', KEYS[2 + generation]) >= capacity do
+local generations = #KEYS - firstShard + 1
+while redis.call('SCARD', KEYS[firstShard + generation]) >= capacity do
   generation = generation + 1
   if generation >= generations then
     return { -2 }
@@ -53,7 +58,7 @@ end
 if generation ~= newest then
   redis.call('HSET', counters, 'gen', generation)
 end
-redis.call('SADD', KEYS[2 + generation], user)
+redis.call('SADD', KEYS[firstShard + generation], user)
 redis.call('HINCRBY', counters, ARGV[3], 1)
--- Outbox: the persistence event for this change is appended here, in the same atomic step.
+appendEvent(counters, KEYS[2], ARGV[4], ARGV[5], user, '1')
 return { 1, redis.call('HGETALL', counters) }

@@ -1,15 +1,19 @@
 --[[
-  Removes a user from a target's likers and counts it down, atomically.
+  Removes a user from a target's likers, counts it down, and appends the
+  change to the outbox, all in one atomic step.
 
   Input:
     KEYS[1]       counter hash of the target; its existence marks a known target
-    KEYS[2..n]    the user's membership shard in generations 0..n-2
+    KEYS[2]       outbox stream of the target's partition
+    KEYS[3..n]    the user's membership shard in generations 0..n-3
     ARGV[1]       user id
     ARGV[2]       counter field to decrement ('like')
+    ARGV[3]       target type, for the event
+    ARGV[4]       target id, for the event
 
   Output:
     { 1, counters }  removed; counters = the counter hash as field/value pairs
-    { 0, counters }  not a member, nothing changed
+    { 0, counters }  not a member, nothing changed and no event appended
     { -1 }           the target's counter hash is not in Redis
     { -3 }           invalid arguments
 
@@ -17,10 +21,11 @@
 ]]
 --@include check-user
 --@include find-member
+--@include append-event
 
 local counters = KEYS[1]
 local user = ARGV[1]
-if not isUserId(user) or not ARGV[2] then
+if not isUserId(user) or not ARGV[2] or not ARGV[3] or not ARGV[4] then
   return { -3 }
 end
 if redis.call('EXISTS', counters) == 0 then
@@ -35,5 +40,5 @@ end
 
 redis.call('SREM', KEYS[shard], user)
 redis.call('HINCRBY', counters, ARGV[2], -1)
--- Outbox: the persistence event for this change is appended here, in the same atomic step.
+appendEvent(counters, KEYS[2], ARGV[3], ARGV[4], user, '0')
 return { 1, redis.call('HGETALL', counters) }

@@ -24,7 +24,7 @@ describe("scripts on a Redis Cluster", () => {
   it("when keys are built for a target and user, then they all hash to one slot", async () => {
     for (const target of targets) {
       const slots = await Promise.all(
-        [keys.counters(target), ...keys.memberShards(target, 12345n)].map((k) => cluster.cluster("KEYSLOT", k)),
+        [keys.counters(target), keys.outbox(target), ...keys.memberShards(target, 12345n)].map((k) => cluster.cluster("KEYSLOT", k)),
       );
       expect(new Set(slots).size).toBe(1);
     }
@@ -45,6 +45,8 @@ describe("scripts on a Redis Cluster", () => {
     await Promise.all(targets.flatMap((t) => Array.from({ length: 20 }, (_, u) => likes.unlike(t, BigInt(u + 1)))));
     await Promise.all(targets.map((t) => counters.bump(t, "reply", 2)));
 
+    const outboxLength = (await Promise.all(targets.map((t) => cluster.xlen(keys.outbox(t))))).reduce((a, b) => a + b, 0);
+    expect(outboxLength).toBeGreaterThanOrEqual(targets.length * 80);
     const hashes = await counters.read(targets);
     for (const hash of hashes) {
       expect(hash?.counts.like).toBe(40);
@@ -68,7 +70,7 @@ describe("scripts on a Redis Cluster", () => {
   it("when a script is given keys of two slots, then it is refused", async () => {
     const [a, b] = [targets[0] as Target, targets[1] as Target];
     await expect(
-      cluster.likeTarget(keys.counters(a), ...keys.memberShards(b, 1n), "1", 512, "like"),
+      cluster.likeTarget(keys.counters(a), keys.outbox(a), ...keys.memberShards(b, 1n), "1", 512, "like", "post", a.id.toString()),
     ).rejects.toThrow(/CROSSSLOT|same slot/);
   });
 });

@@ -53,6 +53,31 @@ describe("like store on a real Redis", () => {
     expect(unlikeAgain).toMatchObject({ changed: false, state: { counts: { like: 0 } } });
   });
 
+  it("when likes change membership, then each change appends one outbox event with a growing version, and no-ops append none", async () => {
+    const store = createLikeStore(redis, keys);
+    const target = await knownPost();
+    const outbox = keys.outbox(target);
+    const before = await redis.xrange(outbox, "-", "+");
+    await store.like(target, 11n);
+    await store.like(target, 11n);
+    await store.unlike(target, 11n);
+    await store.unlike(target, 11n);
+    await store.like(target, 11n);
+    const added = (await redis.xrange(outbox, "-", "+")).slice(before.length);
+    const events = added
+      .map(([, fields]) => Object.fromEntries(Array.from({ length: fields.length / 2 }, (_, i) => [fields[2 * i], fields[2 * i + 1]])))
+      .filter((e) => e.i === target.id.toString());
+    expect(events.map((e) => [e.t, e.u, e.s, e.a])).toEqual([
+      ["post", "11", "1", "1"],
+      ["post", "11", "0", "1"],
+      ["post", "11", "1", "1"],
+    ]);
+    const versions = events.map((e) => BigInt(e.v as string));
+    expect(versions[1]! > versions[0]! && versions[2]! > versions[1]!).toBe(true);
+    expect(Math.abs(Number(events[0]?.ts) - Date.now())).toBeLessThan(60_000);
+    expect(await redis.hget(keys.counters(target), "ver")).toBe(events[2]?.v);
+  });
+
   it("when 300 distinct users like one target concurrently, then the count is 300", async () => {
     const store = createLikeStore(redis, keys);
     const target = await knownPost();
@@ -140,7 +165,7 @@ describe("like store on a real Redis", () => {
   it("when the script gets a malformed user id, then it refuses before any write", async () => {
     const target = await knownPost();
     const shards = keys.memberShards(target, 5n);
-    const reply = await redis.likeTarget(keys.counters(target), ...shards, "5; DROP", 512, "like");
+    const reply = await redis.likeTarget(keys.counters(target), keys.outbox(target), ...shards, "5; DROP", 512, "like", "post", target.id.toString());
     expect(reply).toEqual([-3]);
     expect(await redis.hget(keys.counters(target), "like")).toBe("0");
   });
