@@ -1,0 +1,108 @@
+import { Prisma } from "../../generated/prisma/client.js";
+import type { LikeChange } from "../../domain/like-changes.js";
+import type { Database } from "./database.js";
+import { upsertCounters, type CounterDelta } from "./counter-sql.js";
+
+export interface AppliedLikes {
+  /** Rows added to `likes`. */
+  readonly inserted: number;
+  /** Rows removed from `likes`. */
+  readonly deleted: number;
+  /** Changes older than what PostgreSQL already holds for their (target, user): skipped. */
+  readonly superseded: number;
+}
+
+export interface PersistedLikeStore {
+  /**
+   * Applies coalesced changes (at most one per target and user) in one transaction:
+   * a change passes only when its version is newer than the last applied for its
+   * (target, user); counters move by the rows really inserted or deleted.
+   */
+  apply(changes: readonly LikeChange[]): Promise<AppliedLikes>;
+}
+
+interface AdvancedRow {
+  target_type: string;
+  target_id: string;
+  user_id: string;
+  liked: boolean;
+}
+
+const byKey = (a: LikeChange, b: LikeChange) =>
+  a.target.type.localeCompare(b.target.type) ||
+  (a.target.id < b.target.id ? -1 : a.target.id > b.target.id ? 1 : 0) ||
+  (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0);
+
+export function createPersistedLikeStore(db: Database): PersistedLikeStore {
+  return {
+    async apply(input) {
+      if (input.length === 0) return { inserted: 0, deleted: 0, superseded: 0 };
+      // One lock order for every batch, so concurrent batches do not deadlock.
+      const changes = [...input].sort(byKey);
+      const key = (type: string, id: string, user: string) => `${type}:${id}:${user}`;
+      const byPair = new Map(changes.map((c) => [key(c.target.type, c.target.id.toString(), c.userId.toString()), c]));
+
+      return db.$transaction(
+        async (tx) => {
+          const advanced = await tx.$queryRaw<AdvancedRow[]>`
+            INSERT INTO like_versions (target_type, target_id, user_id, version, liked)
+            SELECT * FROM unnest(
+              ${changes.map((c) => c.target.type)}::text[],
+              ${changes.map((c) => c.target.id.toString())}::text[]::bigint[],
+              ${changes.map((c) => c.userId.toString())}::text[]::bigint[],
+              ${changes.map((c) => c.version.toString())}::text[]::bigint[],
+              ${changes.map((c) => c.liked)}::boolean[])
+            ON CONFLICT (target_type, target_id, user_id) DO UPDATE
+              SET version = EXCLUDED.version, liked = EXCLUDED.liked
+              WHERE like_versions.version < EXCLUDED.version
+            RETURNING target_type, target_id::text AS target_id, user_id::text AS user_id, liked`;
+          const passed = advanced.map((row) => byPair.get(key(row.target_type, row.target_id, row.user_id)) as LikeChange);
+          const likes = passed.filter((c) => c.liked);
+          const unlikes = passed.filter((c) => !c.liked);
+
+          const inserted = likes.length
+            ? await tx.$queryRaw<{ target_type: string; target_id: string }[]>`
+                INSERT INTO likes (target_type, target_id, user_id, created_at)
+                SELECT * FROM unnest(
+                  ${likes.map((c) => c.target.type)}::text[],
+                  ${likes.map((c) => c.target.id.toString())}::text[]::bigint[],
+                  ${likes.map((c) => c.userId.toString())}::text[]::bigint[],
+                  ${likes.map((c) => c.at.toISOString())}::text[]::timestamptz[])
+                ON CONFLICT DO NOTHING
+                RETURNING target_type, target_id::text AS target_id`
+            : [];
+          const deleted = unlikes.length
+            ? await tx.$queryRaw<{ target_type: string; target_id: string }[]>`
+                DELETE FROM likes l
+                USING unnest(
+                  ${unlikes.map((c) => c.target.type)}::text[],
+                  ${unlikes.map((c) => c.target.id.toString())}::text[]::bigint[],
+                  ${unlikes.map((c) => c.userId.toString())}::text[]::bigint[]) AS d(target_type, target_id, user_id)
+                WHERE l.target_type = d.target_type AND l.target_id = d.target_id AND l.user_id = d.user_id
+                RETURNING l.target_type, l.target_id::text AS target_id`
+            : [];
+
+          const deltas = new Map<string, CounterDelta>();
+          const add = (type: CounterDelta["type"], id: bigint, name: string, delta: number) => {
+            const k = `${type}:${id}:${name}`;
+            deltas.set(k, { type, id, name, delta: (deltas.get(k)?.delta ?? 0) + delta });
+          };
+          const authorOf = new Map(changes.map((c) => [`${c.target.type}:${c.target.id}`, c.authorId]));
+          for (const [rows, sign] of [[inserted, 1], [deleted, -1]] as const) {
+            for (const row of rows) {
+              const type = row.target_type as "post" | "comment";
+              const id = BigInt(row.target_id);
+              add(type, id, "like", sign);
+              const author = authorOf.get(`${type}:${id}`);
+              if (author) add("user", author, "likesReceived", sign);
+            }
+          }
+          const moved = [...deltas.values()].filter((d) => d.delta !== 0).sort((a, b) => `${a.type}:${a.id}:${a.name}`.localeCompare(`${b.type}:${b.id}:${b.name}`));
+          if (moved.length) await tx.$executeRaw(upsertCounters(moved));
+          return { inserted: inserted.length, deleted: deleted.length, superseded: changes.length - advanced.length };
+        },
+        { timeout: 60_000, maxWait: 10_000, isolationLevel: Prisma.TransactionIsolationLevel.ReadCommitted },
+      );
+    },
+  };
+}
