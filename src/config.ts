@@ -17,6 +17,22 @@ const schema = z.object({
   // Redis key partitions: fixed per deployment, since every key embeds its partition.
   REDIS_PARTITIONS: positiveInt(1024),
   TOKEN_TTL_SECONDS: positiveInt(7 * 24 * 3600),
+  // Whether `npm start` also runs the persistence pipeline in the API process.
+  PIPELINE: z.enum(["embedded", "off"]).default("embedded"),
+  // Prefix of the exchange, queues and routing keys, so deployments can share a broker.
+  RABBITMQ_PREFIX: z.string().regex(/^[a-z][a-z0-9_-]*$/, "RABBITMQ_PREFIX must be lower-case letters, digits, _ or -").default("likes"),
+  RABBITMQ_QUEUE_TYPE: z.enum(["quorum", "classic"]).default("quorum"),
+  PERSIST_QUEUES: positiveInt(2),
+  PERSIST_BATCH_SIZE: positiveInt(1000),
+  PERSIST_LINGER_MS: positiveInt(1000),
+  // Likes applied to PostgreSQL per second at most; 0 means no cap.
+  PERSIST_MAX_EVENTS_PER_SECOND: z.coerce.number().int().min(0).default(0),
+  RELAY_BATCH_SIZE: positiveInt(1000),
+  // Outbox entries pending longer than this on a relay that stopped are taken over.
+  RELAY_CLAIM_IDLE_MS: positiveInt(30_000),
+  OUTBOX_WARN_LENGTH: positiveInt(10_000),
+  // Prometheus metrics at http://HOST:METRICS_PORT/metrics; 0 turns them off.
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
 });
 
 export interface Config {
@@ -31,6 +47,23 @@ export interface Config {
   readonly production: boolean;
   readonly redisPartitions: number;
   readonly tokenTtlSeconds: number;
+  readonly pipeline: "embedded" | "off";
+  readonly rabbitmq: {
+    readonly prefix: string;
+    readonly queueType: "quorum" | "classic";
+  };
+  readonly persist: {
+    readonly queues: number;
+    readonly batchSize: number;
+    readonly lingerMs: number;
+    readonly maxEventsPerSecond: number;
+  };
+  readonly relay: {
+    readonly batchSize: number;
+    readonly claimIdleMs: number;
+    readonly outboxWarnLength: number;
+  };
+  readonly metricsPort: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -55,5 +88,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     production: e.NODE_ENV === "production",
     redisPartitions: e.REDIS_PARTITIONS,
     tokenTtlSeconds: e.TOKEN_TTL_SECONDS,
+    pipeline: e.PIPELINE,
+    rabbitmq: Object.freeze({ prefix: e.RABBITMQ_PREFIX, queueType: e.RABBITMQ_QUEUE_TYPE }),
+    persist: Object.freeze({
+      queues: e.PERSIST_QUEUES,
+      batchSize: e.PERSIST_BATCH_SIZE,
+      lingerMs: e.PERSIST_LINGER_MS,
+      maxEventsPerSecond: e.PERSIST_MAX_EVENTS_PER_SECOND,
+    }),
+    relay: Object.freeze({
+      batchSize: e.RELAY_BATCH_SIZE,
+      claimIdleMs: e.RELAY_CLAIM_IDLE_MS,
+      outboxWarnLength: e.OUTBOX_WARN_LENGTH,
+    }),
+    metricsPort: e.METRICS_PORT,
   });
 }

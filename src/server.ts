@@ -9,6 +9,9 @@ import { createLogger } from "./logger.js";
 import { createDatabase } from "./stores/postgres/database.js";
 import { createRedisClient } from "./stores/redis/client.js";
 import { createServices } from "./wiring.js";
+import { startPipeline } from "./pipeline/pipeline.js";
+import { onTermination } from "./shutdown.js";
+import { createRabbitConnection } from "./stores/rabbitmq/connection.js";
 
 export interface RunningApi {
   readonly url: string;
@@ -44,7 +47,6 @@ export async function startApi(config: Config, logger: Logger, hooks: ApiHooks =
       await apollo.stop();
       await redis.quit();
       await db.$disconnect();
-      logger.info("stopped");
     },
   };
 }
@@ -54,21 +56,28 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, "api");
   const api = await startApi(config, logger);
   logger.info({ url: `${api.url}graphql` }, "serving GraphQL");
-  let closing = false;
-  const shutdown = (signal: string) => {
-    if (closing) return;
-    closing = true;
-    logger.info({ signal }, "shutting down");
-    api.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, "shutdown failed");
-        process.exit(1);
-      },
-    );
-  };
-  process.on("SIGTERM", () => shutdown("SIGTERM"));
-  process.on("SIGINT", () => shutdown("SIGINT"));
+  if (config.pipeline === "off") {
+    onTermination(logger, () => api.close());
+    return;
+  }
+  // Embedded: the persistence pipeline runs in this process too, on clients of its own.
+  const db = createDatabase({
+    url: config.databaseUrl,
+    poolSize: 4,
+    onConnectionError: (err) => logger.warn({ err }, "PostgreSQL connection lost; the pool reconnects"),
+  });
+  const relayRedis = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes });
+  relayRedis.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
+  await relayRedis.connect();
+  const rabbit = createRabbitConnection(config.amqpUrl, logger);
+  const pipeline = await startPipeline(config, { db, relayRedis, rabbit }, logger.child({ name: "pipeline" }));
+  onTermination(logger, async () => {
+    await api.close();
+    await pipeline.close();
+    await rabbit.close();
+    await relayRedis.quit();
+    await db.$disconnect();
+  });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -1,0 +1,52 @@
+import { createServer, type Server } from "node:http";
+import type { Logger } from "pino";
+import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
+
+export interface PipelineMetrics {
+  readonly registry: Registry;
+  readonly outboxLength: Gauge;
+  readonly eventsPublished: Counter;
+  readonly eventsPersisted: Counter;
+  readonly persistBatches: Counter;
+  readonly deadLettered: Counter;
+}
+
+export function createPipelineMetrics(): PipelineMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const make = <M>(Metric: new (config: { name: string; help: string; registers: Registry[] }) => M, name: string, help: string) =>
+    new Metric({ name, help, registers: [registry] });
+  return {
+    registry,
+    outboxLength: make(Gauge, "likes_outbox_length", "Like changes waiting in the Redis outbox streams"),
+    eventsPublished: make(Counter, "likes_events_published_total", "Like changes published to RabbitMQ and confirmed"),
+    eventsPersisted: make(Counter, "likes_events_persisted_total", "Like changes committed to PostgreSQL"),
+    persistBatches: make(Counter, "likes_persist_batches_total", "PostgreSQL transactions that committed like changes"),
+    deadLettered: make(Counter, "likes_dead_lettered_total", "Messages parked in the dead-letter queue"),
+  };
+}
+
+/** Serves /metrics; a port already taken is logged and skipped, never fatal. */
+export async function serveMetrics(registry: Registry, host: string, port: number, logger: Logger): Promise<Server | null> {
+  if (port === 0) return null;
+  const server = createServer((req, res) => {
+    if (req.url !== "/metrics") {
+      res.writeHead(404).end();
+      return;
+    }
+    registry.metrics().then(
+      (body) => res.writeHead(200, { "content-type": registry.contentType }).end(body),
+      (err: unknown) => {
+        logger.error({ err }, "metrics collection failed");
+        res.writeHead(500).end();
+      },
+    );
+  });
+  return new Promise((resolve) => {
+    server.once("error", (err) => {
+      logger.warn({ err, port }, "metrics port unavailable; serving no metrics");
+      resolve(null);
+    });
+    server.listen(port, host, () => resolve(server));
+  });
+}

@@ -1,0 +1,79 @@
+// The persistence pipeline: outbox relay, persist consumers and their metrics,
+// built from clients an entry point opened.
+import type { Server } from "node:http";
+import type { Logger } from "pino";
+import type { Connection } from "rabbitmq-client";
+import type { Config } from "../config.js";
+import type { LikeChange } from "../domain/like-changes.js";
+import { createLikePersistence } from "../domain/persistence.js";
+import type { Database } from "../stores/postgres/database.js";
+import { createPersistedLikeStore } from "../stores/postgres/like-store.js";
+import { createEventPublisher } from "../stores/rabbitmq/publisher.js";
+import { createTopology } from "../stores/rabbitmq/topology.js";
+import type { RedisClient } from "../stores/redis/client.js";
+import { createRedisKeys } from "../stores/redis/keys.js";
+import { createPipelineMetrics, serveMetrics, type PipelineMetrics } from "./metrics.js";
+import { startOutboxRelay } from "./outbox-relay.js";
+import { startPersistConsumer } from "./persist-consumer.js";
+import { createTokenBucket } from "./token-bucket.js";
+
+export interface PipelineClients {
+  readonly db: Database;
+  /** A Redis connection for the relay alone: its reads block. */
+  readonly relayRedis: RedisClient;
+  readonly rabbit: Connection;
+}
+
+export interface PipelineHooks {
+  /** Runs after a batch committed and before its messages are acked. */
+  readonly afterCommit?: (changes: readonly LikeChange[]) => Promise<void>;
+}
+
+export interface RunningPipeline {
+  readonly metrics: PipelineMetrics;
+  /** Stops taking work, flushes and acknowledges the batch in hand, then stops. */
+  close(): Promise<void>;
+}
+
+export async function startPipeline(config: Config, clients: PipelineClients, logger: Logger, hooks: PipelineHooks = {}): Promise<RunningPipeline> {
+  const metrics = createPipelineMetrics();
+  const topology = createTopology({
+    prefix: config.rabbitmq.prefix,
+    persistQueues: config.persist.queues,
+    queueType: config.rabbitmq.queueType,
+  });
+  const publisher = createEventPublisher(clients.rabbit, topology);
+  const consumer = startPersistConsumer({
+    connection: clients.rabbit,
+    topology,
+    publisher,
+    persistence: createLikePersistence(createPersistedLikeStore(clients.db)),
+    bucket: createTokenBucket(config.persist.maxEventsPerSecond, config.persist.batchSize),
+    metrics,
+    logger: logger.child({ part: "persist" }),
+    batchSize: config.persist.batchSize,
+    lingerMs: config.persist.lingerMs,
+    databaseAnswers: () => clients.db.$queryRaw`SELECT 1`.then(() => true, () => false),
+    afterCommit: hooks.afterCommit,
+  });
+  const relay = await startOutboxRelay({
+    redis: clients.relayRedis,
+    keys: createRedisKeys(config.redisPartitions),
+    publisher,
+    metrics,
+    logger: logger.child({ part: "relay" }),
+    batchSize: config.relay.batchSize,
+    claimIdleMs: config.relay.claimIdleMs,
+    warnLength: config.relay.outboxWarnLength,
+  });
+  const metricsServer: Server | null = await serveMetrics(metrics.registry, config.host, config.metricsPort, logger);
+  return {
+    metrics,
+    async close() {
+      await relay.close();
+      await consumer.close();
+      await publisher.close();
+      await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
+    },
+  };
+}

@@ -1,0 +1,65 @@
+// Every exchange, queue and routing key name, and how they are declared.
+//
+//   <prefix>                       topic exchange, durable
+//   <prefix>.event.<q>.<partition> routing key of a like change; q = partition mod queues
+//   <prefix>.persist.<q>           queue of like changes, bound to <prefix>.event.<q>.*
+//   <prefix>.dead                  changes that can never be applied, with the reason
+//
+// A partition always routes to the same queue, and each queue has a single active
+// consumer, so one target's changes are applied in the order they were published.
+// Persistence does not depend on that order (changes carry versions); it keeps
+// batches from carrying superseded changes.
+import type { ConsumerProps } from "rabbitmq-client";
+
+export interface TopologyOptions {
+  readonly prefix: string;
+  readonly persistQueues: number;
+  readonly queueType: "quorum" | "classic";
+}
+
+type QueueDeclare = NonNullable<ConsumerProps["queueOptions"]>;
+type ExchangeDeclare = NonNullable<ConsumerProps["exchanges"]>[number];
+type QueueBind = NonNullable<ConsumerProps["queueBindings"]>[number];
+
+export interface Topology {
+  readonly exchange: string;
+  readonly deadQueue: string;
+  readonly persistQueues: readonly string[];
+  eventRoutingKey(partition: number): string;
+  readonly exchanges: ExchangeDeclare[];
+  /** Declaration of a persist queue. */
+  persistQueue(index: number): { queueOptions: QueueDeclare; queueBindings: QueueBind[] };
+  readonly deadQueueOptions: QueueDeclare;
+}
+
+/** Deliveries of one message before the broker dead-letters it (quorum queues only). */
+export const deliveryLimit = 20;
+
+export function createTopology({ prefix, persistQueues, queueType }: TopologyOptions): Topology {
+  const exchange = prefix;
+  const deadQueue = `${prefix}.dead`;
+  const queueArguments = (extra: Record<string, unknown> = {}) =>
+    queueType === "quorum" ? { "x-queue-type": "quorum", ...extra } : extra;
+  const names = Array.from({ length: persistQueues }, (_, q) => `${prefix}.persist.${q}`);
+  return {
+    exchange,
+    deadQueue,
+    persistQueues: names,
+    eventRoutingKey: (partition) => `${prefix}.event.${partition % persistQueues}.${partition}`,
+    exchanges: [{ exchange, type: "topic", durable: true }],
+    persistQueue: (q) => ({
+      queueOptions: {
+        queue: names[q],
+        durable: true,
+        arguments: queueArguments({
+          "x-single-active-consumer": true,
+          "x-dead-letter-exchange": "",
+          "x-dead-letter-routing-key": deadQueue,
+          ...(queueType === "quorum" ? { "x-delivery-limit": deliveryLimit } : {}),
+        }),
+      },
+      queueBindings: [{ exchange, queue: names[q], routingKey: `${prefix}.event.${q}.*` }],
+    }),
+    deadQueueOptions: { queue: deadQueue, durable: true, arguments: queueArguments() },
+  };
+}
