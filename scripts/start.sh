@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/prepare.sh
-exec node_modules/.bin/tsx src/server.ts
+exec node --import tsx src/server.ts

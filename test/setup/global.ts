@@ -23,8 +23,11 @@ declare module "vitest" {
     redisUrl: string;
     redisPort: number;
     clusterNodes: string[];
+    amqpUrl: string;
   }
 }
+
+const rabbitmqctl = (...args: string[]) => execFileSync("rabbitmqctl", args, { stdio: "pipe" });
 
 let redis: ChildProcess | undefined;
 
@@ -41,7 +44,17 @@ export default async function setup(project: TestProject): Promise<() => void> {
   project.provide("redisUrl", `redis://127.0.0.1:${port}`);
   project.provide("redisPort", port);
   project.provide("clusterNodes", ["127.0.0.1:7101", "127.0.0.1:7102", "127.0.0.1:7103"]);
+  // A vhost of the run's own: queues and exchanges of the suite vanish with it.
+  const vhost = `likes_test_${process.pid}`;
+  rabbitmqctl("add_vhost", vhost);
+  rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
+  project.provide("amqpUrl", `amqp://guest:guest@127.0.0.1:5672/${vhost}`);
   return () => {
     redis?.kill("SIGTERM");
+    try {
+      rabbitmqctl("delete_vhost", vhost);
+    } catch {
+      // The broker may be down after a failed outage test; the vhost is then left behind, harmless.
+    }
   };
 }

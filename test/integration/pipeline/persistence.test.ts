@@ -1,0 +1,168 @@
+// Likes flow from the Redis outbox through RabbitMQ into PostgreSQL, exactly once in effect.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Config } from "../../../src/config.js";
+import type { Services } from "../../../src/domain/services.js";
+import type { Target } from "../../../src/domain/targets.js";
+import type { Database } from "../../../src/stores/postgres/database.js";
+import { createRabbitConnection } from "../../../src/stores/rabbitmq/connection.js";
+import { createTopology } from "../../../src/stores/rabbitmq/topology.js";
+import type { RedisClient } from "../../../src/stores/redis/client.js";
+import { createServices } from "../../../src/wiring.js";
+import { disagreement } from "../../support/agreement.js";
+import { createUsers, openDatabase, openRedis, silentLogger, testConfig, type TestUser } from "../../support/env.js";
+import { eventually, startTestPipeline } from "../../support/pipeline.js";
+
+let db: Database;
+let redis: RedisClient;
+let author: TestUser;
+
+beforeAll(async () => {
+  const config = testConfig();
+  db = openDatabase(config);
+  redis = await openRedis();
+  author = (await createUsers(db, config, 1))[0] as TestUser;
+});
+afterAll(async () => {
+  await redis.quit();
+  await db.$disconnect();
+});
+
+function servicesFor(config: Config): Services {
+  return createServices(config, { db, redis });
+}
+
+async function newPosts(services: Services, count: number): Promise<Target[]> {
+  const posts = [];
+  for (let i = 0; i < count; i++) posts.push(await services.content.createPost(author.id, `p${i}`, "b"));
+  return posts.map((p) => ({ type: "post", id: p.id }));
+}
+
+const agreeWithin = (config: Config, targets: Target[], timeoutMs = 30_000) =>
+  eventually(async () => (await disagreement(redis, db, config.redisPartitions, targets)) === null, timeoutMs, async () =>
+    String(await disagreement(redis, db, config.redisPartitions, targets)),
+  );
+
+describe("persistence pipeline", () => {
+  it("when 5,000 likes and 1,000 unlikes hit 20 posts, then PostgreSQL rows and counters equal Redis", async () => {
+    const config = testConfig();
+    const services = servicesFor(config);
+    const pipeline = await startTestPipeline(config);
+    try {
+      const posts = await newPosts(services, 20);
+      const likes = Array.from({ length: 5_000 }, (_, i) => ({ target: posts[i % 20] as Target, user: BigInt(1 + Math.floor(i / 20)) }));
+      for (let i = 0; i < likes.length; i += 500) {
+        await Promise.all(likes.slice(i, i + 500).map((l) => services.likes.like(l.target, l.user)));
+      }
+      const unlikes = likes.filter((_, i) => i % 5 === 0);
+      await Promise.all(unlikes.map((l) => services.likes.unlike(l.target, l.user)));
+      await agreeWithin(config, posts);
+      const total = await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } });
+      expect(total).toBe(4_000);
+      const received = await db.counter.findUnique({ where: { targetType_targetId_name: { targetType: "user", targetId: author.id, name: "likesReceived" } } });
+      expect(Number(received?.value)).toBeGreaterThanOrEqual(4_000);
+    } finally {
+      await pipeline.stop();
+    }
+  });
+
+  it("when a user likes and unlikes within one batch and across batches, then PostgreSQL ends unliked with the count right", async () => {
+    const config = testConfig({ PERSIST_LINGER_MS: "1500" });
+    const services = servicesFor(config);
+    const pipeline = await startTestPipeline(config);
+    try {
+      const [sameBatch, acrossBatches] = await newPosts(services, 2);
+      await services.likes.like(sameBatch as Target, 5n);
+      await services.likes.like(sameBatch as Target, 6n);
+      await services.likes.unlike(sameBatch as Target, 5n);
+      await services.likes.like(acrossBatches as Target, 5n);
+      await agreeWithin(config, [acrossBatches as Target]);
+      await services.likes.unlike(acrossBatches as Target, 5n);
+      await agreeWithin(config, [sameBatch as Target, acrossBatches as Target]);
+      const rows = await db.like.findMany({ where: { targetId: { in: [sameBatch!.id, acrossBatches!.id] } }, select: { targetId: true, userId: true } });
+      expect(rows).toEqual([{ targetId: sameBatch!.id, userId: 6n }]);
+    } finally {
+      await pipeline.stop();
+    }
+  });
+
+  it("when a consumer crashes between the database commit and the ack, then the redelivery applies nothing twice", async () => {
+    const config = testConfig();
+    const services = servicesFor(config);
+    let crashes = 0;
+    let batches = 0;
+    const pipeline = await startTestPipeline(config, {
+      afterCommit: async () => {
+        batches++;
+        if (crashes === 0) {
+          crashes++;
+          throw new Error("injected crash after commit, before ack");
+        }
+      },
+    });
+    try {
+      const posts = await newPosts(services, 3);
+      await Promise.all(posts.flatMap((p) => Array.from({ length: 50 }, (_, u) => services.likes.like(p, BigInt(u + 1)))));
+      await agreeWithin(config, posts);
+      // The crashed batch's messages come back and are applied again: a no-op.
+      await eventually(async () => batches >= 2, 30_000, () => `only ${batches} batch(es) committed`);
+      await agreeWithin(config, posts);
+      expect(crashes).toBe(1);
+      expect(await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } })).toBe(150);
+    } finally {
+      await pipeline.stop();
+    }
+  });
+
+  it("when a poison message arrives, then it lands in the dead-letter queue with its reason and later likes still flow", async () => {
+    const config = testConfig();
+    const services = servicesFor(config);
+    const pipeline = await startTestPipeline(config);
+    const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
+    const topology = createTopology({ prefix: config.rabbitmq.prefix, persistQueues: config.persist.queues, queueType: config.rabbitmq.queueType });
+    const declared = topology.persistQueues.map((_, q) => topology.persistQueue(q));
+    const publisher = rabbit.createPublisher({
+      confirm: true,
+      exchanges: topology.exchanges,
+      queues: [...declared.map((d) => d.queueOptions), topology.deadQueueOptions],
+      queueBindings: declared.flatMap((d) => d.queueBindings),
+    });
+    try {
+      await publisher.send({ exchange: topology.exchange, routingKey: topology.eventRoutingKey(3), durable: true }, { eventId: "poison-1", target: { type: "planet", id: "x" } });
+      const [post] = await newPosts(services, 1);
+      await services.likes.like(post as Target, 77n);
+      await agreeWithin(config, [post as Target]);
+      let dead: Awaited<ReturnType<typeof rabbit.basicGet>>;
+      await eventually(async () => (dead = await rabbit.basicGet({ queue: topology.deadQueue, noAck: true })) !== undefined, 10_000, () => "dead-letter queue stayed empty");
+      expect(dead?.body).toEqual({ eventId: "poison-1", target: { type: "planet", id: "x" } });
+      expect(String(dead?.headers?.["x-reason"])).toMatch(/invalid like change: .*target\.type/);
+      expect((await pipeline.metrics.deadLettered.get()).values[0]?.value).toBe(1);
+    } finally {
+      await publisher.close();
+      await rabbit.close();
+      await pipeline.stop();
+    }
+  });
+
+  it("when likes flow steadily, then PostgreSQL sees at most 20 commits per 1,000 events", async () => {
+    const config = testConfig({ PERSIST_LINGER_MS: "1000" });
+    const services = servicesFor(config);
+    const pipeline = await startTestPipeline(config);
+    try {
+      const posts = await newPosts(services, 10);
+      const committedBefore = (await pipeline.metrics.persistBatches.get()).values[0]?.value ?? 0;
+      const persistedBefore = (await pipeline.metrics.eventsPersisted.get()).values[0]?.value ?? 0;
+      // About 3,000 likes a second for two seconds.
+      for (let round = 0; round < 20; round++) {
+        await Promise.all(Array.from({ length: 300 }, (_, i) => services.likes.like(posts[i % 10] as Target, BigInt(round * 1_000 + i + 1))));
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await agreeWithin(config, posts);
+      const commits = ((await pipeline.metrics.persistBatches.get()).values[0]?.value ?? 0) - committedBefore;
+      const events = ((await pipeline.metrics.eventsPersisted.get()).values[0]?.value ?? 0) - persistedBefore;
+      expect(events).toBeGreaterThanOrEqual(6_000);
+      expect((commits / events) * 1_000).toBeLessThanOrEqual(20);
+    } finally {
+      await pipeline.stop();
+    }
+  });
+});
