@@ -1,11 +1,13 @@
 // npm run bench [-- scenario ...]: measures the service on this machine and prints figures and ratios.
 // Scenarios: feed100, like-hot, like-spread (each against the service over HTTP, with a raw
-// redis-benchmark run of the like script as the ceiling), memory (Redis bytes per like and per target).
+// redis-benchmark run of the like script as the ceiling), persist (outbox → RabbitMQ →
+// PostgreSQL: throughput, lag, transactions), memory (Redis bytes per like and per target).
 import { loadConfig } from "../src/config.js";
 import { prepareDatabase, seed, startPrivateRedis, startServer } from "./bench/harness.js";
+import { persist } from "./bench/persist.js";
 import { connections, feed100, likeHot, likeSpread, memory, rawLikeScript, type HttpFigures } from "./bench/scenarios.js";
 
-const all = ["feed100", "like-hot", "like-spread", "memory"] as const;
+const all = ["feed100", "like-hot", "like-spread", "persist", "memory"] as const;
 type Scenario = (typeof all)[number];
 const asked = process.argv.slice(2);
 const unknown = asked.filter((s) => !(all as readonly string[]).includes(s));
@@ -71,6 +73,18 @@ try {
     for (const r of results.filter((x) => x.scenario.startsWith("like"))) {
       console.log(`  ${r.scenario}: ${r.requestsPerSecond} req/s = ${((100 * r.requestsPerSecond) / raw).toFixed(1)}% of the raw script`);
     }
+  }
+  if (chosen.has("persist")) {
+    console.error("persist: outbox → RabbitMQ → PostgreSQL through a worker process ...");
+    const p = await persist(redis, sql, databaseUrl, loadConfig().amqpUrl);
+    console.log("\nPersistence into PostgreSQL (worker process, batches of up to 1,000):");
+    console.table([{
+      "drained likes": p.drainedLikes,
+      "persisted likes/s": p.persistedPerSecond,
+      "transactions per 1,000": p.transactionsPer1000,
+      [`lag p50 ms at ${p.pacedRate}/s`]: p.lagP50Ms,
+      [`lag p99 ms at ${p.pacedRate}/s`]: p.lagP99Ms,
+    }]);
   }
   if (chosen.has("memory")) {
     console.error("memory: 1,000,000 likes over 10,000 posts (Zipf) ...");

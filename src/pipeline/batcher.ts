@@ -1,12 +1,14 @@
 // Collects items into batches of at most `maxItems`, or whatever arrived within
-// `lingerMs` of the first, and hands each batch to `flush` one at a time. Each
-// add() resolves with its own item's outcome once the batch holding it is done.
+// `lingerMs` of the first, and hands each batch to `flush`, `concurrency` at a
+// time. Each add() resolves with its own item's outcome once its batch is done.
 
 export interface BatcherOptions<T, R> {
   /** Items in one batch at most. */
   readonly maxItems: number;
   /** How long the first item of a batch waits for company, in milliseconds. */
   readonly lingerMs: number;
+  /** Batches handed to `flush` at the same time at most (default 1). */
+  readonly concurrency?: number;
   /** Handles a batch; returns one outcome per item, in order. Throwing fails every item of the batch. */
   readonly flush: (items: readonly T[]) => Promise<R[]>;
 }
@@ -26,10 +28,13 @@ export class BatcherClosedError extends Error {
 export class Batcher<T, R> {
   private buffer: Waiting<T, R>[] = [];
   private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> = Promise.resolve();
+  private readonly lanes: Promise<void>[];
+  private nextLane = 0;
   private closed = false;
 
-  constructor(private readonly options: BatcherOptions<T, R>) {}
+  constructor(private readonly options: BatcherOptions<T, R>) {
+    this.lanes = Array.from({ length: Math.max(1, options.concurrency ?? 1) }, () => Promise.resolve());
+  }
 
   add(item: T): Promise<R> {
     if (this.closed) return Promise.reject(new BatcherClosedError());
@@ -44,7 +49,7 @@ export class Batcher<T, R> {
   async close(): Promise<void> {
     this.closed = true;
     this.cut();
-    await this.running;
+    await Promise.all(this.lanes);
   }
 
   private cut(): void {
@@ -53,8 +58,10 @@ export class Batcher<T, R> {
     if (this.buffer.length === 0) return;
     const batch = this.buffer.splice(0, this.options.maxItems);
     if (this.buffer.length > 0) this.timer = setTimeout(() => this.cut(), 0);
-    // Batches run one after another: the next waits for this one's commit.
-    this.running = this.running.then(async () => {
+    // Batches take turns over the lanes; within a lane each waits for the one before.
+    const lane = this.nextLane;
+    this.nextLane = (this.nextLane + 1) % this.lanes.length;
+    this.lanes[lane] = (this.lanes[lane] as Promise<void>).then(async () => {
       try {
         const outcomes = await this.options.flush(batch.map((w) => w.item));
         batch.forEach((w, i) => w.resolve(outcomes[i] as R));

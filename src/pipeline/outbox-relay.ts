@@ -169,7 +169,10 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
         }
         const entries = await read(pendingFirst ? "0" : ">");
         if (pendingFirst && entries.length === 0) pendingFirst = false;
-        if (entries.length > 0) await relay(entries);
+        // A backlog comes back in one read; publishing it a batch at a time bounds what is in flight.
+        for (let i = 0; i < entries.length && !stopping; i += options.batchSize) {
+          await relay(entries.slice(i, i + options.batchSize));
+        }
         failures = 0;
       } catch (err) {
         if (stopping) break;

@@ -74,6 +74,8 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
   const batcher = new Batcher<LikeChange, Outcome>({
     maxItems: options.batchSize,
     lingerMs: options.lingerMs,
+    // Two transactions in flight: one commits while the next is built and sent.
+    concurrency: 2,
     flush: async (changes) => {
       await options.bucket.take(changes.length);
       const outcomes = await applyWithRetry(changes);

@@ -1,0 +1,140 @@
+// The persist scenario: like changes from the Redis outbox into PostgreSQL through
+// RabbitMQ, with the pipeline in a worker process of its own (npm run worker).
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
+import { setTimeout as sleep } from "node:timers/promises";
+import type pg from "pg";
+import type { Target } from "../../src/domain/targets.js";
+import { createCounterStore } from "../../src/stores/redis/counter-store.js";
+import { createRedisKeys } from "../../src/stores/redis/keys.js";
+import { createLikeStore } from "../../src/stores/redis/like-store.js";
+import { projectRoot } from "../lib/schema-engine.js";
+import { freePort } from "../lib/ports.js";
+import { partitions, type PrivateRedis } from "./harness.js";
+
+export interface PersistFigures {
+  readonly drainedLikes: number;
+  readonly persistedPerSecond: number;
+  readonly transactionsPer1000: number;
+  readonly pacedRate: number;
+  readonly lagP50Ms: number;
+  readonly lagP99Ms: number;
+}
+
+const vhost = "likes_bench";
+const rabbitmqctl = (...args: string[]) => execFileSync("rabbitmqctl", args, { stdio: "pipe" });
+
+async function startWorker(env: Record<string, string>) {
+  const metricsPort = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "src/worker.ts"], {
+    cwd: projectRoot,
+    env: { ...process.env, ...env, METRICS_PORT: String(metricsPort), LOG_LEVEL: "warn" },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  const metric = async (name: string) => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    return Number(new RegExp(`^${name} (\\d+)`, "m").exec(text)?.[1] ?? 0);
+  };
+  for (let i = 0; i < 100; i++) {
+    if (await metric("likes_events_persisted_total").then(() => true, () => false)) break;
+    await sleep(100);
+  }
+  return {
+    metric,
+    async stop() {
+      child.kill("SIGTERM");
+      await once(child, "exit");
+    },
+  };
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+
+export async function persist(redis: PrivateRedis, sql: pg.Client, databaseUrl: string, amqpBase: string): Promise<PersistFigures> {
+  try {
+    rabbitmqctl("delete_vhost", vhost);
+  } catch {
+    // Not there yet.
+  }
+  rabbitmqctl("add_vhost", vhost);
+  rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
+  const url = new URL(amqpBase);
+  url.pathname = `/${vhost}`;
+  const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: url.toString() };
+
+  await redis.client.flushall();
+  await sql.query("TRUNCATE likes, like_versions, counters");
+  const keys = createRedisKeys(partitions);
+  const counters = createCounterStore(redis.client, keys);
+  const likes = createLikeStore(redis.client, keys);
+  const posts: Target[] = Array.from({ length: 1_000 }, (_, i) => ({ type: "post", id: BigInt(i + 1) }));
+  await Promise.all(posts.map((t) => counters.init(t, { like: 0 }, 1n)));
+  const write = (from: number, count: number) =>
+    Promise.all(Array.from({ length: count }, (_, i) => likes.like(posts[(from + i) % posts.length] as Target, BigInt(from + i + 1))));
+  const rows = async () => Number((await sql.query("SELECT count(*) AS n FROM likes")).rows[0].n);
+
+  // Drain: 200,000 changes wait in the outbox, then the worker starts and takes them all.
+  const drained = 200_000;
+  process.stderr.write("  persist: filling the outbox with 200,000 likes ...\n");
+  for (let i = 0; i < drained; i += 5_000) await write(i, 5_000);
+  const worker = await startWorker(env);
+  let figures: PersistFigures;
+  try {
+    const started = Date.now();
+    const committedBefore = await worker.metric("likes_persist_batches_total");
+    while ((await rows()) < drained) {
+      if (Date.now() - started > 300_000) throw new Error("the outbox did not drain within 5 minutes");
+      await sleep(200);
+    }
+    const seconds = (Date.now() - started) / 1000;
+    const transactions = (await worker.metric("likes_persist_batches_total")) - committedBefore;
+
+    // Lag: 5,000 likes a second for ten seconds, each timed from its acknowledgement to its row.
+    const pacedRate = 5_000;
+    const ackedAt = new Map<number, number>();
+    let nextUser = drained;
+    const lags: number[] = [];
+    let seenUpTo = drained;
+    let writing = true;
+    const poller = (async () => {
+      while (writing || lags.length < ackedAt.size) {
+        const { rows: fresh } = await sql.query("SELECT user_id FROM likes WHERE user_id > $1", [seenUpTo]);
+        const now = Date.now();
+        for (const { user_id } of fresh as { user_id: string }[]) {
+          const user = Number(user_id);
+          const at = ackedAt.get(user);
+          if (at !== undefined) lags.push(now - at);
+          seenUpTo = Math.max(seenUpTo, user);
+        }
+        await sleep(25);
+      }
+    })();
+    const tickMs = 50;
+    const perTick = (pacedRate * tickMs) / 1000;
+    const pacedStart = Date.now();
+    for (let tick = 0; tick < 10_000 / tickMs; tick++) {
+      const from = nextUser;
+      nextUser += perTick;
+      void write(from, perTick).then(() => {
+        const now = Date.now();
+        for (let u = from + 1; u <= from + perTick; u++) ackedAt.set(u, now);
+      });
+      await sleep(Math.max(0, pacedStart + (tick + 1) * tickMs - Date.now()));
+    }
+    writing = false;
+    await Promise.race([poller, sleep(30_000)]);
+    lags.sort((a, b) => a - b);
+    figures = {
+      drainedLikes: drained,
+      persistedPerSecond: Math.round(drained / seconds),
+      transactionsPer1000: Number(((transactions / drained) * 1000).toFixed(2)),
+      pacedRate,
+      lagP50Ms: percentile(lags, 50),
+      lagP99Ms: percentile(lags, 99),
+    };
+  } finally {
+    await worker.stop();
+    rabbitmqctl("delete_vhost", vhost);
+  }
+  return figures;
+}
