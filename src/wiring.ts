@@ -10,6 +10,7 @@ import type { Config } from "./config.js";
 import { createCommentStore } from "./stores/postgres/comment-store.js";
 import type { Database } from "./stores/postgres/database.js";
 import { createPersistedCounterStore } from "./stores/postgres/persisted-counter-store.js";
+import { createPersistedLikeStore } from "./stores/postgres/like-store.js";
 import { createPostStore } from "./stores/postgres/post-store.js";
 import { createUserStore } from "./stores/postgres/user-store.js";
 import type { RedisClient } from "./stores/redis/client.js";
@@ -49,7 +50,7 @@ export function createServices(config: Config, { db, redis }: Clients): Services
     catalog,
     counters,
     tokens,
-    likes: createLikeService({ likeStore: createLikeStore(redis, keys), counters }),
+    likes: createLikeService({ likeStore: createLikeStore(redis, keys), persistedLikes: createPersistedLikeStore(db), counters }),
     users: createUserService({ users: userStore, tokens, counters }),
     content: createContentService({
       posts: postStore,

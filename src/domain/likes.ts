@@ -1,7 +1,8 @@
 // Liking and unliking posts and comments: idempotent, exact, at Redis speed.
 import { badInput, notFound } from "../errors.js";
 import type { CounterHash } from "../stores/redis/counter-hash.js";
-import type { LikeStore, MembershipChange, MembershipCursor } from "../stores/redis/like-store.js";
+import type { LikerPosition, PersistedLikeStore } from "../stores/postgres/like-store.js";
+import type { LikeStore, MembershipChange } from "../stores/redis/like-store.js";
 import type { CounterService } from "./counters.js";
 import type { Target } from "./targets.js";
 
@@ -21,22 +22,26 @@ export interface LikeService {
   unlike(target: Target, userId: bigint): Promise<LikeOutcome>;
   /** Whether the user likes each target, in order; `generationOf` gives a target's newest membership generation. */
   hasLiked(targets: readonly Target[], userId: bigint, generationOf: (t: Target) => Promise<number>): Promise<boolean[]>;
-  /** Likers of a target, `first` at most, after the liker whose cursor is `after`. */
-  likers(target: Target, newestGeneration: number, first: number, after: string | null): Promise<{ likers: Liker[]; hasMore: boolean }>;
+  /**
+   * Likers of a target as PostgreSQL holds them, newest like first: `first` at
+   * most, after the liker whose cursor is `after`. A like shows here once the
+   * pipeline persisted it, about a second after it was made.
+   */
+  likers(target: Target, first: number, after: string | null): Promise<{ likers: Liker[]; hasMore: boolean }>;
 }
 
-export function encodeMembershipCursor(c: MembershipCursor): string {
-  return Buffer.from(`m:${c.generation}:${c.shard}:${c.userId}`).toString("base64url");
+export function encodeLikerCursor(p: LikerPosition): string {
+  return Buffer.from(`l:${p.at.getTime()}:${p.userId}`).toString("base64url");
 }
 
-export function decodeMembershipCursor(cursor: string): MembershipCursor {
-  const match = /^m:(\d{1,2}):(\d{1,9}):([1-9]\d{0,18})$/.exec(Buffer.from(cursor, "base64url").toString());
+export function decodeLikerCursor(cursor: string): LikerPosition {
+  const match = /^l:(\d{1,15}):([1-9]\d{0,18})$/.exec(Buffer.from(cursor, "base64url").toString());
   if (!match) throw badInput("after", "after is not a likers cursor this service issued; pass a pageInfo.endCursor back unchanged.");
-  return { generation: Number(match[1]), shard: Number(match[2]), userId: BigInt(match[3] as string) };
+  return { at: new Date(Number(match[1])), userId: BigInt(match[2] as string) };
 }
 
-export function createLikeService(deps: { likeStore: LikeStore; counters: CounterService }): LikeService {
-  const { likeStore, counters } = deps;
+export function createLikeService(deps: { likeStore: LikeStore; persistedLikes: PersistedLikeStore; counters: CounterService }): LikeService {
+  const { likeStore, persistedLikes, counters } = deps;
 
   async function apply(
     target: Target,
@@ -60,11 +65,10 @@ export function createLikeService(deps: { likeStore: LikeStore; counters: Counte
     like: (target, userId) => apply(target, userId, likeStore.like, 1),
     unlike: (target, userId) => apply(target, userId, likeStore.unlike, -1),
     hasLiked: (targets, userId, generationOf) => likeStore.hasLiked(targets, userId, generationOf),
-    async likers(target, newestGeneration, first, after) {
-      const from = after === null ? null : decodeMembershipCursor(after);
-      const found = await likeStore.members(target, newestGeneration, first + 1, from);
+    async likers(target, first, after) {
+      const found = await persistedLikes.likers(target, first + 1, after === null ? null : decodeLikerCursor(after));
       return {
-        likers: found.slice(0, first).map((c) => ({ userId: c.userId, cursor: encodeMembershipCursor(c) })),
+        likers: found.slice(0, first).map((p) => ({ userId: p.userId, cursor: encodeLikerCursor(p) })),
         hasMore: found.length > first,
       };
     },

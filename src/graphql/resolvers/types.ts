@@ -42,9 +42,7 @@ export const Post = {
   viewerHasLiked: (post: PostRecord, _: unknown, ctx: Context) => viewerHasLiked({ type: "post", id: post.id }, ctx),
   async likers(post: PostRecord, args: PageArgs, ctx: Context) {
     const first = parsePageSize(args.first);
-    const target: Target = { type: "post", id: post.id };
-    const { generation } = await ctx.loaders.counts.load(target);
-    const page = await ctx.services.likes.likers(target, generation, first, args.after ?? null);
+    const page = await ctx.services.likes.likers({ type: "post", id: post.id }, first, args.after ?? null);
     const users = await ctx.loaders.user.loadMany(page.likers.map((l) => l.userId));
     // A liker whose account row is gone is left out rather than failing the page.
     const edges = page.likers.flatMap((liker, i) => {

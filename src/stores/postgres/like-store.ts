@@ -1,5 +1,6 @@
 import { Prisma } from "../../generated/prisma/client.js";
 import type { LikeChange } from "../../domain/like-changes.js";
+import type { Target } from "../../domain/targets.js";
 import type { Database } from "./database.js";
 import { upsertCounters, type CounterDelta } from "./counter-sql.js";
 
@@ -12,7 +13,15 @@ export interface AppliedLikes {
   readonly superseded: number;
 }
 
+/** A position in a target's likers, newest first: the like's time and its user. */
+export interface LikerPosition {
+  readonly at: Date;
+  readonly userId: bigint;
+}
+
 export interface PersistedLikeStore {
+  /** Up to `limit` likers of a target, newest like first, strictly after `after`. */
+  likers(target: Target, limit: number, after: LikerPosition | null): Promise<LikerPosition[]>;
   /**
    * Applies coalesced changes (at most one per target and user) in one transaction:
    * a change passes only when its version is newer than the last applied for its
@@ -35,6 +44,21 @@ const byKey = (a: LikeChange, b: LikeChange) =>
 
 export function createPersistedLikeStore(db: Database): PersistedLikeStore {
   return {
+    async likers(target, limit, after) {
+      const rows = await db.like.findMany({
+        where: {
+          targetType: target.type,
+          targetId: target.id,
+          ...(after && {
+            OR: [{ createdAt: { lt: after.at } }, { createdAt: after.at, userId: { lt: after.userId } }],
+          }),
+        },
+        orderBy: [{ createdAt: "desc" }, { userId: "desc" }],
+        take: limit,
+        select: { createdAt: true, userId: true },
+      });
+      return rows.map((r) => ({ at: r.createdAt, userId: r.userId }));
+    },
     async apply(input) {
       if (input.length === 0) return { inserted: 0, deleted: 0, superseded: 0 };
       // One lock order for every batch, so concurrent batches do not deadlock.

@@ -65,6 +65,25 @@ describe("persistence pipeline", () => {
     }
   });
 
+  it("when two workers run side by side, then every change is applied once and both stores agree", async () => {
+    const config = testConfig({ PERSIST_BATCH_SIZE: "200", PERSIST_LINGER_MS: "200" });
+    const services = servicesFor(config);
+    const [first, second] = await Promise.all([startTestPipeline(config), startTestPipeline(config)]);
+    try {
+      const posts = await newPosts(services, 10);
+      for (let round = 0; round < 5; round++) {
+        await Promise.all(Array.from({ length: 400 }, (_, i) => services.likes.like(posts[i % 10] as Target, BigInt(round * 400 + i + 1))));
+        await Promise.all(Array.from({ length: 100 }, (_, i) => services.likes.unlike(posts[i % 10] as Target, BigInt(round * 400 + i + 1))));
+      }
+      await agreeWithin(config, posts);
+      expect(await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } })).toBe(1_500);
+      const published = async (p: typeof first) => (await p.metrics.eventsPublished.get()).values[0]?.value ?? 0;
+      expect((await published(first)) + (await published(second))).toBeGreaterThanOrEqual(2_500);
+    } finally {
+      await Promise.all([first.stop(), second.stop()]);
+    }
+  });
+
   it("when a user likes and unlikes within one batch and across batches, then PostgreSQL ends unliked with the count right", async () => {
     const config = testConfig({ PERSIST_LINGER_MS: "1500" });
     const services = servicesFor(config);
