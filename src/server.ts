@@ -7,7 +7,7 @@ import { createContext } from "./graphql/context.js";
 import { createGraphQLServer } from "./graphql/server.js";
 import { createLogger } from "./logger.js";
 import { createDatabase } from "./stores/postgres/database.js";
-import { createRedisClient } from "./stores/redis/client.js";
+import { createRedisClient, type RedisClient } from "./stores/redis/client.js";
 import { createServices } from "./wiring.js";
 import { startPipeline } from "./pipeline/pipeline.js";
 import { onTermination } from "./shutdown.js";
@@ -66,16 +66,19 @@ async function main(): Promise<void> {
     poolSize: 4,
     onConnectionError: (err) => logger.warn({ err }, "PostgreSQL connection lost; the pool reconnects"),
   });
-  const relayRedis = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes });
-  relayRedis.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
-  await relayRedis.connect();
+  const [redis, relayRedis] = [0, 1].map(() => createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes })) as [RedisClient, RedisClient];
+  for (const client of [redis, relayRedis]) {
+    client.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
+    await client.connect();
+  }
   const rabbit = createRabbitConnection(config.amqpUrl, logger);
-  const pipeline = await startPipeline(config, { db, relayRedis, rabbit }, logger.child({ name: "pipeline" }));
+  const pipeline = await startPipeline(config, { db, redis, relayRedis, rabbit }, logger.child({ name: "pipeline" }));
   onTermination(logger, async () => {
     await api.close();
     await pipeline.close();
     await rabbit.close();
     await relayRedis.quit();
+    await redis.quit();
     await db.$disconnect();
   });
 }

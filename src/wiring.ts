@@ -9,7 +9,7 @@ import { createUserService } from "./domain/users.js";
 import type { Config } from "./config.js";
 import { createCommentStore } from "./stores/postgres/comment-store.js";
 import type { Database } from "./stores/postgres/database.js";
-import { createPersistedCounterStore } from "./stores/postgres/persisted-counter-store.js";
+import { createSnapshotStore } from "./stores/postgres/snapshot-store.js";
 import { createPersistedLikeStore } from "./stores/postgres/like-store.js";
 import { createPostStore } from "./stores/postgres/post-store.js";
 import { createUserStore } from "./stores/postgres/user-store.js";
@@ -17,6 +17,7 @@ import type { RedisClient } from "./stores/redis/client.js";
 import { createCounterStore } from "./stores/redis/counter-store.js";
 import { createRedisKeys } from "./stores/redis/keys.js";
 import { createLikeStore } from "./stores/redis/like-store.js";
+import { createRebuildStore } from "./stores/redis/rebuild-store.js";
 
 export interface Clients {
   readonly db: Database;
@@ -42,7 +43,8 @@ export function createServices(config: Config, { db, redis }: Clients): Services
   };
   const counters = createCounterService({
     counterStore: createCounterStore(redis, keys),
-    persistedCounters: createPersistedCounterStore(db),
+    rebuildStore: createRebuildStore(redis, keys),
+    snapshots: createSnapshotStore(db),
     lookup,
   });
   const tokens = createTokenService({ secret: config.jwtSecret, ttlSeconds: config.tokenTtlSeconds });

@@ -144,7 +144,7 @@ export function rawLikeScript(redis: PrivateRedis): number {
   const output = execFileSync(
     "redis-benchmark",
     ["-p", String(redis.port), "-c", String(connections), "-n", "300000", "-r", "100000000", "-q",
-      "EVALSHA", sha, String(2 + membershipGenerations), keys.counters(target), keys.outbox(target), ...shardKeys, "1__rand_int__", "1000000000", "like", "post", String(target.id)],
+      "EVALSHA", sha, String(3 + membershipGenerations), keys.counters(target), keys.outbox(target), keys.touched(target), ...shardKeys, "1__rand_int__", "1000000000", "like", "post", String(target.id)],
     { encoding: "utf8" },
   );
   const match = /([\d.]+) requests per second/.exec(output);

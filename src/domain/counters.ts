@@ -1,9 +1,11 @@
-// Counts of targets: read from Redis, and put back into Redis from PostgreSQL
-// when Redis does not hold a target (new Redis, flushed, or never warmed).
+// Counts of targets: read from Redis, and rebuilt there from PostgreSQL when
+// Redis does not hold a target (a new Redis, a flush, an evicted cold target).
+import { setTimeout as sleep } from "node:timers/promises";
 import { LRUCache } from "lru-cache";
 import type { CounterHash } from "../stores/redis/counter-hash.js";
 import type { CounterStore } from "../stores/redis/counter-store.js";
-import type { PersistedCounterStore } from "../stores/postgres/persisted-counter-store.js";
+import type { RebuildStore } from "../stores/redis/rebuild-store.js";
+import type { SnapshotStore } from "../stores/postgres/snapshot-store.js";
 import { counterNames, targetKey, type Target, type TargetKey } from "./targets.js";
 
 /** What PostgreSQL knows of a target: whether it exists and who wrote it. */
@@ -12,17 +14,20 @@ export type TargetLookup = (target: Target) => Promise<{ authorId: bigint | null
 export interface CounterService {
   /** Counter hashes of existing targets, in order; one Redis round trip when all are cached. */
   read(targets: readonly Target[]): Promise<CounterHash[]>;
-  /** Puts a target's counters into Redis from PostgreSQL; false when the target does not exist. */
-  warm(target: Target): Promise<boolean>;
+  /**
+   * Puts a target back into Redis from PostgreSQL (counts and membership), one
+   * rebuild at a time across processes; false when the target does not exist.
+   */
+  rebuild(target: Target): Promise<boolean>;
   /**
    * Adds to a counter whose truth is Redis: a target Redis does not hold is
-   * warmed from PostgreSQL first, so the change is not lost.
+   * rebuilt first, so the change is not lost.
    */
   bump(target: Target, name: string, delta: number): Promise<void>;
   /**
    * Mirrors into Redis a change PostgreSQL already holds (written in the same
-   * transaction as its cause). A target Redis does not hold is left alone: warming it
-   * later reads the new value from PostgreSQL.
+   * transaction as its cause). A target Redis does not hold is left alone: its
+   * rebuild reads the new value from PostgreSQL.
    */
   mirror(target: Target, name: string, delta: number): Promise<void>;
   /** Marks a just-created target known to Redis with all its counters at zero. */
@@ -31,20 +36,35 @@ export interface CounterService {
 
 export interface CounterServiceOptions {
   readonly counterStore: CounterStore;
-  readonly persistedCounters: PersistedCounterStore;
+  readonly rebuildStore: RebuildStore;
+  readonly snapshots: SnapshotStore;
   readonly lookup: TargetLookup;
   /** How long an id found missing in PostgreSQL is answered as missing without asking again. */
   readonly missingTtlMs?: number;
+  /** How long a rebuild may hold its lock before another process may take over. */
+  readonly rebuildLockMs?: number;
+  /** How long a request waits for another process's rebuild of the same target. */
+  readonly rebuildWaitMs?: number;
 }
 
 const zeroCounts = (target: Target) => Object.fromEntries(counterNames[target.type].map((n) => [n, 0]));
 
-export function createCounterService(options: CounterServiceOptions): CounterService {
-  const { counterStore, persistedCounters, lookup } = options;
-  const missing = new LRUCache<TargetKey, true>({ max: 100_000, ttl: options.missingTtlMs ?? 30_000 });
-  const warming = new Map<TargetKey, Promise<boolean>>();
+export class RebuildTimeoutError extends Error {
+  constructor(target: Target, waitedMs: number) {
+    super(`${target.type} ${target.id} was still being rebuilt from PostgreSQL after ${waitedMs} ms.`);
+  }
+}
 
-  async function load(target: Target): Promise<boolean> {
+export function createCounterService(options: CounterServiceOptions): CounterService {
+  const { counterStore, rebuildStore, snapshots, lookup } = options;
+  const lockMs = options.rebuildLockMs ?? 30_000;
+  const waitMs = options.rebuildWaitMs ?? 10_000;
+  const missing = new LRUCache<TargetKey, true>({ max: 100_000, ttl: options.missingTtlMs ?? 30_000 });
+  const rebuilding = new Map<TargetKey, Promise<boolean>>();
+
+  const cached = async (target: Target) => (await counterStore.read([target]))[0] !== null;
+
+  async function rebuildOnce(target: Target): Promise<boolean> {
     const key = targetKey(target);
     if (missing.has(key)) return false;
     const found = await lookup(target);
@@ -52,37 +72,60 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
       missing.set(key, true);
       return false;
     }
-    const [persisted = {}] = await persistedCounters.read([target]);
-    await counterStore.init(target, { ...zeroCounts(target), ...persisted }, found.authorId ?? undefined);
-    return true;
+    const started = Date.now();
+    for (;;) {
+      if (await cached(target)) return true;
+      const token = await rebuildStore.lock(target, lockMs);
+      if (token) {
+        try {
+          // Checked again under the lock: the previous holder may have just finished.
+          if (await cached(target)) return true;
+          const snapshot = await snapshots.read(target);
+          await rebuildStore.write(target, {
+            members: snapshot.members,
+            counts: { ...zeroCounts(target), ...snapshot.counts },
+            authorId: found.authorId,
+            version: snapshot.version,
+          });
+          return true;
+        } finally {
+          await rebuildStore.unlock(target, token);
+        }
+      }
+      // Another process is rebuilding this target: wait for its counter hash to appear.
+      if (Date.now() - started > waitMs) throw new RebuildTimeoutError(target, waitMs);
+      await sleep(20);
+    }
   }
 
-  const warm = (target: Target): Promise<boolean> => {
+  const rebuild = (target: Target): Promise<boolean> => {
     const key = targetKey(target);
-    // Concurrent requests for one target share one warm-up.
-    let pending = warming.get(key);
+    // Concurrent requests in this process share one rebuild.
+    let pending = rebuilding.get(key);
     if (!pending) {
-      pending = load(target).finally(() => warming.delete(key));
-      warming.set(key, pending);
+      pending = rebuildOnce(target).finally(() => rebuilding.delete(key));
+      rebuilding.set(key, pending);
     }
     return pending;
   };
 
   return {
-    warm,
+    rebuild,
     async read(targets) {
-      const cached = await counterStore.read(targets);
-      const misses = targets.filter((_, i) => cached[i] === null);
-      if (misses.length === 0) return cached as CounterHash[];
-      await Promise.all(misses.map(warm));
+      const hashes = await counterStore.read(targets);
+      const misses = targets.filter((_, i) => hashes[i] === null);
+      if (misses.length === 0) return hashes as CounterHash[];
+      await Promise.all(misses.map(rebuild));
       const reread = await counterStore.read(misses);
       let next = 0;
-      return cached.map((hash, i) => hash ?? reread[next++] ?? { counts: zeroCounts(targets[i] as Target), generation: 0, authorId: null });
+      return hashes.map(
+        (hash, i) => hash ?? reread[next++] ?? { counts: zeroCounts(targets[i] as Target), generation: 0, authorId: null, version: 0n },
+      );
     },
     async bump(target, name, delta) {
       if (await counterStore.bump(target, name, delta)) return;
-      if ((await warm(target)) && !(await counterStore.bump(target, name, delta))) {
-        throw new Error(`Counters of ${target.type} ${target.id} left Redis right after being loaded.`);
+      if ((await rebuild(target)) && !(await counterStore.bump(target, name, delta))) {
+        throw new Error(`Counters of ${target.type} ${target.id} left Redis right after being rebuilt.`);
       }
     },
     async mirror(target, name, delta) {

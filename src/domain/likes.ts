@@ -51,7 +51,7 @@ export function createLikeService(deps: { likeStore: LikeStore; persistedLikes: 
   ): Promise<LikeOutcome> {
     let result = await run(target, userId);
     if (result.kind === "not-cached") {
-      if (!(await counters.warm(target))) throw notFound(target.type, target.id);
+      if (!(await counters.rebuild(target))) throw notFound(target.type, target.id);
       result = await run(target, userId);
       if (result.kind === "not-cached") throw new Error(`Counters of ${target.type} ${target.id} left Redis right after being loaded.`);
     }

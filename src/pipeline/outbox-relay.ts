@@ -82,13 +82,16 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
   const blockMs = options.blockMs ?? 500;
   let stopping = false;
 
-  await Promise.all(
-    streams.map((stream) =>
-      redis.xgroup("CREATE", stream, relayGroup, "0", "MKSTREAM").catch((err: Error) => {
-        if (!err.message.includes("BUSYGROUP")) throw err;
-      }),
-    ),
-  );
+  /** Creates the consumer group on every stream; again whenever Redis lost them (a flush, a new Redis). */
+  const ensureGroups = () =>
+    Promise.all(
+      streams.map((stream) =>
+        redis.xgroup("CREATE", stream, relayGroup, "0", "MKSTREAM").catch((err: Error) => {
+          if (!err.message.includes("BUSYGROUP")) throw err;
+        }),
+      ),
+    );
+  await ensureGroups();
 
   /** New entries (">") or this relay's own pending ones ("0"), from every stream. */
   async function read(from: ">" | "0"): Promise<OutboxEntry[]> {
@@ -178,6 +181,11 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
         if (stopping) break;
         failures++;
         pendingFirst = true;
+        if ((err as Error).message?.includes("NOGROUP")) {
+          logger.warn("the outbox consumer groups are gone (Redis lost its data); creating them again");
+          await ensureGroups().catch(() => {});
+          continue;
+        }
         const delayMs = Math.min(5_000, 100 * 2 ** failures);
         logger.warn({ err, delayMs }, "relaying the outbox failed; entries stay in Redis and are retried");
         await sleep(delayMs);

@@ -12,6 +12,7 @@ import { createEventPublisher } from "../stores/rabbitmq/publisher.js";
 import { createTopology } from "../stores/rabbitmq/topology.js";
 import type { RedisClient } from "../stores/redis/client.js";
 import { createRedisKeys } from "../stores/redis/keys.js";
+import { createRebuildStore } from "../stores/redis/rebuild-store.js";
 import { createPipelineMetrics, serveMetrics, type PipelineMetrics } from "./metrics.js";
 import { startOutboxRelay } from "./outbox-relay.js";
 import { startPersistConsumer } from "./persist-consumer.js";
@@ -19,6 +20,8 @@ import { createTokenBucket } from "./token-bucket.js";
 
 export interface PipelineClients {
   readonly db: Database;
+  /** A Redis connection for replaying late changes into rebuilt targets. */
+  readonly redis: RedisClient;
   /** A Redis connection for the relay alone: its reads block. */
   readonly relayRedis: RedisClient;
   readonly rabbit: Connection;
@@ -43,11 +46,16 @@ export async function startPipeline(config: Config, clients: PipelineClients, lo
     queueType: config.rabbitmq.queueType,
   });
   const publisher = createEventPublisher(clients.rabbit, topology);
+  const keys = createRedisKeys(config.redisPartitions);
   const consumer = startPersistConsumer({
     connection: clients.rabbit,
     topology,
     publisher,
-    persistence: createLikePersistence(createPersistedLikeStore(clients.db)),
+    persistence: createLikePersistence({
+      store: createPersistedLikeStore(clients.db),
+      cache: createRebuildStore(clients.redis, keys),
+      onReplayFailure: (err) => logger.warn({ err }, "replaying a late change into a rebuilt target failed; reconcile repairs it"),
+    }),
     bucket: createTokenBucket(config.persist.maxEventsPerSecond, config.persist.batchSize),
     metrics,
     logger: logger.child({ part: "persist" }),
@@ -58,7 +66,7 @@ export async function startPipeline(config: Config, clients: PipelineClients, lo
   });
   const relay = await startOutboxRelay({
     redis: clients.relayRedis,
-    keys: createRedisKeys(config.redisPartitions),
+    keys,
     publisher,
     metrics,
     logger: logger.child({ part: "relay" }),

@@ -14,17 +14,20 @@ export interface TestPipeline extends RunningPipeline {
 
 export async function startTestPipeline(config: Config, hooks: PipelineHooks = {}): Promise<TestPipeline> {
   const db = createDatabase({ url: config.databaseUrl, poolSize: 4 });
-  const relayRedis = createRedisClient({ url: config.redisUrl });
-  relayRedis.on("error", () => {});
-  await relayRedis.connect();
+  const [redis, relayRedis] = [createRedisClient({ url: config.redisUrl }), createRedisClient({ url: config.redisUrl })];
+  for (const client of [redis, relayRedis]) {
+    client.on("error", () => {});
+    await client.connect();
+  }
   const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
-  const pipeline = await startPipeline(config, { db, relayRedis, rabbit }, silentLogger, hooks);
+  const pipeline = await startPipeline(config, { db, redis, relayRedis, rabbit }, silentLogger, hooks);
   return {
     ...pipeline,
     async stop() {
       await pipeline.close();
       await rabbit.close();
       relayRedis.disconnect();
+      redis.disconnect();
       await db.$disconnect();
     },
   };

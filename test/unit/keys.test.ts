@@ -35,7 +35,8 @@ describe("Redis keys", () => {
       counts: { like: 3, comment: 1 },
       generation: 2,
       authorId: 17n,
+      version: 0n,
     });
-    expect(parseCounterHash({ like: "0" })).toEqual({ counts: { like: 0 }, generation: 0, authorId: null });
+    expect(parseCounterHash({ like: "0", ver: "12", rb: "9" })).toEqual({ counts: { like: 0 }, generation: 0, authorId: null, version: 12n });
   });
 });

@@ -1,4 +1,4 @@
-import { authorField, generationField, versionField } from "./keys.js";
+import { authorField, generationField, rebuiltAtField, versionField } from "./keys.js";
 
 /** What a target's counter hash holds: its counts and the bookkeeping fields beside them. */
 export interface CounterHash {
@@ -7,6 +7,8 @@ export interface CounterHash {
   readonly generation: number;
   /** Author of a post or comment, so a like can be credited without a database read. */
   readonly authorId: bigint | null;
+  /** Version of the target's latest like change in Redis (0 when none). */
+  readonly version: bigint;
 }
 
 /** Reads HGETALL's object or a script's flat field/value array. */
@@ -20,11 +22,13 @@ export function parseCounterHash(raw: Record<string, string> | readonly string[]
   const counts: Record<string, number> = {};
   let generation = 0;
   let authorId: bigint | null = null;
+  let version = 0n;
   for (const [field, value] of entries) {
     if (field === generationField) generation = Number(value);
     else if (field === authorField) authorId = BigInt(value);
-    else if (field === versionField) continue;
+    else if (field === versionField) version = BigInt(value);
+    else if (field === rebuiltAtField) continue;
     else counts[field] = Number(value);
   }
-  return { counts, generation, authorId };
+  return { counts, generation, authorId, version };
 }

@@ -4,6 +4,8 @@
 //   cnt:{p}:<type>:<id>            hash: all counters of the target, plus bookkeeping fields
 //   lk:{p}:<type>:<id>:<g>:<s>     set: likers in membership generation g, shard s
 //   ob:{p}                         stream: outbox of like changes in partition p, read by the relay
+//   rt:{p}:<type>:<id>             set: users who acted on a rebuilt target (scripts/includes/rebuild-window.lua)
+//   rbl:{p}:<type>:<id>            string: lock held by the process rebuilding the target from PostgreSQL
 //
 // Membership grows by generations instead of a fixed shard count, so small
 // targets use one small set and big ones never put more than
@@ -28,6 +30,8 @@ export const generationField = "gen";
 export const authorField = "author";
 /** Hash field that holds the version of the target's latest like change (scripts/includes/append-event.lua). */
 export const versionField = "ver";
+/** Hash field that holds when the hash was rebuilt from PostgreSQL, in microseconds. */
+export const rebuiltAtField = "rb";
 
 /** 32-bit finalizer of MurmurHash3: spreads sequential user ids evenly over shards. */
 export function mix32(value: bigint): number {
@@ -44,6 +48,10 @@ export interface RedisKeys {
   readonly partitions: number;
   partitionOf(target: Target): number;
   counters(target: Target): string;
+  /** Users who acted on a rebuilt target since its rebuild. */
+  touched(target: Target): string;
+  /** The lock of a target's rebuild. */
+  rebuildLock(target: Target): string;
   /** The outbox stream a target's like changes are appended to. */
   outbox(target: Target): string;
   /** Every partition's outbox stream, in partition order. */
@@ -69,6 +77,8 @@ export function createRedisKeys(partitions: number): RedisKeys {
     partitionOf,
     counters: (target) => base("cnt", target),
     outbox: (target) => `ob:{${partitionOf(target)}}`,
+    touched: (target) => base("rt", target),
+    rebuildLock: (target) => base("rbl", target),
     outboxes: () => Array.from({ length: partitions }, (_, p) => `ob:{${p}}`),
     memberShard,
     memberShards: (target, userId) =>

@@ -63,12 +63,12 @@ export function createLikeStore(redis: RedisClient, keys: RedisKeys, shardCapaci
   return {
     async like(target, userId) {
       const shards = keys.memberShards(target, userId);
-      const reply = await redis.likeTarget(keys.counters(target), keys.outbox(target), ...shards, userId.toString(), shardCapacity, "like", target.type, target.id.toString());
+      const reply = await redis.likeTarget(keys.counters(target), keys.outbox(target), keys.touched(target), ...shards, userId.toString(), shardCapacity, "like", target.type, target.id.toString());
       return toChange(reply, target);
     },
     async unlike(target, userId) {
       const shards = keys.memberShards(target, userId);
-      const reply = await redis.unlikeTarget(keys.counters(target), keys.outbox(target), ...shards, userId.toString(), "like", target.type, target.id.toString());
+      const reply = await redis.unlikeTarget(keys.counters(target), keys.outbox(target), keys.touched(target), ...shards, userId.toString(), "like", target.type, target.id.toString());
       return toChange(reply, target);
     },
     async hasLiked(targets, userId, generationOf) {

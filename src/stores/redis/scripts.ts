@@ -19,26 +19,35 @@ export function loadScript(name: string): string {
 /** A script's reply: a status code alone, or a code with the counter hash as field/value pairs. */
 export type MembershipReply = [code: number, counters?: string[]];
 
-// Counter hash, outbox, one shard per generation. A fixed key count puts the first
+// Counter hash, outbox, touched-since-rebuild set, one shard per generation. A fixed key count puts the first
 // key first in the arguments, which is what ioredis's cluster auto-pipelining routes
 // by (it would route by the count otherwise).
-const membershipKeys = 2 + membershipGenerations;
+const membershipKeys = 3 + membershipGenerations;
 
 const definitions = {
   likeTarget: { file: "like", numberOfKeys: membershipKeys },
   unlikeTarget: { file: "unlike", numberOfKeys: membershipKeys },
   initCounters: { file: "init-counters", numberOfKeys: 1 },
   bumpCounter: { file: "bump-counter", numberOfKeys: 1 },
+  replayChange: { file: "replay-change", numberOfKeys: membershipKeys },
+  finishRebuild: { file: "finish-rebuild", numberOfKeys: 1 },
+  releaseLock: { file: "release-lock", numberOfKeys: 1 },
 } as const;
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
-    /** scripts/like.lua: the counter hash, the outbox, one member shard per generation, then ARGV. */
+    /** scripts/like.lua: the counter hash, the outbox, the touched set, one member shard per generation, then ARGV. */
     likeTarget(counters: string, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
-    /** scripts/unlike.lua: the counter hash, the outbox, one member shard per generation, then ARGV. */
+    /** scripts/unlike.lua: the counter hash, the outbox, the touched set, one member shard per generation, then ARGV. */
     unlikeTarget(counters: string, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
     /** scripts/init-counters.lua */
     initCounters(key: string, ...fieldsAndValues: (string | number)[]): Result<number, Context>;
+    /** scripts/replay-change.lua: the same keys as likeTarget, then ARGV. */
+    replayChange(counters: string, ...keysAndArgs: (string | number)[]): Result<number, Context>;
+    /** scripts/finish-rebuild.lua */
+    finishRebuild(key: string, ...fieldsAndValues: (string | number)[]): Result<number, Context>;
+    /** scripts/release-lock.lua */
+    releaseLock(key: string, token: string): Result<number, Context>;
     /** scripts/bump-counter.lua */
     bumpCounter(key: string, field: string, delta: number): Result<number, Context>;
   }

@@ -11,7 +11,8 @@
   Input:
     KEYS[1]       counter hash of the target; its existence marks a known target
     KEYS[2]       outbox stream of the target's partition
-    KEYS[3..n]    the user's membership shard in generations 0..n-3
+    KEYS[3]       users who acted on the target since it was rebuilt (includes/rebuild-window.lua)
+    KEYS[4..n]    the user's membership shard in generations 0..n-4
     ARGV[1]       user id
     ARGV[2]       shard capacity (members)
     ARGV[3]       counter field to increment ('like')
@@ -29,7 +30,9 @@
 ]]
 --@include check-user
 --@include find-member
+--@include add-member
 --@include append-event
+--@include rebuild-window
 
 local counters = KEYS[1]
 local user = ARGV[1]
@@ -46,19 +49,10 @@ if findMember(newest, user) then
   return { 0, redis.call('HGETALL', counters) }
 end
 
-local generation = newest
-local generations = #KEYS - firstShard + 1
-while redis.call('SCARD', KEYS[firstShard + generation]) >= capacity do
-  generation = generation + 1
-  if generation >= generations then
-    return { -2 }
-  end
+if not addMember(counters, user, capacity, newest) then
+  return { -2 }
 end
-
-if generation ~= newest then
-  redis.call('HSET', counters, 'gen', generation)
-end
-redis.call('SADD', KEYS[firstShard + generation], user)
 redis.call('HINCRBY', counters, ARGV[3], 1)
 appendEvent(counters, KEYS[2], ARGV[4], ARGV[5], user, '1')
+markTouched(counters, KEYS[3], user)
 return { 1, redis.call('HGETALL', counters) }

@@ -5,7 +5,8 @@
   Input:
     KEYS[1]       counter hash of the target; its existence marks a known target
     KEYS[2]       outbox stream of the target's partition
-    KEYS[3..n]    the user's membership shard in generations 0..n-3
+    KEYS[3]       users who acted on the target since it was rebuilt (includes/rebuild-window.lua)
+    KEYS[4..n]    the user's membership shard in generations 0..n-4
     ARGV[1]       user id
     ARGV[2]       counter field to decrement ('like')
     ARGV[3]       target type, for the event
@@ -22,6 +23,7 @@
 --@include check-user
 --@include find-member
 --@include append-event
+--@include rebuild-window
 
 local counters = KEYS[1]
 local user = ARGV[1]
@@ -41,4 +43,5 @@ end
 redis.call('SREM', KEYS[shard], user)
 redis.call('HINCRBY', counters, ARGV[2], -1)
 appendEvent(counters, KEYS[2], ARGV[3], ARGV[4], user, '0')
+markTouched(counters, KEYS[3], user)
 return { 1, redis.call('HGETALL', counters) }

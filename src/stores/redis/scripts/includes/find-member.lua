@@ -4,7 +4,7 @@
   Expects KEYS[firstShard + g] to be the user's membership shard in generation g.
   Returns the KEYS index of the shard holding the user, or nil.
 ]]
-local firstShard = 3
+local firstShard = 4
 
 local function findMember(newestGeneration, user)
   for g = 0, newestGeneration do

@@ -1,0 +1,22 @@
+--[[
+  Completes a rebuild from PostgreSQL: creates the counter hash, which marks the
+  target ready, after the caller wrote its membership shards. Does nothing if
+  the hash appeared meanwhile. Stamps 'rb' with the rebuild time.
+
+  Input:
+    KEYS[1]      counter hash of the target
+    ARGV         field, value, field, value, ... (at least one pair)
+
+  Output:
+    1 created, 0 it already existed (left untouched), -3 invalid arguments
+]]
+local n = #ARGV
+if n == 0 or n % 2 == 1 then
+  return -3
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+local now = redis.call('TIME')
+redis.call('HSET', KEYS[1], 'rb', string.format('%.0f', tonumber(now[1]) * 1000000 + tonumber(now[2])), unpack(ARGV))
+return 1

@@ -1,0 +1,56 @@
+--[[
+  Brings into Redis a like change that PostgreSQL applied after the target was
+  rebuilt from it, but that was made before the rebuild: the rebuild could not
+  see it. Skipped when the change is newer than the rebuild (Redis made it),
+  when the rebuild window is over, or when the user acted on the target since
+  the rebuild (Redis holds something newer). Appends no outbox event:
+  PostgreSQL already has the change.
+
+  Input:
+    KEYS[1]       counter hash of the target
+    KEYS[2]       outbox stream of the target's partition (unused; keeps the key layout of like.lua)
+    KEYS[3]       users who acted on the target since it was rebuilt
+    KEYS[4..n]    the user's membership shard in generations 0..n-4
+    ARGV[1]       user id
+    ARGV[2]       state after the change: 1 liked, 0 not
+    ARGV[3]       version of the change
+    ARGV[4]       shard capacity (members)
+
+  Output:
+    1 replayed, 0 nothing to do, -2 every generation full, -3 invalid arguments
+]]
+--@include check-user
+--@include find-member
+--@include add-member
+--@include rebuild-window
+
+local counters = KEYS[1]
+local user = ARGV[1]
+local version = tonumber(ARGV[3])
+local capacity = tonumber(ARGV[4])
+if not isUserId(user) or (ARGV[2] ~= '1' and ARGV[2] ~= '0') or not version or not capacity then
+  return -3
+end
+if redis.call('EXISTS', counters) == 0 then
+  return 0
+end
+local open, rebuiltAt = inRebuildWindow(counters)
+if not open or version >= rebuiltAt or redis.call('SISMEMBER', KEYS[3], user) == 1 then
+  return 0
+end
+
+local newest = tonumber(redis.call('HGET', counters, 'gen') or '0')
+local shard = findMember(newest, user)
+if ARGV[2] == '1' and not shard then
+  if not addMember(counters, user, capacity, newest) then
+    return -2
+  end
+  redis.call('HINCRBY', counters, 'like', 1)
+  return 1
+end
+if ARGV[2] == '0' and shard then
+  redis.call('SREM', KEYS[shard], user)
+  redis.call('HINCRBY', counters, 'like', -1)
+  return 1
+end
+return 0
