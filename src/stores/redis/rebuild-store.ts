@@ -26,7 +26,16 @@ export interface RebuildStore {
   replay(change: { target: Target; userId: bigint; liked: boolean; version: bigint }): Promise<boolean>;
   /** When each target was rebuilt, in microseconds, or null (not rebuilt, or not in Redis). */
   rebuiltAt(targets: readonly Target[]): Promise<(bigint | null)[]>;
+  /**
+   * Takes a target out of Redis whole (hash, shards, touched set), to come back by a
+   * rebuild. Only small targets (generation ≤ `evictableGenerations`) whose changes
+   * PostgreSQL has all applied (`persistedVersion`) are evicted.
+   */
+  evict(target: Target, persistedVersion: bigint): Promise<"evicted" | "absent" | "kept">;
 }
+
+/** Generations a target may have grown through and still be evicted or rebuilt over: 1 + 8 + 64 shards. */
+export const evictableGenerations = 2;
 
 /** The fewest generations' worth of shards that spread `members` with no shard over capacity. */
 export function rebuildGeneration(members: readonly bigint[], capacity: number): number {
@@ -66,8 +75,11 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
         shards.set(key, [...(shards.get(key) ?? []), member.toString()]);
       }
       // All in one slot, so one pipeline works on a cluster too.
-      if (shards.size > 0) {
+      // Shards a partial loss may have left behind (a hash lost alone) go first: stale members would otherwise count twice.
+      const stale = Array.from({ length: evictableGenerations + 1 }, (_, g) => keys.generationShards(target, g)).flat();
+      {
         const pipeline = redis.pipeline();
+        pipeline.del(...stale, keys.touched(target));
         for (const [key, members] of shards) pipeline.sadd(key, ...members);
         const results = (await pipeline.exec()) ?? [];
         const failed = results.find(([error]) => error);
@@ -89,6 +101,13 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
       );
       if (reply === -2) throw new Error(`${target.type} ${target.id} has no room left for a replayed like.`);
       return reply === 1;
+    },
+    async evict(target, persistedVersion) {
+      const generation = Number((await redis.hget(keys.counters(target), generationField)) ?? 0);
+      if (generation > evictableGenerations) return "kept";
+      const shards = Array.from({ length: generation + 1 }, (_, g) => keys.generationShards(target, g)).flat();
+      const reply = await redis.evictTarget(2 + shards.length, keys.counters(target), keys.touched(target), ...shards, generation, persistedVersion.toString());
+      return reply === 1 ? "evicted" : reply === 0 ? "absent" : "kept";
     },
     async rebuiltAt(targets) {
       const values =

@@ -32,6 +32,7 @@ const definitions = {
   replayChange: { file: "replay-change", numberOfKeys: membershipKeys },
   finishRebuild: { file: "finish-rebuild", numberOfKeys: 1 },
   releaseLock: { file: "release-lock", numberOfKeys: 1 },
+  evictTarget: { file: "evict-target", numberOfKeys: undefined },
 } as const;
 
 declare module "ioredis" {
@@ -46,6 +47,8 @@ declare module "ioredis" {
     replayChange(counters: string, ...keysAndArgs: (string | number)[]): Result<number, Context>;
     /** scripts/finish-rebuild.lua */
     finishRebuild(key: string, ...fieldsAndValues: (string | number)[]): Result<number, Context>;
+    /** scripts/evict-target.lua: the number of keys, the keys, then ARGV. */
+    evictTarget(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<number, Context>;
     /** scripts/release-lock.lua */
     releaseLock(key: string, token: string): Result<number, Context>;
     /** scripts/bump-counter.lua */
@@ -55,6 +58,7 @@ declare module "ioredis" {
 
 export function defineScripts(redis: Redis | Cluster): void {
   for (const [command, { file, numberOfKeys }] of Object.entries(definitions)) {
-    redis.defineCommand(command, { lua: loadScript(file), numberOfKeys });
+    // Without numberOfKeys the caller passes the key count first (eviction takes a varying number).
+    redis.defineCommand(command, numberOfKeys === undefined ? { lua: loadScript(file) } : { lua: loadScript(file), numberOfKeys });
   }
 }

@@ -1,0 +1,153 @@
+// Losing Redis's data neither loses nor doubles a like: targets are rebuilt from
+// PostgreSQL, and changes still in flight are neither lost nor counted twice.
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Config } from "../../../src/config.js";
+import type { Target } from "../../../src/domain/targets.js";
+import type { Database } from "../../../src/stores/postgres/database.js";
+import type { RedisClient } from "../../../src/stores/redis/client.js";
+import { createRedisKeys } from "../../../src/stores/redis/keys.js";
+import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
+import { createServices } from "../../../src/wiring.js";
+import { disagreement, redisState } from "../../support/agreement.js";
+import { createUsers, openDatabase, openRedis, testConfig, type TestUser } from "../../support/env.js";
+import { eventually, startTestPipeline } from "../../support/pipeline.js";
+
+let db: Database;
+let redis: RedisClient;
+let author: TestUser;
+
+beforeAll(async () => {
+  const config = testConfig();
+  db = openDatabase(config);
+  redis = await openRedis();
+  author = (await createUsers(db, config, 1))[0] as TestUser;
+});
+afterAll(async () => {
+  await redis.quit();
+  await db.$disconnect();
+});
+
+async function newPosts(config: Config, count: number): Promise<Target[]> {
+  const services = createServices(config, { db, redis });
+  const posts: Target[] = [];
+  for (let i = 0; i < count; i++) posts.push({ type: "post", id: (await services.content.createPost(author.id, `r${i}`, "b")).id });
+  return posts;
+}
+
+const agreeWithin = (config: Config, targets: Target[], timeoutMs = 30_000) =>
+  eventually(async () => (await disagreement(redis, db, config.redisPartitions, targets)) === null, timeoutMs, async () =>
+    String(await disagreement(redis, db, config.redisPartitions, targets)),
+  );
+
+const persistedLikes = (posts: Target[]) => db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } });
+
+describe("cache rebuild", () => {
+  it("when Redis is flushed with nothing in flight, then counts come back equal, repeated likes change nothing, unlikes count down once, and PostgreSQL follows", async () => {
+    const config = testConfig();
+    const services = createServices(config, { db, redis });
+    const pipeline = await startTestPipeline(config);
+    try {
+      const posts = await newPosts(config, 4);
+      for (const [i, post] of posts.entries()) {
+        await Promise.all(Array.from({ length: 30 + i * 200 }, (_, u) => services.likes.like(post, BigInt(u + 1))));
+      }
+      await agreeWithin(config, posts);
+      const before = await redisState(redis, config.redisPartitions, posts);
+
+      await redis.flushall();
+      // Two service instances, as two API processes would be, race to rebuild.
+      const other = createServices(config, { db, redis });
+      const counts = await Promise.all([services.counters.read(posts), other.counters.read(posts)]);
+      expect(counts[0].map((h) => h.counts.like)).toEqual(before.map((s) => s.count));
+      expect(counts[1].map((h) => h.counts.like)).toEqual(before.map((s) => s.count));
+      expect(await redisState(redis, config.redisPartitions, posts)).toEqual(before);
+
+      const again = await Promise.all(posts.map((p, i) => (i % 2 ? other : services).likes.like(p, 1n)));
+      expect(again.map((r) => r.changed)).toEqual([false, false, false, false]);
+      const unliked = await Promise.all([services.likes.unlike(posts[3] as Target, 7n), other.likes.unlike(posts[3] as Target, 7n)]);
+      expect(unliked.filter((r) => r.changed)).toHaveLength(1);
+      const after = await services.counters.read(posts);
+      expect(after.map((h) => h.counts.like)).toEqual(before.map((s, i) => s.count - (i === 3 ? 1 : 0)));
+      await agreeWithin(config, posts);
+    } finally {
+      await pipeline.stop();
+    }
+  });
+
+  it("when a target is rebuilt while its older changes are still in flight, then they are replayed once and nothing newer is undone", async () => {
+    const config = testConfig();
+    const services = createServices(config, { db, redis });
+    const posts = await newPosts(config, 1);
+    const post = posts[0] as Target;
+    // Changes made with no pipeline running stay in flight (in the outbox).
+    await services.likes.like(post, 1n);
+    await services.likes.like(post, 2n);
+    await services.likes.like(post, 3n);
+    const inFlight = await redis.xrange(`ob:{${Number(post.id % BigInt(config.redisPartitions))}}`, "-", "+");
+    // Redis loses the target (not the outbox), and it is rebuilt from PostgreSQL, which has none of them.
+    const rebuilds = createRebuildStore(redis, createRedisKeys(config.redisPartitions));
+    expect(await rebuilds.evict(post, 0n)).toBe("kept");
+    expect(await rebuilds.evict(post, 1n << 62n)).toBe("evicted");
+    expect((await services.counters.read(posts))[0]?.counts.like).toBe(0);
+    // After the rebuild, user 2 unlikes (not a member now: no change) and likes again; user 4 likes.
+    expect((await services.likes.like(post, 2n)).changed).toBe(true);
+    expect((await services.likes.like(post, 4n)).changed).toBe(true);
+    expect(inFlight.length).toBeGreaterThanOrEqual(3);
+
+    const pipeline = await startTestPipeline(config);
+    try {
+      await agreeWithin(config, posts);
+      const [state] = await redisState(redis, config.redisPartitions, posts);
+      expect(state).toEqual({ members: ["1", "2", "3", "4"], count: 4 });
+      expect(await persistedLikes(posts)).toBe(4);
+    } finally {
+      await pipeline.stop();
+    }
+  });
+
+  it("when Redis is flushed during a burst of likes, then afterwards Redis and PostgreSQL agree and no acknowledged like is doubled or lost beyond what the outbox held at the flush", async () => {
+    const config = testConfig({ PERSIST_LINGER_MS: "200" });
+    const services = createServices(config, { db, redis });
+    const pipeline = await startTestPipeline(config);
+    const posts = await newPosts(config, 5);
+    const acknowledged: { post: Target; user: bigint }[] = [];
+    let outboxAtFlush = -1;
+    try {
+      let user = 0n;
+      const burst = (async () => {
+        for (let round = 0; round < 25; round++) {
+          await Promise.all(
+            Array.from({ length: 40 }, async (_, i) => {
+              const post = posts[i % 5] as Target;
+              const u = ++user;
+              const result = await services.likes.like(post, u).catch(() => null);
+              if (result?.changed) acknowledged.push({ post, user: u });
+            }),
+          );
+          await sleep(40);
+        }
+      })();
+      await sleep(400);
+      // Atomically: how many changes wait in the outbox (they go with the flush), then the flush.
+      const streams = Array.from({ length: config.redisPartitions }, (_, p) => `ob:{${p}}`);
+      const transaction = redis.multi();
+      for (const s of streams) transaction.xlen(s);
+      transaction.flushall();
+      const replies = (await transaction.exec()) ?? [];
+      outboxAtFlush = replies.slice(0, streams.length).reduce((sum, [, n]) => sum + Number(n), 0);
+      await burst;
+
+      await agreeWithin(config, posts, 60_000);
+      const rows = await db.like.findMany({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } }, select: { targetId: true, userId: true } });
+      const stored = new Set(rows.map((r) => `${r.targetId}:${r.userId}`));
+      const lost = acknowledged.filter((a) => !stored.has(`${a.post.id}:${a.user}`));
+      expect(acknowledged.length).toBeGreaterThan(500);
+      expect(lost.length).toBeLessThanOrEqual(outboxAtFlush);
+      // Counted once: every target's count equals its rows (checked by the agreement above), and no row is extra.
+      expect(rows.length).toBeLessThanOrEqual(acknowledged.length);
+    } finally {
+      await pipeline.stop();
+    }
+  });
+});
