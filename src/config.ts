@@ -31,6 +31,11 @@ const schema = z.object({
   // Outbox entries pending longer than this on a relay that stopped are taken over.
   RELAY_CLAIM_IDLE_MS: positiveInt(30_000),
   OUTBOX_WARN_LENGTH: positiveInt(10_000),
+  // When the worker runs a reconcile pass: a cron expression, or "off".
+  RECONCILE_CRON: z.string().default("0 3 * * *"),
+  RECONCILE_BATCH_SIZE: positiveInt(500),
+  // Targets idle this long leave Redis during a reconcile pass (rebuilt on next use); 0 keeps all.
+  COLD_TARGET_IDLE_SECONDS: z.coerce.number().int().min(0).default(7 * 24 * 3600),
   // Prometheus metrics at http://HOST:METRICS_PORT/metrics; 0 turns them off.
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
 });
@@ -62,6 +67,11 @@ export interface Config {
     readonly batchSize: number;
     readonly claimIdleMs: number;
     readonly outboxWarnLength: number;
+  };
+  readonly reconcile: {
+    readonly cron: string | null;
+    readonly batchSize: number;
+    readonly coldAfterSeconds: number;
   };
   readonly metricsPort: number;
 }
@@ -100,6 +110,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       batchSize: e.RELAY_BATCH_SIZE,
       claimIdleMs: e.RELAY_CLAIM_IDLE_MS,
       outboxWarnLength: e.OUTBOX_WARN_LENGTH,
+    }),
+    reconcile: Object.freeze({
+      cron: e.RECONCILE_CRON === "off" ? null : e.RECONCILE_CRON,
+      batchSize: e.RECONCILE_BATCH_SIZE,
+      coldAfterSeconds: e.COLD_TARGET_IDLE_SECONDS,
     }),
     metricsPort: e.METRICS_PORT,
   });

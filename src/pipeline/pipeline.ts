@@ -8,7 +8,13 @@ import type { LikeChange } from "../domain/like-changes.js";
 import { createLikePersistence } from "../domain/persistence.js";
 import type { Database } from "../stores/postgres/database.js";
 import { createPersistedLikeStore } from "../stores/postgres/like-store.js";
-import { createEventPublisher } from "../stores/rabbitmq/publisher.js";
+import { createEventPublisher, type EventPublisher } from "../stores/rabbitmq/publisher.js";
+import { createRepairService } from "../domain/repairs.js";
+import { createReconcileDatabaseStore } from "../stores/postgres/reconcile-store.js";
+import { createReconcileCacheStore } from "../stores/redis/reconcile-store.js";
+import { startCompensationConsumer } from "./compensation-consumer.js";
+import { runReconcile, type ReconcileProgress } from "./reconcile.js";
+import { scheduleReconcile } from "./reconcile-schedule.js";
 import { createTopology } from "../stores/rabbitmq/topology.js";
 import type { RedisClient } from "../stores/redis/client.js";
 import { createRedisKeys } from "../stores/redis/keys.js";
@@ -36,6 +42,25 @@ export interface RunningPipeline {
   readonly metrics: PipelineMetrics;
   /** Stops taking work, flushes and acknowledges the batch in hand, then stops. */
   close(): Promise<void>;
+}
+
+/** One reconcile pass over the whole data set; its repairs go out as compensation messages. */
+export function reconcileOnce(
+  config: Config,
+  clients: { db: Database; redis: RedisClient },
+  publisher: EventPublisher,
+  onProgress?: (progress: ReconcileProgress) => void,
+) {
+  const keys = createRedisKeys(config.redisPartitions);
+  return runReconcile({
+    cache: createReconcileCacheStore(clients.redis, keys),
+    database: createReconcileDatabaseStore(clients.db),
+    rebuilds: createRebuildStore(clients.redis, keys),
+    publish: (compensations) => publisher.publishCompensations(compensations),
+    batchSize: config.reconcile.batchSize,
+    coldAfterSeconds: config.reconcile.coldAfterSeconds,
+    onProgress,
+  });
 }
 
 export async function startPipeline(config: Config, clients: PipelineClients, logger: Logger, hooks: PipelineHooks = {}): Promise<RunningPipeline> {
@@ -74,12 +99,35 @@ export async function startPipeline(config: Config, clients: PipelineClients, lo
     claimIdleMs: config.relay.claimIdleMs,
     warnLength: config.relay.outboxWarnLength,
   });
+  const repairs = createRepairService({
+    database: createReconcileDatabaseStore(clients.db),
+    cache: createReconcileCacheStore(clients.redis, keys),
+  });
+  const compensations = startCompensationConsumer({
+    connection: clients.rabbit,
+    topology,
+    publisher,
+    repairs,
+    metrics,
+    logger: logger.child({ part: "repairs" }),
+  });
+  const schedule = config.reconcile.cron
+    ? scheduleReconcile({
+        cron: config.reconcile.cron,
+        redis: clients.redis,
+        lockKey: keys.reconcileLock(),
+        run: () => reconcileOnce(config, clients, publisher),
+        logger: logger.child({ part: "reconcile" }),
+      })
+    : null;
   const metricsServer: Server | null = await serveMetrics(metrics.registry, config.host, config.metricsPort, logger);
   return {
     metrics,
     async close() {
+      await schedule?.stop();
       await relay.close();
       await consumer.close();
+      await compensations.close();
       await publisher.close();
       await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
     },

@@ -18,6 +18,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     AMQP_URL: inject("amqpUrl"),
     RABBITMQ_PREFIX: `t${uniqueTag()}`,
     METRICS_PORT: "0",
+    RECONCILE_CRON: "off",
     PORT: "0",
     JWT_SECRET: "test-secret-of-sufficient-length",
     LOG_LEVEL: "silent",

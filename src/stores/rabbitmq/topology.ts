@@ -4,6 +4,8 @@
 //   <prefix>.event.<q>.<partition> routing key of a like change; q = partition mod queues
 //   <prefix>.persist.<q>           queue of like changes, bound to <prefix>.event.<q>.*
 //   <prefix>.dead                  changes that can never be applied, with the reason
+//   <prefix>.reconcile.compensate  routing key of a reconcile repair
+//   <prefix>.compensate            queue of reconcile repairs
 //
 // A partition always routes to the same queue, and each queue has a single active
 // consumer, so one target's changes are applied in the order they were published.
@@ -30,6 +32,8 @@ export interface Topology {
   /** Declaration of a persist queue. */
   persistQueue(index: number): { queueOptions: QueueDeclare; queueBindings: QueueBind[] };
   readonly deadQueueOptions: QueueDeclare;
+  readonly compensateRoutingKey: string;
+  readonly compensateQueue: { queueOptions: QueueDeclare; queueBindings: QueueBind[] };
 }
 
 /** Deliveries of one message before the broker dead-letters it (quorum queues only). */
@@ -61,5 +65,18 @@ export function createTopology({ prefix, persistQueues, queueType }: TopologyOpt
       queueBindings: [{ exchange, queue: names[q], routingKey: `${prefix}.event.${q}.*` }],
     }),
     deadQueueOptions: { queue: deadQueue, durable: true, arguments: queueArguments() },
+    compensateRoutingKey: `${prefix}.reconcile.compensate`,
+    compensateQueue: {
+      queueOptions: {
+        queue: `${prefix}.compensate`,
+        durable: true,
+        arguments: queueArguments({
+          "x-dead-letter-exchange": "",
+          "x-dead-letter-routing-key": deadQueue,
+          ...(queueType === "quorum" ? { "x-delivery-limit": deliveryLimit } : {}),
+        }),
+      },
+      queueBindings: [{ exchange, queue: `${prefix}.compensate`, routingKey: `${prefix}.reconcile.compensate` }],
+    },
   };
 }

@@ -6,6 +6,7 @@
 //   ob:{p}                         stream: outbox of like changes in partition p, read by the relay
 //   rt:{p}:<type>:<id>             set: users who acted on a rebuilt target (scripts/includes/rebuild-window.lua)
 //   rbl:{p}:<type>:<id>            string: lock held by the process rebuilding the target from PostgreSQL
+//   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
 //
 // Membership grows by generations instead of a fixed shard count, so small
 // targets use one small set and big ones never put more than
@@ -52,6 +53,8 @@ export interface RedisKeys {
   touched(target: Target): string;
   /** The lock of a target's rebuild. */
   rebuildLock(target: Target): string;
+  /** The lock of the scheduled reconcile pass, so one worker runs it at a time. */
+  reconcileLock(): string;
   /** The outbox stream a target's like changes are appended to. */
   outbox(target: Target): string;
   /** Every partition's outbox stream, in partition order. */
@@ -78,6 +81,7 @@ export function createRedisKeys(partitions: number): RedisKeys {
     counters: (target) => base("cnt", target),
     outbox: (target) => `ob:{${partitionOf(target)}}`,
     touched: (target) => base("rt", target),
+    reconcileLock: () => "reconcile:lock",
     rebuildLock: (target) => base("rbl", target),
     outboxes: () => Array.from({ length: partitions }, (_, p) => `ob:{${p}}`),
     memberShard,

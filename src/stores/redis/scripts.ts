@@ -33,6 +33,7 @@ const definitions = {
   finishRebuild: { file: "finish-rebuild", numberOfKeys: 1 },
   releaseLock: { file: "release-lock", numberOfKeys: 1 },
   evictTarget: { file: "evict-target", numberOfKeys: undefined },
+  recountCache: { file: "recount-cache", numberOfKeys: undefined },
 } as const;
 
 declare module "ioredis" {
@@ -49,6 +50,8 @@ declare module "ioredis" {
     finishRebuild(key: string, ...fieldsAndValues: (string | number)[]): Result<number, Context>;
     /** scripts/evict-target.lua: the number of keys, the keys, then ARGV. */
     evictTarget(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<number, Context>;
+    /** scripts/recount-cache.lua: the number of keys, the keys, then ARGV. */
+    recountCache(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<number, Context>;
     /** scripts/release-lock.lua */
     releaseLock(key: string, token: string): Result<number, Context>;
     /** scripts/bump-counter.lua */

@@ -1,0 +1,126 @@
+// What the reconcile job reads from PostgreSQL, and the repairs it makes there.
+import type { Compensation, PersistedTarget } from "../../domain/reconcile.js";
+import type { Target } from "../../domain/targets.js";
+import type { Database } from "./database.js";
+
+export interface PersistedPageEntry {
+  readonly target: Target;
+  /** The like counter's value (0 when there is no counter row). */
+  readonly count: number;
+  /** Rows in `likes`. */
+  readonly rows: number;
+}
+
+export interface ReconcileDatabaseStore {
+  /** Members, like counter and highest applied version of each target, in order. */
+  read(targets: readonly Target[]): Promise<PersistedTarget[]>;
+  /** The next page of targets with likes or a like counter, in (type, id) order, after `after`. */
+  page(after: Target | null, limit: number): Promise<PersistedPageEntry[]>;
+  /** Applies a repair to PostgreSQL; safe to repeat. */
+  repair(compensation: Exclude<Compensation, { kind: "recountCache" }>): Promise<void>;
+  /** Targets with likes or a like counter, for progress estimates. */
+  countTargets(): Promise<number>;
+}
+
+export function createReconcileDatabaseStore(db: Database): ReconcileDatabaseStore {
+  const recount = (target: Target) => db.$executeRaw`
+    INSERT INTO counters (target_type, target_id, name, value)
+    VALUES (${target.type}, ${target.id}, 'like', (SELECT count(*) FROM likes WHERE target_type = ${target.type} AND target_id = ${target.id}))
+    ON CONFLICT (target_type, target_id, name) DO UPDATE SET value = EXCLUDED.value`;
+
+  return {
+    async read(targets) {
+      if (targets.length === 0) return [];
+      const types = targets.map((t) => t.type);
+      const ids = targets.map((t) => t.id.toString());
+      const [rows, counters, versions] = await Promise.all([
+        db.$queryRaw<{ target_type: string; target_id: string; user_id: string }[]>`
+          SELECT l.target_type, l.target_id::text AS target_id, l.user_id::text AS user_id
+          FROM likes l JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
+            ON l.target_type = t.target_type AND l.target_id = t.target_id`,
+        db.$queryRaw<{ target_type: string; target_id: string; value: string }[]>`
+          SELECT c.target_type, c.target_id::text AS target_id, c.value::text AS value
+          FROM counters c JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
+            ON c.target_type = t.target_type AND c.target_id = t.target_id AND c.name = 'like'`,
+        db.$queryRaw<{ target_type: string; target_id: string; version: string }[]>`
+          SELECT v.target_type, v.target_id::text AS target_id, max(v.version)::text AS version
+          FROM like_versions v JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
+            ON v.target_type = t.target_type AND v.target_id = t.target_id
+          GROUP BY v.target_type, v.target_id`,
+      ]);
+      const key = (type: string, id: string) => `${type}:${id}`;
+      const members = new Map<string, bigint[]>();
+      for (const r of rows) {
+        const k = key(r.target_type, r.target_id);
+        let list = members.get(k);
+        if (!list) members.set(k, (list = []));
+        list.push(BigInt(r.user_id));
+      }
+      const count = new Map(counters.map((c) => [key(c.target_type, c.target_id), Number(c.value)]));
+      const version = new Map(versions.map((v) => [key(v.target_type, v.target_id), BigInt(v.version)]));
+      return targets.map((t) => {
+        const k = key(t.type, t.id.toString());
+        return { members: members.get(k) ?? [], count: count.get(k) ?? 0, version: version.get(k) ?? 0n };
+      });
+    },
+    async page(after, limit) {
+      const afterType = after?.type ?? "";
+      const afterId = (after?.id ?? 0n).toString();
+      const rows = await db.$queryRaw<{ target_type: string; target_id: string; count: string; rows: string }[]>`
+        WITH page AS (
+          SELECT target_type, target_id FROM (
+            (SELECT DISTINCT target_type, target_id FROM likes
+              WHERE (target_type, target_id) > (${afterType}, ${afterId}::bigint) ORDER BY 1, 2 LIMIT ${limit})
+            UNION
+            (SELECT target_type, target_id FROM counters
+              WHERE name = 'like' AND (target_type, target_id) > (${afterType}, ${afterId}::bigint) ORDER BY 1, 2 LIMIT ${limit})
+          ) u ORDER BY 1, 2 LIMIT ${limit}
+        )
+        SELECT p.target_type, p.target_id::text AS target_id, COALESCE(c.value, 0)::text AS count,
+          (SELECT count(*) FROM likes l WHERE l.target_type = p.target_type AND l.target_id = p.target_id)::text AS rows
+        FROM page p LEFT JOIN counters c ON c.target_type = p.target_type AND c.target_id = p.target_id AND c.name = 'like'
+        ORDER BY 1, 2`;
+      return rows
+        .filter((r) => r.target_type === "post" || r.target_type === "comment")
+        .map((r) => ({ target: { type: r.target_type as "post" | "comment", id: BigInt(r.target_id) }, count: Number(r.count), rows: Number(r.rows) }));
+    },
+    async repair(compensation) {
+      const { target } = compensation;
+      if (compensation.kind === "recountDatabase") {
+        await recount(target);
+        return;
+      }
+      const observed = compensation.observedVersion.toString();
+      const add = compensation.add.map(String);
+      const remove = compensation.remove.map(String);
+      // A pair whose version moved past the observed one changed after the comparison: left alone.
+      await db.$transaction([
+        db.$executeRaw`
+          WITH passed AS (
+            INSERT INTO like_versions (target_type, target_id, user_id, version, liked)
+            SELECT ${target.type}, ${target.id}, u, ${observed}::bigint, true FROM unnest(${add}::text[]::bigint[]) AS u
+            ON CONFLICT (target_type, target_id, user_id) DO UPDATE SET version = EXCLUDED.version, liked = true
+              WHERE like_versions.version <= EXCLUDED.version
+            RETURNING user_id)
+          INSERT INTO likes (target_type, target_id, user_id)
+          SELECT ${target.type}, ${target.id}, user_id FROM passed
+          ON CONFLICT DO NOTHING`,
+        db.$executeRaw`
+          WITH passed AS (
+            INSERT INTO like_versions (target_type, target_id, user_id, version, liked)
+            SELECT ${target.type}, ${target.id}, u, ${observed}::bigint, false FROM unnest(${remove}::text[]::bigint[]) AS u
+            ON CONFLICT (target_type, target_id, user_id) DO UPDATE SET version = EXCLUDED.version, liked = false
+              WHERE like_versions.version <= EXCLUDED.version
+            RETURNING user_id)
+          DELETE FROM likes WHERE target_type = ${target.type} AND target_id = ${target.id} AND user_id IN (SELECT user_id FROM passed)`,
+        recount(target),
+      ]);
+    },
+    async countTargets() {
+      const [row] = await db.$queryRaw<{ n: string }[]>`
+        SELECT count(*)::text AS n FROM (SELECT target_type, target_id FROM counters WHERE name = 'like'
+          UNION SELECT DISTINCT target_type, target_id FROM likes) t`;
+      return Number(row?.n ?? 0);
+    },
+  };
+}
