@@ -1,13 +1,15 @@
 // npm run bench [-- scenario ...]: measures the service on this machine and prints figures and ratios.
 // Scenarios: feed100, like-hot, like-spread (each against the service over HTTP, with a raw
 // redis-benchmark run of the like script as the ceiling), persist (outbox → RabbitMQ →
-// PostgreSQL: throughput, lag, transactions), memory (Redis bytes per like and per target).
+// PostgreSQL: throughput, lag, transactions), reconcile (rebuild and a full pass over 1,000,000
+// likes), memory (Redis bytes per like and per target).
 import { loadConfig } from "../src/config.js";
 import { prepareDatabase, seed, startPrivateRedis, startServer } from "./bench/harness.js";
 import { persist } from "./bench/persist.js";
+import { reconcileScenario } from "./bench/reconcile.js";
 import { connections, feed100, likeHot, likeSpread, memory, rawLikeScript, type HttpFigures } from "./bench/scenarios.js";
 
-const all = ["feed100", "like-hot", "like-spread", "persist", "memory"] as const;
+const all = ["feed100", "like-hot", "like-spread", "persist", "reconcile", "memory"] as const;
 type Scenario = (typeof all)[number];
 const asked = process.argv.slice(2);
 const unknown = asked.filter((s) => !(all as readonly string[]).includes(s));
@@ -85,6 +87,21 @@ try {
       [`lag p50 ms at ${p.pacedRate}/s`]: p.lagP50Ms,
       [`lag p99 ms at ${p.pacedRate}/s`]: p.lagP99Ms,
     }]);
+  }
+  if (chosen.has("reconcile")) {
+    console.error("reconcile: 1,000,000 likes over 10,000 posts ...");
+    if (!chosen.has("feed100") && !chosen.has("like-hot") && !chosen.has("like-spread")) await seed(sql, redis.client, likers, 10_000);
+    const r = await reconcileScenario(redis, sql, databaseUrl, loadConfig().amqpUrl);
+    console.log("\nRebuild and reconcile, 1,000,000 likes over 10,000 posts (Zipf), every post held by Redis:");
+    console.table([{
+      likes: r.likes,
+      "rebuild 10,000 likers (ms)": r.rebuild10kLikersMs,
+      "rebuild all posts (s)": r.rebuildAllSeconds,
+      "reconcile pass (s)": r.reconcileSeconds,
+      "targets/s": r.reconcileTargetsPerSecond,
+      "reconcile peak RSS (MB)": r.reconcilePeakRssMb,
+    }]);
+    console.log(r.summary);
   }
   if (chosen.has("memory")) {
     console.error("memory: 1,000,000 likes over 10,000 posts (Zipf) ...");

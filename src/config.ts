@@ -33,7 +33,7 @@ const schema = z.object({
   OUTBOX_WARN_LENGTH: positiveInt(10_000),
   // When the worker runs a reconcile pass: a cron expression, or "off".
   RECONCILE_CRON: z.string().default("0 3 * * *"),
-  RECONCILE_BATCH_SIZE: positiveInt(500),
+  RECONCILE_BATCH_SIZE: positiveInt(200),
   // Targets idle this long leave Redis during a reconcile pass (rebuilt on next use); 0 keeps all.
   COLD_TARGET_IDLE_SECONDS: z.coerce.number().int().min(0).default(7 * 24 * 3600),
   // Prometheus metrics at http://HOST:METRICS_PORT/metrics; 0 turns them off.

@@ -39,7 +39,7 @@ export interface ReconcileOptions {
 
 export async function runReconcile(options: ReconcileOptions): Promise<ReconcileSummary> {
   const { cache, database } = options;
-  const batchSize = options.batchSize ?? 500;
+  const batchSize = options.batchSize ?? 200;
   const started = Date.now();
   const differences: Record<DifferenceKind, number> = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, cacheCounter: 0 };
   let targetsChecked = 0;

@@ -1,0 +1,99 @@
+// The reconcile scenario: 1,000,000 likes over 10,000 posts (Zipf) in PostgreSQL,
+// every post rebuilt into Redis from them (timing the rebuilds), then a full
+// reconcile pass as its own process (npm run reconcile), timed with its peak memory.
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import type pg from "pg";
+import { loadConfig } from "../../src/config.js";
+import type { Target } from "../../src/domain/targets.js";
+import { createDatabase } from "../../src/stores/postgres/database.js";
+import { createServices } from "../../src/wiring.js";
+import { projectRoot } from "../lib/schema-engine.js";
+import type { PrivateRedis } from "./harness.js";
+
+export interface ReconcileFigures {
+  readonly likes: number;
+  readonly targets: number;
+  readonly rebuildAllSeconds: number;
+  readonly rebuild10kLikersMs: number;
+  readonly reconcileSeconds: number;
+  readonly reconcileTargetsPerSecond: number;
+  readonly reconcilePeakRssMb: number;
+  readonly summary: string;
+}
+
+/** Peak resident memory of a process, from /proc, sampled until it exits. */
+function peakRss(pid: number, exited: Promise<unknown>): Promise<number> {
+  let peak = 0;
+  const sample = () => {
+    try {
+      const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+      peak = Math.max(peak, kb);
+    } catch {
+      // Gone.
+    }
+  };
+  const timer = setInterval(sample, 50);
+  return exited.then(() => {
+    clearInterval(timer);
+    return peak / 1024;
+  });
+}
+
+export async function reconcileScenario(redis: PrivateRedis, sql: pg.Client, databaseUrl: string, amqpUrl: string): Promise<ReconcileFigures> {
+  await redis.client.flushall();
+  await sql.query("TRUNCATE likes, like_versions, counters");
+  // Posts 1 and 2 get exactly 10,000 likers; the rest follow 1/k.
+  await sql.query(`
+    INSERT INTO likes (target_type, target_id, user_id)
+    SELECT 'post', p, u FROM generate_series(1, 10000) p,
+      LATERAL generate_series(1, CASE WHEN p <= 2 THEN 10000 ELSE GREATEST(10, (120000 / p)::int) END) u`);
+  await sql.query(`INSERT INTO counters (target_type, target_id, name, value) SELECT target_type, target_id, 'like', count(*) FROM likes GROUP BY 1, 2`);
+  await sql.query(`INSERT INTO like_versions (target_type, target_id, user_id, version, liked) SELECT target_type, target_id, min(user_id), 1, true FROM likes GROUP BY 1, 2`);
+  const likes = Number((await sql.query("SELECT count(*) AS n FROM likes")).rows[0].n);
+
+  const config = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redis.url });
+  const db = createDatabase({ url: databaseUrl, poolSize: 8 });
+  const services = createServices(config, { db, redis: redis.client });
+  const posts: Target[] = Array.from({ length: 10_000 }, (_, i) => ({ type: "post", id: BigInt(i + 1) }));
+  let rebuild10k = 0;
+  let rebuildAll = 0;
+  try {
+    // Post 1 warms connections and query plans; post 2, alike, is the one timed.
+    await services.counters.rebuild(posts[0] as Target);
+    const single = Date.now();
+    await services.counters.rebuild(posts[1] as Target);
+    rebuild10k = Date.now() - single;
+    process.stderr.write(`  reconcile: rebuilding 10,000 posts from PostgreSQL ...\n`);
+    const all = Date.now();
+    for (let i = 2; i < posts.length; i += 16) await Promise.all(posts.slice(i, i + 16).map((p) => services.counters.rebuild(p)));
+    rebuildAll = (Date.now() - all) / 1000;
+  } finally {
+    await db.$disconnect();
+  }
+
+  process.stderr.write(`  reconcile: full pass (npm run reconcile) ...\n`);
+  // The same command line as npm run reconcile.
+  const child = spawn(process.execPath, ["--max-old-space-size=160", "--import", "tsx", "src/reconcile.ts"], {
+    cwd: projectRoot,
+    env: { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqpUrl, RABBITMQ_PREFIX: "likes_bench", COLD_TARGET_IDLE_SECONDS: "0" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const started = Date.now();
+  const peak = await peakRss(child.pid as number, exited);
+  const seconds = (Date.now() - started) / 1000;
+  const checked = Number(/targets checked\s+(\d+)/.exec(output)?.[1] ?? 0);
+  return {
+    likes,
+    targets: posts.length,
+    rebuildAllSeconds: rebuildAll,
+    rebuild10kLikersMs: rebuild10k,
+    reconcileSeconds: seconds,
+    reconcileTargetsPerSecond: Math.round(checked / seconds),
+    reconcilePeakRssMb: Math.round(peak),
+    summary: output.trim().split("\n").slice(-9).join("\n"),
+  };
+}
