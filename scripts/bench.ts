@@ -58,7 +58,8 @@ try {
   }
 
   if (results.length > 0) {
-    console.log(`\nService over HTTP, ${connections} connections, this machine (2 cores shared by load generator, service and Redis):`);
+    const pipeline = process.env.BENCH_PIPELINE === "embedded" ? "with the persistence pipeline in the same process" : "the API alone (PIPELINE=off)";
+    console.log(`\nService over HTTP, ${pipeline}, ${connections} connections, this machine (2 cores shared by load generator, service and Redis):`);
   }
   if (results.length > 0) console.table(results.map((r) => ({
     scenario: r.scenario,
@@ -111,6 +112,7 @@ try {
       "likes": m.likes,
       "bytes/like (membership)": m.bytesPerLike,
       "bytes/counter hash": m.bytesPerCounterHash,
+      "bytes/new counter hash": m.bytesPerNewCounterHash,
       "membership keys": m.membershipKeys,
       "largest key (members)": m.largestKeyMembers,
       "hottest post (likes)": m.hottestTargetLikes,

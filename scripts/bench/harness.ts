@@ -114,9 +114,21 @@ export interface RunningServer {
 
 export async function startServer(env: Record<string, string>): Promise<RunningServer> {
   const port = await freePort();
-  const child: ChildProcess = spawn("node_modules/.bin/tsx", ["src/server.ts"], {
+  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
     cwd: projectRoot,
-    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: "warn", NODE_ENV: "production", JWT_SECRET: benchSecret },
+    env: {
+      ...process.env,
+      // The API alone by default (persistence is measured by the persist scenario, in a worker);
+      // BENCH_PIPELINE=embedded measures it with the pipeline in the same process, as npm start runs it.
+      PIPELINE: process.env.BENCH_PIPELINE ?? "off",
+      RABBITMQ_PREFIX: "likes_bench",
+      METRICS_PORT: "0",
+      ...env,
+      PORT: String(port),
+      LOG_LEVEL: "warn",
+      NODE_ENV: "production",
+      JWT_SECRET: benchSecret,
+    },
     stdio: ["ignore", "inherit", "inherit"],
   });
   const url = `http://127.0.0.1:${port}/graphql`;

@@ -152,3 +152,28 @@ describe("reconcile", () => {
     await db.$executeRaw`TRUNCATE likes, like_versions, counters`;
   }, 300_000);
 });
+
+describe("cold targets", () => {
+  it("when a target sits idle past the limit, then a pass takes it out of Redis and its next use rebuilds it whole", async () => {
+    const config = testConfig({ COLD_TARGET_IDLE_SECONDS: "1" });
+    const services = createServices(config, { db, redis });
+    const pipeline = await startTestPipeline(config);
+    try {
+      const [post] = (await newPosts(config, 1)) as [Target];
+      await Promise.all(Array.from({ length: 40 }, (_, u) => services.likes.like(post, BigInt(u + 1))));
+      await agreeWithin(config, [post]);
+      await new Promise((r) => setTimeout(r, 2_500));
+      const summary = await reconcile(config);
+      expect(summary.evicted).toBeGreaterThanOrEqual(1);
+      expect(await redis.exists(`cnt:{${Number(post.id % BigInt(config.redisPartitions))}}:post:${post.id}`)).toBe(0);
+
+      const [hash] = await services.counters.read([post]);
+      expect(hash?.counts.like).toBe(40);
+      expect((await services.likes.like(post, 1n)).changed).toBe(false);
+      expect((await services.likes.unlike(post, 2n)).changed).toBe(true);
+      await agreeWithin(config, [post]);
+    } finally {
+      await pipeline.stop();
+    }
+  });
+});
