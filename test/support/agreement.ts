@@ -2,9 +2,8 @@
 import type { Target } from "../../src/domain/targets.js";
 import type { Database } from "../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../src/stores/redis/client.js";
-import { createCounterStore } from "../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
-import { createLikeStore } from "../../src/stores/redis/like-store.js";
+import { createReconcileCacheStore } from "../../src/stores/redis/reconcile-store.js";
 
 export interface TargetState {
   readonly members: string[];
@@ -12,15 +11,8 @@ export interface TargetState {
 }
 
 export async function redisState(redis: RedisClient, partitions: number, targets: readonly Target[]): Promise<TargetState[]> {
-  const keys = createRedisKeys(partitions);
-  const hashes = await createCounterStore(redis, keys).read(targets);
-  const likes = createLikeStore(redis, keys);
-  return Promise.all(
-    targets.map(async (t, i) => {
-      const members = await likes.members(t, hashes[i]?.generation ?? 0, 1_000_000, null);
-      return { members: members.map((m) => m.userId.toString()).sort(), count: hashes[i]?.counts.like ?? 0 };
-    }),
-  );
+  const inspected = await createReconcileCacheStore(redis, createRedisKeys(partitions)).inspect(targets);
+  return inspected.map((t) => ({ members: (t?.members ?? []).map(String).sort(), count: t?.count ?? 0 }));
 }
 
 export async function databaseState(db: Database, targets: readonly Target[]): Promise<TargetState[]> {

@@ -1,7 +1,7 @@
 import type { Target } from "../../domain/targets.js";
 import { batchRead, type RedisClient } from "./client.js";
 import { parseCounterHash, type CounterHash } from "./counter-hash.js";
-import { defaultShardCapacity, membershipFanout, type RedisKeys } from "./keys.js";
+import { defaultShardCapacity, type RedisKeys } from "./keys.js";
 import type { MembershipReply } from "./scripts.js";
 
 /** The like and unlike scripts' status codes (their Lua headers say when each happens). */
@@ -39,13 +39,6 @@ function toChange(reply: MembershipReply, target: Target): MembershipChange {
   }
 }
 
-/** A position in the walk over a target's shards: generation, shard, and the member there. */
-export interface MembershipCursor {
-  readonly generation: number;
-  readonly shard: number;
-  readonly userId: bigint;
-}
-
 export interface LikeStore {
   like(target: Target, userId: bigint): Promise<MembershipChange>;
   unlike(target: Target, userId: bigint): Promise<MembershipChange>;
@@ -55,8 +48,6 @@ export interface LikeStore {
    * (`generationOf` says how far) cost a second one.
    */
   hasLiked(targets: readonly Target[], userId: bigint, generationOf: (t: Target) => Promise<number>): Promise<boolean[]>;
-  /** Up to `limit` members in shard order (generation, shard, user id), each with its position, after `from`. */
-  members(target: Target, newestGeneration: number, limit: number, from: MembershipCursor | null): Promise<MembershipCursor[]>;
 }
 
 export function createLikeStore(redis: RedisClient, keys: RedisKeys, shardCapacity = defaultShardCapacity): LikeStore {
@@ -88,38 +79,6 @@ export function createLikeStore(redis: RedisClient, keys: RedisKeys, shardCapaci
         if (reply === 1) liked[(later[i] as { index: number }).index] = true;
       });
       return liked;
-    },
-    async members(target, newestGeneration, limit, from) {
-      const found: MembershipCursor[] = [];
-      let generation = from?.generation ?? 0;
-      let shard = from?.shard ?? 0;
-      // Shards are read a window at a time so sparse generations cost few round trips.
-      const window = 64;
-      while (generation <= newestGeneration && found.length < limit) {
-        const shardCount = membershipFanout ** generation;
-        const end = Math.min(shard + window, shardCount);
-        const shardKeys = keys.generationShards(target, generation).slice(shard, end);
-        const contents = await Promise.all(shardKeys.map((key) => redis.smembers(key)));
-        for (const [offset, members] of contents.entries()) {
-          const position = { generation, shard: shard + offset };
-          const skipThrough =
-            from && from.generation === position.generation && from.shard === position.shard ? from.userId : 0n;
-          const ids = members
-            .map(BigInt)
-            .filter((id) => id > skipThrough)
-            .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-          for (const userId of ids) {
-            found.push({ ...position, userId });
-            if (found.length === limit) return found;
-          }
-        }
-        shard = end;
-        if (shard >= shardCount) {
-          generation += 1;
-          shard = 0;
-        }
-      }
-      return found;
     },
   };
 }

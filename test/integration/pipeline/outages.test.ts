@@ -4,14 +4,13 @@ import { execFileSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { Config } from "../../../src/config.js";
 import type { Target } from "../../../src/domain/targets.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createServices } from "../../../src/wiring.js";
-import { disagreement } from "../../support/agreement.js";
 import { createUsers, graphqlClient, openDatabase, openRedis, testConfig, type TestUser } from "../../support/env.js";
-import { eventually, startTestPipeline } from "../../support/pipeline.js";
+import { startTestPipeline } from "../../support/pipeline.js";
+import { agreeWithin, createPosts } from "../../support/stores.js";
 import { startServiceProcess } from "../../support/service-process.js";
 
 let db: Database;
@@ -51,17 +50,7 @@ afterAll(async () => {
   await db.$disconnect();
 });
 
-async function newPosts(config: Config, count: number): Promise<Target[]> {
-  const services = createServices(config, { db, redis });
-  const posts: Target[] = [];
-  for (let i = 0; i < count; i++) posts.push({ type: "post", id: (await services.content.createPost(author.id, `o${i}`, "b")).id });
-  return posts;
-}
 
-const agreeWithin = (config: Config, targets: Target[], timeoutMs: number) =>
-  eventually(async () => (await disagreement(redis, db, config.redisPartitions, targets)) === null, timeoutMs, async () =>
-    String(await disagreement(redis, db, config.redisPartitions, targets)),
-  );
 
 describe("outages", () => {
   it("when RabbitMQ stops during a burst of likes and comes back, then every like succeeded and all reach PostgreSQL", async () => {
@@ -69,7 +58,7 @@ describe("outages", () => {
     const services = createServices(config, { db, redis });
     const pipeline = await startTestPipeline(config);
     try {
-      const posts = await newPosts(config, 5);
+      const posts = await createPosts({ db, redis }, config, author.id, 5);
       let user = 0n;
       const burst = () => Promise.all(Array.from({ length: 200 }, (_, i) => services.likes.like(posts[i % 5] as Target, ++user)));
       await burst();
@@ -81,7 +70,7 @@ describe("outages", () => {
       expect(Number(await redis.xlen(`ob:{${Number(posts[0]!.id % BigInt(config.redisPartitions))}}`))).toBeGreaterThan(0);
       rabbitmqctl("start_app");
       await burst();
-      await agreeWithin(config, posts, 90_000);
+      await agreeWithin({ db, redis }, config, posts, 90_000);
       expect(await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } })).toBe(1_400);
     } finally {
       if (!(await rabbitRunning())) rabbitmqctl("start_app");
@@ -94,7 +83,7 @@ describe("outages", () => {
     const services = createServices(config, { db, redis });
     const pipeline = await startTestPipeline(config);
     try {
-      const posts = await newPosts(config, 5);
+      const posts = await createPosts({ db, redis }, config, author.id, 5);
       let user = 0n;
       const flowing = (async () => {
         for (let round = 0; round < 30; round++) {
@@ -107,7 +96,7 @@ describe("outages", () => {
       await sleep(1_500);
       pgctl("start");
       await flowing;
-      await agreeWithin(config, posts, 90_000);
+      await agreeWithin({ db, redis }, config, posts, 90_000);
       expect(await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } })).toBe(1_500);
     } finally {
       await pipeline.stop();
@@ -117,7 +106,7 @@ describe("outages", () => {
   it("when the service is killed with SIGKILL during a burst and restarted, then every acknowledged like is in PostgreSQL once", async () => {
     const config = testConfig();
     const env = { RELAY_CLAIM_IDLE_MS: "2000", PERSIST_LINGER_MS: "300" };
-    const posts = await newPosts(config, 4);
+    const posts = await createPosts({ db, redis }, config, author.id, 4);
     const users = await createUsers(db, config, 400);
     let service = await startServiceProcess(config, env);
     const acknowledged: { post: bigint; user: bigint }[] = [];
@@ -139,7 +128,7 @@ describe("outages", () => {
       expect(acknowledged.length).toBeLessThan(users.length);
 
       service = await startServiceProcess(config, env);
-      await agreeWithin(config, posts, 90_000);
+      await agreeWithin({ db, redis }, config, posts, 90_000);
       for (const { post, user } of acknowledged) {
         expect(await db.like.count({ where: { targetType: "post", targetId: post, userId: user } })).toBe(1);
       }

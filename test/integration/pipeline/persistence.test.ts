@@ -8,9 +8,9 @@ import { createRabbitConnection } from "../../../src/stores/rabbitmq/connection.
 import { createTopology } from "../../../src/stores/rabbitmq/topology.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createServices } from "../../../src/wiring.js";
-import { disagreement } from "../../support/agreement.js";
 import { createUsers, openDatabase, openRedis, silentLogger, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
+import { agreeWithin, createPosts } from "../../support/stores.js";
 
 let db: Database;
 let redis: RedisClient;
@@ -31,16 +31,7 @@ function servicesFor(config: Config): Services {
   return createServices(config, { db, redis });
 }
 
-async function newPosts(services: Services, count: number): Promise<Target[]> {
-  const posts = [];
-  for (let i = 0; i < count; i++) posts.push(await services.content.createPost(author.id, `p${i}`, "b"));
-  return posts.map((p) => ({ type: "post", id: p.id }));
-}
 
-const agreeWithin = (config: Config, targets: Target[], timeoutMs = 30_000) =>
-  eventually(async () => (await disagreement(redis, db, config.redisPartitions, targets)) === null, timeoutMs, async () =>
-    String(await disagreement(redis, db, config.redisPartitions, targets)),
-  );
 
 describe("persistence pipeline", () => {
   it("when 5,000 likes and 1,000 unlikes hit 20 posts, then PostgreSQL rows and counters equal Redis", async () => {
@@ -48,14 +39,14 @@ describe("persistence pipeline", () => {
     const services = servicesFor(config);
     const pipeline = await startTestPipeline(config);
     try {
-      const posts = await newPosts(services, 20);
+      const posts = await createPosts({ db, redis }, config, author.id, 20);
       const likes = Array.from({ length: 5_000 }, (_, i) => ({ target: posts[i % 20] as Target, user: BigInt(1 + Math.floor(i / 20)) }));
       for (let i = 0; i < likes.length; i += 500) {
         await Promise.all(likes.slice(i, i + 500).map((l) => services.likes.like(l.target, l.user)));
       }
       const unlikes = likes.filter((_, i) => i % 5 === 0);
       await Promise.all(unlikes.map((l) => services.likes.unlike(l.target, l.user)));
-      await agreeWithin(config, posts);
+      await agreeWithin({ db, redis }, config, posts);
       const total = await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } });
       expect(total).toBe(4_000);
       const received = await db.counter.findUnique({ where: { targetType_targetId_name: { targetType: "user", targetId: author.id, name: "likesReceived" } } });
@@ -70,12 +61,12 @@ describe("persistence pipeline", () => {
     const services = servicesFor(config);
     const [first, second] = await Promise.all([startTestPipeline(config), startTestPipeline(config)]);
     try {
-      const posts = await newPosts(services, 10);
+      const posts = await createPosts({ db, redis }, config, author.id, 10);
       for (let round = 0; round < 5; round++) {
         await Promise.all(Array.from({ length: 400 }, (_, i) => services.likes.like(posts[i % 10] as Target, BigInt(round * 400 + i + 1))));
         await Promise.all(Array.from({ length: 100 }, (_, i) => services.likes.unlike(posts[i % 10] as Target, BigInt(round * 400 + i + 1))));
       }
-      await agreeWithin(config, posts);
+      await agreeWithin({ db, redis }, config, posts);
       expect(await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } })).toBe(1_500);
       const published = async (p: typeof first) => (await p.metrics.eventsPublished.get()).values[0]?.value ?? 0;
       expect((await published(first)) + (await published(second))).toBeGreaterThanOrEqual(2_500);
@@ -89,14 +80,14 @@ describe("persistence pipeline", () => {
     const services = servicesFor(config);
     const pipeline = await startTestPipeline(config);
     try {
-      const [sameBatch, acrossBatches] = await newPosts(services, 2);
+      const [sameBatch, acrossBatches] = await createPosts({ db, redis }, config, author.id, 2);
       await services.likes.like(sameBatch as Target, 5n);
       await services.likes.like(sameBatch as Target, 6n);
       await services.likes.unlike(sameBatch as Target, 5n);
       await services.likes.like(acrossBatches as Target, 5n);
-      await agreeWithin(config, [acrossBatches as Target]);
+      await agreeWithin({ db, redis }, config, [acrossBatches as Target]);
       await services.likes.unlike(acrossBatches as Target, 5n);
-      await agreeWithin(config, [sameBatch as Target, acrossBatches as Target]);
+      await agreeWithin({ db, redis }, config, [sameBatch as Target, acrossBatches as Target]);
       const rows = await db.like.findMany({ where: { targetId: { in: [sameBatch!.id, acrossBatches!.id] } }, select: { targetId: true, userId: true } });
       expect(rows).toEqual([{ targetId: sameBatch!.id, userId: 6n }]);
     } finally {
@@ -119,12 +110,12 @@ describe("persistence pipeline", () => {
       },
     });
     try {
-      const posts = await newPosts(services, 3);
+      const posts = await createPosts({ db, redis }, config, author.id, 3);
       await Promise.all(posts.flatMap((p) => Array.from({ length: 50 }, (_, u) => services.likes.like(p, BigInt(u + 1)))));
-      await agreeWithin(config, posts);
+      await agreeWithin({ db, redis }, config, posts);
       // The crashed batch's messages come back and are applied again: a no-op.
       await eventually(async () => batches >= 2, 30_000, () => `only ${batches} batch(es) committed`);
-      await agreeWithin(config, posts);
+      await agreeWithin({ db, redis }, config, posts);
       expect(crashes).toBe(1);
       expect(await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } })).toBe(150);
     } finally {
@@ -147,9 +138,9 @@ describe("persistence pipeline", () => {
     });
     try {
       await publisher.send({ exchange: topology.exchange, routingKey: topology.eventRoutingKey(3), durable: true }, { eventId: "poison-1", target: { type: "planet", id: "x" } });
-      const [post] = await newPosts(services, 1);
+      const [post] = await createPosts({ db, redis }, config, author.id, 1);
       await services.likes.like(post as Target, 77n);
-      await agreeWithin(config, [post as Target]);
+      await agreeWithin({ db, redis }, config, [post as Target]);
       let dead: Awaited<ReturnType<typeof rabbit.basicGet>>;
       await eventually(async () => (dead = await rabbit.basicGet({ queue: topology.deadQueue, noAck: true })) !== undefined, 10_000, () => "dead-letter queue stayed empty");
       expect(dead?.body).toEqual({ eventId: "poison-1", target: { type: "planet", id: "x" } });
@@ -167,7 +158,7 @@ describe("persistence pipeline", () => {
     const services = servicesFor(config);
     const pipeline = await startTestPipeline(config);
     try {
-      const posts = await newPosts(services, 10);
+      const posts = await createPosts({ db, redis }, config, author.id, 10);
       const committedBefore = (await pipeline.metrics.persistBatches.get()).values[0]?.value ?? 0;
       const persistedBefore = (await pipeline.metrics.eventsPersisted.get()).values[0]?.value ?? 0;
       // About 3,000 likes a second for two seconds.
@@ -175,7 +166,7 @@ describe("persistence pipeline", () => {
         await Promise.all(Array.from({ length: 300 }, (_, i) => services.likes.like(posts[i % 10] as Target, BigInt(round * 1_000 + i + 1))));
         await new Promise((r) => setTimeout(r, 100));
       }
-      await agreeWithin(config, posts);
+      await agreeWithin({ db, redis }, config, posts);
       const commits = ((await pipeline.metrics.persistBatches.get()).values[0]?.value ?? 0) - committedBefore;
       const events = ((await pipeline.metrics.eventsPersisted.get()).values[0]?.value ?? 0) - persistedBefore;
       expect(events).toBeGreaterThanOrEqual(6_000);

@@ -2,16 +2,16 @@
 // PostgreSQL, and changes still in flight are neither lost nor counted twice.
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Config } from "../../../src/config.js";
 import type { Target } from "../../../src/domain/targets.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { createServices } from "../../../src/wiring.js";
-import { disagreement, redisState } from "../../support/agreement.js";
+import { redisState } from "../../support/agreement.js";
 import { createUsers, openDatabase, openRedis, testConfig, type TestUser } from "../../support/env.js";
-import { eventually, startTestPipeline } from "../../support/pipeline.js";
+import { startTestPipeline } from "../../support/pipeline.js";
+import { agreeWithin, createPosts } from "../../support/stores.js";
 
 let db: Database;
 let redis: RedisClient;
@@ -28,17 +28,7 @@ afterAll(async () => {
   await db.$disconnect();
 });
 
-async function newPosts(config: Config, count: number): Promise<Target[]> {
-  const services = createServices(config, { db, redis });
-  const posts: Target[] = [];
-  for (let i = 0; i < count; i++) posts.push({ type: "post", id: (await services.content.createPost(author.id, `r${i}`, "b")).id });
-  return posts;
-}
 
-const agreeWithin = (config: Config, targets: Target[], timeoutMs = 30_000) =>
-  eventually(async () => (await disagreement(redis, db, config.redisPartitions, targets)) === null, timeoutMs, async () =>
-    String(await disagreement(redis, db, config.redisPartitions, targets)),
-  );
 
 const persistedLikes = (posts: Target[]) => db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } });
 
@@ -48,11 +38,11 @@ describe("cache rebuild", () => {
     const services = createServices(config, { db, redis });
     const pipeline = await startTestPipeline(config);
     try {
-      const posts = await newPosts(config, 4);
+      const posts = await createPosts({ db, redis }, config, author.id, 4);
       for (const [i, post] of posts.entries()) {
         await Promise.all(Array.from({ length: 30 + i * 200 }, (_, u) => services.likes.like(post, BigInt(u + 1))));
       }
-      await agreeWithin(config, posts);
+      await agreeWithin({ db, redis }, config, posts);
       const before = await redisState(redis, config.redisPartitions, posts);
 
       await redis.flushall();
@@ -69,7 +59,7 @@ describe("cache rebuild", () => {
       expect(unliked.filter((r) => r.changed)).toHaveLength(1);
       const after = await services.counters.read(posts);
       expect(after.map((h) => h.counts.like)).toEqual(before.map((s, i) => s.count - (i === 3 ? 1 : 0)));
-      await agreeWithin(config, posts);
+      await agreeWithin({ db, redis }, config, posts);
     } finally {
       await pipeline.stop();
     }
@@ -78,7 +68,7 @@ describe("cache rebuild", () => {
   it("when a target is rebuilt while its older changes are still in flight, then they are replayed once and nothing newer is undone", async () => {
     const config = testConfig();
     const services = createServices(config, { db, redis });
-    const posts = await newPosts(config, 1);
+    const posts = await createPosts({ db, redis }, config, author.id, 1);
     const post = posts[0] as Target;
     // Changes made with no pipeline running stay in flight (in the outbox).
     await services.likes.like(post, 1n);
@@ -97,7 +87,7 @@ describe("cache rebuild", () => {
 
     const pipeline = await startTestPipeline(config);
     try {
-      await agreeWithin(config, posts);
+      await agreeWithin({ db, redis }, config, posts);
       const [state] = await redisState(redis, config.redisPartitions, posts);
       expect(state).toEqual({ members: ["1", "2", "3", "4"], count: 4 });
       expect(await persistedLikes(posts)).toBe(4);
@@ -110,7 +100,7 @@ describe("cache rebuild", () => {
     const config = testConfig({ PERSIST_LINGER_MS: "200" });
     const services = createServices(config, { db, redis });
     const pipeline = await startTestPipeline(config);
-    const posts = await newPosts(config, 5);
+    const posts = await createPosts({ db, redis }, config, author.id, 5);
     const acknowledged: { post: Target; user: bigint }[] = [];
     let outboxAtFlush = -1;
     try {
@@ -138,7 +128,7 @@ describe("cache rebuild", () => {
       outboxAtFlush = replies.slice(0, streams.length).reduce((sum, [, n]) => sum + Number(n), 0);
       await burst;
 
-      await agreeWithin(config, posts, 60_000);
+      await agreeWithin({ db, redis }, config, posts, 60_000);
       const rows = await db.like.findMany({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } }, select: { targetId: true, userId: true } });
       const stored = new Set(rows.map((r) => `${r.targetId}:${r.userId}`));
       const lost = acknowledged.filter((a) => !stored.has(`${a.post.id}:${a.user}`));

@@ -10,9 +10,9 @@ import { createEventPublisher } from "../../../src/stores/rabbitmq/publisher.js"
 import { createTopology } from "../../../src/stores/rabbitmq/topology.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createServices } from "../../../src/wiring.js";
-import { disagreement } from "../../support/agreement.js";
 import { createUsers, openDatabase, openRedis, silentLogger, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
+import { agreeWithin, createPosts } from "../../support/stores.js";
 
 let db: Database;
 let redis: RedisClient;
@@ -32,12 +32,6 @@ afterAll(async () => {
   await db.$disconnect();
 });
 
-async function newPosts(config: Config, count: number): Promise<Target[]> {
-  const services = createServices(config, { db, redis });
-  const posts: Target[] = [];
-  for (let i = 0; i < count; i++) posts.push({ type: "post", id: (await services.content.createPost(author.id, `c${i}`, "b")).id });
-  return posts;
-}
 
 async function reconcile(config: Config): Promise<ReconcileSummary> {
   const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
@@ -50,10 +44,6 @@ async function reconcile(config: Config): Promise<ReconcileSummary> {
   }
 }
 
-const agreeWithin = (config: Config, targets: Target[], timeoutMs = 30_000) =>
-  eventually(async () => (await disagreement(redis, db, config.redisPartitions, targets)) === null, timeoutMs, async () =>
-    String(await disagreement(redis, db, config.redisPartitions, targets)),
-  );
 
 const likeCounter = (t: Target) =>
   db.counter.findUnique({ where: { targetType_targetId_name: { targetType: t.type, targetId: t.id, name: "like" } } }).then((c) => Number(c?.value ?? 0n));
@@ -64,13 +54,13 @@ describe("reconcile", () => {
     const services = createServices(config, { db, redis });
     const pipeline = await startTestPipeline(config);
     try {
-      const posts = await newPosts(config, 3);
+      const posts = await createPosts({ db, redis }, config, author.id, 3);
       const [a, b, c] = posts as [Target, Target, Target];
       for (const p of posts) await Promise.all(Array.from({ length: 20 }, (_, u) => services.likes.like(p, BigInt(u + 1))));
       // A post only PostgreSQL holds, with a wrong counter.
-      const [uncached] = await newPosts(config, 1);
+      const [uncached] = await createPosts({ db, redis }, config, author.id, 1);
       await db.$executeRaw`INSERT INTO likes (target_type, target_id, user_id) SELECT 'post', ${uncached!.id}, g FROM generate_series(1, 5) g`;
-      await agreeWithin(config, posts);
+      await agreeWithin({ db, redis }, config, posts);
 
       await db.like.deleteMany({ where: { targetType: "post", targetId: a.id, userId: { in: [1n, 2n, 3n] } } });
       await db.$executeRaw`INSERT INTO likes (target_type, target_id, user_id) VALUES ('post', ${b.id}, 900), ('post', ${b.id}, 901)`;
@@ -81,7 +71,7 @@ describe("reconcile", () => {
       expect(first.differences).toEqual({ missingInDatabase: 3, strayInDatabase: 2, databaseCounter: 4, cacheCounter: 0 });
       expect(first.repairsSent).toBe(4);
       expect(first.skippedInFlight).toBe(0);
-      await agreeWithin(config, posts);
+      await agreeWithin({ db, redis }, config, posts);
       await eventually(async () => (await likeCounter(uncached!)) === 5, 10_000, async () => `counter ${await likeCounter(uncached!)}`);
 
       const second = await reconcile(config);
@@ -97,7 +87,7 @@ describe("reconcile", () => {
     const services = createServices(config, { db, redis });
     const pipeline = await startTestPipeline(config);
     try {
-      const posts = await newPosts(config, 10);
+      const posts = await createPosts({ db, redis }, config, author.id, 10);
       let user = 0n;
       let bursting = true;
       const burst = (async () => {
@@ -109,7 +99,7 @@ describe("reconcile", () => {
       for (let i = 0; i < 3; i++) summaries.push(await reconcile(config));
       bursting = false;
       await burst;
-      await agreeWithin(config, posts);
+      await agreeWithin({ db, redis }, config, posts);
       for (const s of summaries) {
         expect(s.differences).toEqual({ missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, cacheCounter: 0 });
         expect(s.repairsSent).toBe(0);
@@ -159,9 +149,9 @@ describe("cold targets", () => {
     const services = createServices(config, { db, redis });
     const pipeline = await startTestPipeline(config);
     try {
-      const [post] = (await newPosts(config, 1)) as [Target];
+      const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [Target];
       await Promise.all(Array.from({ length: 40 }, (_, u) => services.likes.like(post, BigInt(u + 1))));
-      await agreeWithin(config, [post]);
+      await agreeWithin({ db, redis }, config, [post]);
       await new Promise((r) => setTimeout(r, 2_500));
       const summary = await reconcile(config);
       expect(summary.evicted).toBeGreaterThanOrEqual(1);
@@ -171,7 +161,7 @@ describe("cold targets", () => {
       expect(hash?.counts.like).toBe(40);
       expect((await services.likes.like(post, 1n)).changed).toBe(false);
       expect((await services.likes.unlike(post, 2n)).changed).toBe(true);
-      await agreeWithin(config, [post]);
+      await agreeWithin({ db, redis }, config, [post]);
     } finally {
       await pipeline.stop();
     }
