@@ -7,11 +7,10 @@ import { createContext } from "./graphql/context.js";
 import { createGraphQLServer } from "./graphql/server.js";
 import { createLogger } from "./logger.js";
 import { createDatabase } from "./stores/postgres/database.js";
-import { createRedisClient, type RedisClient } from "./stores/redis/client.js";
+import { createRedisClient } from "./stores/redis/client.js";
 import { createServices } from "./wiring.js";
-import { startPipeline } from "./pipeline/pipeline.js";
 import { onTermination } from "./shutdown.js";
-import { createRabbitConnection } from "./stores/rabbitmq/connection.js";
+import { startPipelineProcess } from "./worker.js";
 
 export interface RunningApi {
   readonly url: string;
@@ -54,33 +53,13 @@ export async function startApi(config: Config, logger: Logger, hooks: ApiHooks =
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, "api");
-  const api = await startApi(config, logger);
-  logger.info({ url: `${api.url}graphql` }, "serving GraphQL");
-  if (config.pipeline === "off") {
-    onTermination(logger, () => api.close());
-    return;
-  }
+  const shutdown = onTermination(logger);
   // Embedded: the persistence pipeline runs in this process too, on clients of its own.
-  const db = createDatabase({
-    url: config.databaseUrl,
-    poolSize: 4,
-    onConnectionError: (err) => logger.warn({ err }, "PostgreSQL connection lost; the pool reconnects"),
-  });
-  const [redis, relayRedis] = [0, 1].map(() => createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes })) as [RedisClient, RedisClient];
-  for (const client of [redis, relayRedis]) {
-    client.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
-    await client.connect();
-  }
-  const rabbit = createRabbitConnection(config.amqpUrl, logger);
-  const pipeline = await startPipeline(config, { db, redis, relayRedis, rabbit }, logger.child({ name: "pipeline" }));
-  onTermination(logger, async () => {
-    await api.close();
-    await pipeline.close();
-    await rabbit.close();
-    await relayRedis.quit();
-    await redis.quit();
-    await db.$disconnect();
-  });
+  // Registered first, it closes after the API has stopped taking requests.
+  if (config.pipeline === "embedded") await startPipelineProcess(config, logger.child({ name: "pipeline" }), shutdown);
+  const api = await startApi(config, logger);
+  shutdown.add(() => api.close());
+  logger.info({ url: `${api.url}graphql` }, "serving GraphQL");
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -1,13 +1,24 @@
 import type { Logger } from "pino";
 
-/** Runs `close` once on SIGTERM or SIGINT, then exits: 0 when it finished, 1 when it failed. */
-export function onTermination(logger: Logger, close: () => Promise<void>): void {
+export interface Shutdown {
+  /** Registers something to close; everything closes in reverse order of registration. */
+  add(close: () => Promise<void>): void;
+}
+
+/**
+ * Listens for SIGTERM and SIGINT from the start, so a signal during start-up
+ * closes what has opened so far. Exits 0 when everything closed, 1 when not.
+ */
+export function onTermination(logger: Logger): Shutdown {
+  const closers: (() => Promise<void>)[] = [];
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;
     closing = true;
     logger.info({ signal }, "shutting down");
-    close().then(
+    (async () => {
+      for (const close of closers.reverse()) await close();
+    })().then(
       () => {
         logger.info("stopped");
         process.exit(0);
@@ -20,4 +31,5 @@ export function onTermination(logger: Logger, close: () => Promise<void>): void 
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
+  return { add: (close) => closers.push(close) };
 }

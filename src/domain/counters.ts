@@ -57,7 +57,7 @@ export class RebuildTimeoutError extends Error {
 
 export function createCounterService(options: CounterServiceOptions): CounterService {
   const { counterStore, rebuildStore, snapshots, lookup } = options;
-  const lockMs = options.rebuildLockMs ?? 30_000;
+  const lockMs = options.rebuildLockMs ?? 120_000;
   const waitMs = options.rebuildWaitMs ?? 10_000;
   const missing = new LRUCache<TargetKey, true>({ max: 100_000, ttl: options.missingTtlMs ?? 30_000 });
   const rebuilding = new Map<TargetKey, Promise<boolean>>();
@@ -87,6 +87,11 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
             authorId: found.authorId,
             version: snapshot.version,
           });
+          // Changes committed between the snapshot and the hash appearing were not replayed by
+          // the consumer (it found no rebuilt hash): bring them in now. Repeats are harmless.
+          for (const change of await snapshots.changesSince(target, snapshot.version)) {
+            await rebuildStore.replay({ target, ...change });
+          }
           return true;
         } finally {
           await rebuildStore.unlock(target, token);

@@ -36,7 +36,9 @@ export function encodeLikerCursor(p: LikerPosition): string {
 
 export function decodeLikerCursor(cursor: string): LikerPosition {
   const match = /^l:(\d{1,15}):([1-9]\d{0,18})$/.exec(Buffer.from(cursor, "base64url").toString());
-  if (!match) throw badInput("after", "after is not a likers cursor this service issued; pass a pageInfo.endCursor back unchanged.");
+  if (!match || BigInt(match[2] as string) > 2n ** 63n - 1n) {
+    throw badInput("after", "after is not a likers cursor this service issued; pass a pageInfo.endCursor back unchanged.");
+  }
   return { at: new Date(Number(match[1])), userId: BigInt(match[2] as string) };
 }
 

@@ -32,3 +32,13 @@ describe("ids and cursors", () => {
     expect(() => parsePageSize(-1)).toThrow(DomainError);
   });
 });
+
+describe("likers cursors", () => {
+  it("when a likers cursor names a user beyond any id, then it is refused as bad input", async () => {
+    const { decodeLikerCursor, encodeLikerCursor } = await import("../../src/domain/likes.js");
+    const position = { at: new Date("2026-11-22T10:00:00.000Z"), userId: 42n };
+    expect(decodeLikerCursor(encodeLikerCursor(position))).toEqual(position);
+    const tooBig = Buffer.from("l:1795344000000:9999999999999999999").toString("base64url");
+    expect(() => decodeLikerCursor(tooBig)).toThrow(expect.objectContaining({ code: "BAD_USER_INPUT" }));
+  });
+});

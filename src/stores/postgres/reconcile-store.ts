@@ -23,6 +23,9 @@ export interface ReconcileDatabaseStore {
 }
 
 export function createReconcileDatabaseStore(db: Database): ReconcileDatabaseStore {
+  // Waits for a batch that holds the counter row, so the count below includes its rows.
+  const lockCounter = (target: Target) =>
+    db.$executeRaw`SELECT 1 FROM counters WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = 'like' FOR UPDATE`;
   const recount = (target: Target) => db.$executeRaw`
     INSERT INTO counters (target_type, target_id, name, value)
     VALUES (${target.type}, ${target.id}, 'like', (SELECT count(*) FROM likes WHERE target_type = ${target.type} AND target_id = ${target.id}))
@@ -87,7 +90,7 @@ export function createReconcileDatabaseStore(db: Database): ReconcileDatabaseSto
     async repair(compensation) {
       const { target } = compensation;
       if (compensation.kind === "recountDatabase") {
-        await recount(target);
+        await db.$transaction([lockCounter(target), recount(target)]);
         return;
       }
       const observed = compensation.observedVersion.toString();
@@ -95,6 +98,7 @@ export function createReconcileDatabaseStore(db: Database): ReconcileDatabaseSto
       const remove = compensation.remove.map(String);
       // A pair whose version moved past the observed one changed after the comparison: left alone.
       await db.$transaction([
+        lockCounter(target),
         db.$executeRaw`
           WITH passed AS (
             INSERT INTO like_versions (target_type, target_id, user_id, version, liked)

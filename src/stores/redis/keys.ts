@@ -4,7 +4,7 @@
 //   cnt:{p}:<type>:<id>            hash: all counters of the target, plus bookkeeping fields
 //   lk:{p}:<type>:<id>:<g>:<s>     set: likers in membership generation g, shard s
 //   ob:{p}                         stream: outbox of like changes in partition p, read by the relay
-//   rt:{p}:<type>:<id>             set: users who acted on a rebuilt target (scripts/includes/rebuild-window.lua)
+//   rt:{p}:<type>:<id>             hash: user → newest version known since a rebuild (scripts/includes/rebuild-window.lua)
 //   rbl:{p}:<type>:<id>            string: lock held by the process rebuilding the target from PostgreSQL
 //   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
 //
@@ -49,7 +49,7 @@ export interface RedisKeys {
   readonly partitions: number;
   partitionOf(target: Target): number;
   counters(target: Target): string;
-  /** Users who acted on a rebuilt target since its rebuild. */
+  /** Per user, the newest version of their change known since the target's rebuild. */
   touched(target: Target): string;
   /** The lock of a target's rebuild. */
   rebuildLock(target: Target): string;

@@ -67,7 +67,10 @@ export function createReconcileCacheStore(redis: RedisClient, keys: RedisKeys): 
             const contents = await Promise.all(shards.slice(i, i + 512).map((k) => redis.smembers(k)));
             for (const ids of contents) for (const id of ids) members.push(BigInt(id));
           }
-          return { target, count: hash.counts.like ?? 0, members, version: hash.version, idleSeconds };
+          // A change between reading the hash and its shards: report it as in flight (version -1 matches nothing).
+          const after = await redis.hget(counters, "ver");
+          const version = (after === null ? 0n : BigInt(after)) === hash.version ? hash.version : -1n;
+          return { target, count: hash.counts.like ?? 0, members, version, idleSeconds };
         }),
       );
     },

@@ -7,7 +7,7 @@
 
   Input:
     KEYS[1]       counter hash of the target
-    KEYS[2]       users who acted on the target since a rebuild
+    KEYS[2]       per user, the newest version known since a rebuild
     KEYS[3..n]    every membership shard of generations 0..ARGV[1]
     ARGV[1]       newest generation the caller passed shards for
     ARGV[2]       highest version PostgreSQL applied to the target

@@ -11,7 +11,7 @@
   Input:
     KEYS[1]       counter hash of the target; its existence marks a known target
     KEYS[2]       outbox stream of the target's partition
-    KEYS[3]       users who acted on the target since it was rebuilt (includes/rebuild-window.lua)
+    KEYS[3]       per user, the newest version known since a rebuild (includes/rebuild-window.lua)
     KEYS[4..n]    the user's membership shard in generations 0..n-4
     ARGV[1]       user id
     ARGV[2]       shard capacity (members)
@@ -53,6 +53,6 @@ if not addMember(counters, user, capacity, newest) then
   return { -2 }
 end
 redis.call('HINCRBY', counters, ARGV[3], 1)
-appendEvent(counters, KEYS[2], ARGV[4], ARGV[5], user, '1')
-markTouched(counters, KEYS[3], user)
+local version = appendEvent(counters, KEYS[2], ARGV[4], ARGV[5], user, '1')
+markTouched(counters, KEYS[3], user, version)
 return { 1, redis.call('HGETALL', counters) }

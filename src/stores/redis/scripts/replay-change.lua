@@ -2,14 +2,15 @@
   Brings into Redis a like change that PostgreSQL applied after the target was
   rebuilt from it, but that was made before the rebuild: the rebuild could not
   see it. Skipped when the change is newer than the rebuild (Redis made it),
-  when the rebuild window is over, or when the user acted on the target since
-  the rebuild (Redis holds something newer). Appends no outbox event:
-  PostgreSQL already has the change.
+  when the rebuild window is over, or when Redis knows a newer change of this
+  user (made or replayed since the rebuild). Appends no outbox event:
+  PostgreSQL already has the change. Raises the target's version to the
+  change's, so Redis and PostgreSQL agree on the newest applied version.
 
   Input:
     KEYS[1]       counter hash of the target
     KEYS[2]       outbox stream of the target's partition (unused; keeps the key layout of like.lua)
-    KEYS[3]       users who acted on the target since it was rebuilt
+    KEYS[3]       per user, the newest version known since the rebuild
     KEYS[4..n]    the user's membership shard in generations 0..n-4
     ARGV[1]       user id
     ARGV[2]       state after the change: 1 liked, 0 not
@@ -35,22 +36,26 @@ if redis.call('EXISTS', counters) == 0 then
   return 0
 end
 local open, rebuiltAt = inRebuildWindow(counters)
-if not open or version >= rebuiltAt or redis.call('SISMEMBER', KEYS[3], user) == 1 then
+if not open or version >= rebuiltAt or version <= tonumber(redis.call('HGET', KEYS[3], user) or '0') then
   return 0
 end
 
 local newest = tonumber(redis.call('HGET', counters, 'gen') or '0')
 local shard = findMember(newest, user)
+local changed = 0
 if ARGV[2] == '1' and not shard then
   if not addMember(counters, user, capacity, newest) then
     return -2
   end
   redis.call('HINCRBY', counters, 'like', 1)
-  return 1
-end
-if ARGV[2] == '0' and shard then
+  changed = 1
+elseif ARGV[2] == '0' and shard then
   redis.call('SREM', KEYS[shard], user)
   redis.call('HINCRBY', counters, 'like', -1)
-  return 1
+  changed = 1
 end
-return 0
+noteVersion(KEYS[3], user, ARGV[3])
+if version > tonumber(redis.call('HGET', counters, 'ver') or '0') then
+  redis.call('HSET', counters, 'ver', ARGV[3])
+end
+return changed

@@ -9,6 +9,7 @@
 
   Event fields: t target type, i target id, u user, s state after the change
   (1 liked, 0 not), v version, a author ('' when unknown), ts time (ms).
+  Returns the version.
 ]]
 local function appendEvent(counters, outbox, targetType, targetId, user, liked)
   local now = redis.call('TIME')
@@ -23,4 +24,5 @@ local function appendEvent(counters, outbox, targetType, targetId, user, liked)
     't', targetType, 'i', targetId, 'u', user, 's', liked, 'v', version,
     'a', redis.call('HGET', counters, 'author') or '',
     'ts', string.format('%.0f', math.floor(micros / 1000)))
+  return version
 end

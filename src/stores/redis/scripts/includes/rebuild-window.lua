@@ -1,11 +1,13 @@
 --[[
   After a target's counter hash is rebuilt from PostgreSQL (field 'rb' = rebuild
   time, microseconds), changes made before the rebuild may still be on their way
-  to PostgreSQL. For a while the target remembers which users acted on it since
-  the rebuild (KEYS[3], a set), so a late change of another user can be replayed
-  into Redis (replay-change.lua) without undoing anything newer.
+  to PostgreSQL. For a while the target remembers, per user, the version of the
+  newest change Redis knows for them (KEYS[3], a hash): a change made or
+  replayed since the rebuild. A late change is replayed (replay-change.lua) only
+  when it is newer than that, so nothing newer is undone and replays of
+  concurrent batches cannot go backwards.
 ]]
-local rebuildWindowMicros = 600000000
+local rebuildWindowMicros = 3600000000
 
 local function nowMicros()
   local now = redis.call('TIME')
@@ -18,9 +20,13 @@ local function inRebuildWindow(counters)
   return rebuiltAt > 0 and nowMicros() - rebuiltAt < rebuildWindowMicros, rebuiltAt
 end
 
-local function markTouched(counters, touched, user)
+local function noteVersion(touched, user, version)
+  redis.call('HSET', touched, user, version)
+  redis.call('PEXPIRE', touched, math.floor(rebuildWindowMicros / 1000))
+end
+
+local function markTouched(counters, touched, user, version)
   if inRebuildWindow(counters) then
-    redis.call('SADD', touched, user)
-    redis.call('PEXPIRE', touched, math.floor(rebuildWindowMicros / 1000))
+    noteVersion(touched, user, version)
   end
 end
