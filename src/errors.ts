@@ -8,7 +8,7 @@ export const ErrorCode = {
   NOT_FOUND: "NOT_FOUND",
   /** An argument is malformed, out of range, or breaks a rule (message says which). */
   BAD_USER_INPUT: "BAD_USER_INPUT",
-  /** The caller is known but may not do this or see this. */
+  /** The caller is known but may not do this or see this (another user's private data; a target that takes no more likes). */
   FORBIDDEN: "FORBIDDEN",
   /** The caller sent more than its share; retry later. */
   RATE_LIMITED: "RATE_LIMITED",

@@ -1,8 +1,8 @@
 // Liking and unliking posts and comments: idempotent, exact, at Redis speed.
-import { badInput, notFound } from "../errors.js";
+import { badInput, forbidden, notFound } from "../errors.js";
 import type { CounterHash } from "../stores/redis/counter-hash.js";
 import type { LikerPosition, PersistedLikeStore } from "../stores/postgres/like-store.js";
-import type { LikeStore, MembershipChange } from "../stores/redis/like-store.js";
+import { TargetFullError, type LikeStore, type MembershipChange } from "../stores/redis/like-store.js";
 import type { CounterService } from "./counters.js";
 import type { Target } from "./targets.js";
 
@@ -51,10 +51,15 @@ export function createLikeService(deps: { likeStore: LikeStore; persistedLikes: 
     run: (t: Target, u: bigint) => Promise<MembershipChange>,
     authorDelta: number,
   ): Promise<LikeOutcome> {
-    let result = await run(target, userId);
+    const attempt = () =>
+      run(target, userId).catch((error: unknown) => {
+        if (error instanceof TargetFullError) throw forbidden(`${target.type} ${target.id} takes no more likes: it holds the most likers a target can.`);
+        throw error;
+      });
+    let result = await attempt();
     if (result.kind === "not-cached") {
       if (!(await counters.rebuild(target))) throw notFound(target.type, target.id);
-      result = await run(target, userId);
+      result = await attempt();
       if (result.kind === "not-cached") throw new Error(`Counters of ${target.type} ${target.id} left Redis right after being loaded.`);
     }
     if (result.changed && result.state.authorId !== null) {
