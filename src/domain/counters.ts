@@ -20,11 +20,6 @@ export interface CounterService {
    */
   rebuild(target: Target): Promise<boolean>;
   /**
-   * Adds to a counter whose truth is Redis: a target Redis does not hold is
-   * rebuilt first, so the change is not lost.
-   */
-  bump(target: Target, name: string, delta: number): Promise<void>;
-  /**
    * Mirrors into Redis a change PostgreSQL already holds (written in the same
    * transaction as its cause). A target Redis does not hold is left alone: its
    * rebuild reads the new value from PostgreSQL.
@@ -126,12 +121,6 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
       return hashes.map(
         (hash, i) => hash ?? reread[next++] ?? { counts: zeroCounts(targets[i] as Target), generation: 0, authorId: null, version: 0n },
       );
-    },
-    async bump(target, name, delta) {
-      if (await counterStore.bump(target, name, delta)) return;
-      if ((await rebuild(target)) && !(await counterStore.bump(target, name, delta))) {
-        throw new Error(`Counters of ${target.type} ${target.id} left Redis right after being rebuilt.`);
-      }
     },
     async mirror(target, name, delta) {
       await counterStore.bump(target, name, delta);

@@ -49,7 +49,6 @@ export function createLikeService(deps: { likeStore: LikeStore; persistedLikes: 
     target: Target,
     userId: bigint,
     run: (t: Target, u: bigint) => Promise<MembershipChange>,
-    authorDelta: number,
   ): Promise<LikeOutcome> {
     const attempt = () =>
       run(target, userId).catch((error: unknown) => {
@@ -62,15 +61,12 @@ export function createLikeService(deps: { likeStore: LikeStore; persistedLikes: 
       result = await attempt();
       if (result.kind === "not-cached") throw new Error(`Counters of ${target.type} ${target.id} left Redis right after being loaded.`);
     }
-    if (result.changed && result.state.authorId !== null) {
-      await counters.bump({ type: "user", id: result.state.authorId }, "likesReceived", authorDelta);
-    }
     return { changed: result.changed, state: result.state };
   }
 
   return {
-    like: (target, userId) => apply(target, userId, likeStore.like, 1),
-    unlike: (target, userId) => apply(target, userId, likeStore.unlike, -1),
+    like: (target, userId) => apply(target, userId, likeStore.like),
+    unlike: (target, userId) => apply(target, userId, likeStore.unlike),
     hasLiked: (targets, userId, generationOf) => likeStore.hasLiked(targets, userId, generationOf),
     async likers(target, first, after) {
       const found = await persistedLikes.likers(target, first + 1, after === null ? null : decodeLikerCursor(after));

@@ -19,6 +19,7 @@ import { createTopology } from "../stores/rabbitmq/topology.js";
 import type { RedisClient } from "../stores/redis/client.js";
 import { createRedisKeys } from "../stores/redis/keys.js";
 import { createRebuildStore } from "../stores/redis/rebuild-store.js";
+import { createCounterStore } from "../stores/redis/counter-store.js";
 import { createPipelineMetrics, serveMetrics, type PipelineMetrics } from "./metrics.js";
 import { startOutboxRelay } from "./outbox-relay.js";
 import { startPersistConsumer } from "./persist-consumer.js";
@@ -79,7 +80,8 @@ export async function startPipeline(config: Config, clients: PipelineClients, lo
     persistence: createLikePersistence({
       store: createPersistedLikeStore(clients.db),
       cache: createRebuildStore(clients.redis, keys),
-      onReplayFailure: (err) => logger.warn({ err }, "replaying a late change into a rebuilt target failed; reconcile repairs it"),
+      counters: createCounterStore(clients.redis, keys),
+      onCacheFailure: (err) => logger.warn({ err }, "bringing a committed batch into Redis failed"),
     }),
     bucket: createTokenBucket(config.persist.maxEventsPerSecond, config.persist.batchSize),
     metrics,

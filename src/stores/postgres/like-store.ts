@@ -13,6 +13,8 @@ export interface AppliedLikes {
   readonly superseded: number;
   /** The changes that passed: newer than what PostgreSQL held for their (target, user). */
   readonly passed: readonly LikeChange[];
+  /** The counter deltas committed, from the rows really inserted or deleted. */
+  readonly deltas: readonly CounterDelta[];
 }
 
 /** A position in a target's likers, newest first: the like's time and its user. */
@@ -62,7 +64,7 @@ export function createPersistedLikeStore(db: Database): PersistedLikeStore {
       return rows.map((r) => ({ at: r.createdAt, userId: r.userId }));
     },
     async apply(input) {
-      if (input.length === 0) return { inserted: 0, deleted: 0, superseded: 0, passed: [] };
+      if (input.length === 0) return { inserted: 0, deleted: 0, superseded: 0, passed: [], deltas: [] };
       // One lock order for every batch, so concurrent batches do not deadlock.
       const changes = [...input].sort(byKey);
       const key = (type: string, id: string, user: string) => `${type}:${id}:${user}`;
@@ -125,7 +127,7 @@ export function createPersistedLikeStore(db: Database): PersistedLikeStore {
           }
           const moved = [...deltas.values()].filter((d) => d.delta !== 0).sort((a, b) => `${a.type}:${a.id}:${a.name}`.localeCompare(`${b.type}:${b.id}:${b.name}`));
           if (moved.length) await tx.$executeRaw(upsertCounters(moved));
-          return { inserted: inserted.length, deleted: deleted.length, superseded: changes.length - advanced.length, passed };
+          return { inserted: inserted.length, deleted: deleted.length, superseded: changes.length - advanced.length, passed, deltas: moved };
         },
         { timeout: 60_000, maxWait: 10_000, isolationLevel: Prisma.TransactionIsolationLevel.ReadCommitted },
       );
