@@ -3,14 +3,14 @@
 import { execFileSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { Target } from "../../../src/domain/targets.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createServices } from "../../../src/wiring.js";
-import { createUsers, graphqlClient, openDatabase, openRedis, testConfig, type TestUser } from "../../support/env.js";
+import { createUsers, graphqlClient, testConfig, type TestUser } from "../../support/env.js";
 import { startTestPipeline } from "../../support/pipeline.js";
-import { agreeWithin, createPosts } from "../../support/stores.js";
+import { agreeWithin, createPosts, useStores } from "../../support/stores.js";
 import { startServiceProcess } from "../../support/service-process.js";
 
 let db: Database;
@@ -30,12 +30,7 @@ async function rabbitRunning(): Promise<boolean> {
   }
 }
 
-beforeAll(async () => {
-  const config = testConfig();
-  db = openDatabase(config);
-  redis = await openRedis();
-  author = (await createUsers(db, config, 1))[0] as TestUser;
-});
+useStores((s) => ({ db, redis, author } = s));
 afterEach(async () => {
   // Restore whatever a failed test left stopped.
   if (!(await rabbitRunning())) rabbitmqctl("start_app");
@@ -44,10 +39,6 @@ afterEach(async () => {
   } catch {
     // Already running.
   }
-});
-afterAll(async () => {
-  await redis.quit();
-  await db.$disconnect();
 });
 
 

@@ -1,5 +1,5 @@
 // Likes flow from the Redis outbox through RabbitMQ into PostgreSQL, exactly once in effect.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import type { Services } from "../../../src/domain/services.js";
 import type { Target } from "../../../src/domain/targets.js";
@@ -8,24 +8,15 @@ import { createRabbitConnection } from "../../../src/stores/rabbitmq/connection.
 import { createTopology } from "../../../src/stores/rabbitmq/topology.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createServices } from "../../../src/wiring.js";
-import { createUsers, openDatabase, openRedis, silentLogger, testConfig, type TestUser } from "../../support/env.js";
+import { silentLogger, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
-import { agreeWithin, createPosts } from "../../support/stores.js";
+import { agreeWithin, createPosts, useStores } from "../../support/stores.js";
 
 let db: Database;
 let redis: RedisClient;
 let author: TestUser;
 
-beforeAll(async () => {
-  const config = testConfig();
-  db = openDatabase(config);
-  redis = await openRedis();
-  author = (await createUsers(db, config, 1))[0] as TestUser;
-});
-afterAll(async () => {
-  await redis.quit();
-  await db.$disconnect();
-});
+useStores((s) => ({ db, redis, author } = s));
 
 function servicesFor(config: Config): Services {
   return createServices(config, { db, redis });

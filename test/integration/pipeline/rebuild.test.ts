@@ -1,7 +1,7 @@
 // Losing Redis's data neither loses nor doubles a like: targets are rebuilt from
 // PostgreSQL, and changes still in flight are neither lost nor counted twice.
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Target } from "../../../src/domain/targets.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
@@ -9,24 +9,15 @@ import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { createServices } from "../../../src/wiring.js";
 import { redisState } from "../../support/agreement.js";
-import { createUsers, openDatabase, openRedis, testConfig, type TestUser } from "../../support/env.js";
+import { testConfig, type TestUser } from "../../support/env.js";
 import { startTestPipeline } from "../../support/pipeline.js";
-import { agreeWithin, createPosts } from "../../support/stores.js";
+import { agreeWithin, createPosts, useStores } from "../../support/stores.js";
 
 let db: Database;
 let redis: RedisClient;
 let author: TestUser;
 
-beforeAll(async () => {
-  const config = testConfig();
-  db = openDatabase(config);
-  redis = await openRedis();
-  author = (await createUsers(db, config, 1))[0] as TestUser;
-});
-afterAll(async () => {
-  await redis.quit();
-  await db.$disconnect();
-});
+useStores((s) => ({ db, redis, author } = s));
 
 
 

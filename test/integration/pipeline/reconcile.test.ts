@@ -1,5 +1,5 @@
 // A reconcile pass finds where Redis and PostgreSQL differ and repairs exactly that.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import type { Target } from "../../../src/domain/targets.js";
 import { reconcileOnce } from "../../../src/pipeline/pipeline.js";
@@ -10,27 +10,16 @@ import { createEventPublisher } from "../../../src/stores/rabbitmq/publisher.js"
 import { createTopology } from "../../../src/stores/rabbitmq/topology.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createServices } from "../../../src/wiring.js";
-import { createUsers, openDatabase, openRedis, silentLogger, testConfig, type TestUser } from "../../support/env.js";
+import { silentLogger, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
-import { agreeWithin, createPosts } from "../../support/stores.js";
+import { agreeWithin, createPosts, useStores } from "../../support/stores.js";
 
 let db: Database;
 let redis: RedisClient;
 let author: TestUser;
 
-beforeAll(async () => {
-  const config = testConfig();
-  db = openDatabase(config);
-  redis = await openRedis();
-  // A pass covers everything: start from empty like tables and an empty private Redis.
-  await db.$executeRaw`TRUNCATE likes, like_versions, counters`;
-  await redis.flushall();
-  author = (await createUsers(db, config, 1))[0] as TestUser;
-});
-afterAll(async () => {
-  await redis.quit();
-  await db.$disconnect();
-});
+// A pass covers everything: start from empty like tables and an empty private Redis.
+useStores((s) => ({ db, redis, author } = s), { fresh: true });
 
 
 async function reconcile(config: Config): Promise<ReconcileSummary> {
