@@ -5,13 +5,14 @@
 
   Input:
     KEYS[1]      counter hash of the target
-    ARGV         field, value, field, value, ... (at least one pair)
+    ARGV         field, value, field, value, ... (at least one pair, numeric values)
 
   Output:
     1 created, 0 it already existed (left untouched), -3 invalid arguments
 ]]
-local n = #ARGV
-if n == 0 or n % 2 == 1 then
+--@include check-counter-fields
+
+if not areCounterFields(ARGV) then
   return -3
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then

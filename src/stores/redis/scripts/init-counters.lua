@@ -8,14 +8,10 @@
   Output:
     1 created, 0 it already existed (left untouched), -3 invalid arguments
 ]]
-local n = #ARGV
-if n == 0 or n % 2 == 1 then
+--@include check-counter-fields
+
+if not areCounterFields(ARGV) then
   return -3
-end
-for i = 2, n, 2 do
-  if not tonumber(ARGV[i]) then
-    return -3
-  end
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
