@@ -1,4 +1,5 @@
 // What the reconcile job reads from PostgreSQL, and the repairs it makes there.
+import { Prisma } from "../../generated/prisma/client.js";
 import type { Compensation, PersistedTarget } from "../../domain/reconcile.js";
 import type { Target } from "../../domain/targets.js";
 import type { Database } from "./database.js";
@@ -93,29 +94,23 @@ export function createReconcileDatabaseStore(db: Database): ReconcileDatabaseSto
         await db.$transaction([lockCounter(target), recount(target)]);
         return;
       }
-      const observed = compensation.observedVersion.toString();
-      const add = compensation.add.map(String);
-      const remove = compensation.remove.map(String);
-      // A pair whose version moved past the observed one changed after the comparison: left alone.
+      // Records the repaired state for these users, except where a pair's version moved
+      // past the observed one (it changed after the comparison): returns the users that passed.
+      const gate = (users: readonly bigint[], liked: boolean) => Prisma.sql`
+        INSERT INTO like_versions (target_type, target_id, user_id, version, liked)
+        SELECT ${target.type}, ${target.id}, u, ${compensation.observedVersion.toString()}::bigint, ${liked}
+        FROM unnest(${users.map(String)}::text[]::bigint[]) AS u
+        ON CONFLICT (target_type, target_id, user_id) DO UPDATE SET version = EXCLUDED.version, liked = EXCLUDED.liked
+          WHERE like_versions.version <= EXCLUDED.version
+        RETURNING user_id`;
       await db.$transaction([
         lockCounter(target),
         db.$executeRaw`
-          WITH passed AS (
-            INSERT INTO like_versions (target_type, target_id, user_id, version, liked)
-            SELECT ${target.type}, ${target.id}, u, ${observed}::bigint, true FROM unnest(${add}::text[]::bigint[]) AS u
-            ON CONFLICT (target_type, target_id, user_id) DO UPDATE SET version = EXCLUDED.version, liked = true
-              WHERE like_versions.version <= EXCLUDED.version
-            RETURNING user_id)
-          INSERT INTO likes (target_type, target_id, user_id)
-          SELECT ${target.type}, ${target.id}, user_id FROM passed
+          WITH passed AS (${gate(compensation.add, true)})
+          INSERT INTO likes (target_type, target_id, user_id) SELECT ${target.type}, ${target.id}, user_id FROM passed
           ON CONFLICT DO NOTHING`,
         db.$executeRaw`
-          WITH passed AS (
-            INSERT INTO like_versions (target_type, target_id, user_id, version, liked)
-            SELECT ${target.type}, ${target.id}, u, ${observed}::bigint, false FROM unnest(${remove}::text[]::bigint[]) AS u
-            ON CONFLICT (target_type, target_id, user_id) DO UPDATE SET version = EXCLUDED.version, liked = false
-              WHERE like_versions.version <= EXCLUDED.version
-            RETURNING user_id)
+          WITH passed AS (${gate(compensation.remove, false)})
           DELETE FROM likes WHERE target_type = ${target.type} AND target_id = ${target.id} AND user_id IN (SELECT user_id FROM passed)`,
         recount(target),
       ]);
