@@ -2,11 +2,11 @@
 // through the same use cases the API runs. Safe to run again: it adds more posts.
 // Usage: npm run seed [-- <users> <posts>]   (defaults: 20 users, 100 posts)
 import { SingleBar, Presets } from "cli-progress";
+import { compose } from "../src/compose.js";
 import { loadConfig } from "../src/config.js";
 import { DomainError } from "../src/errors.js";
-import { createDatabase } from "../src/stores/postgres/database.js";
-import { createRedisClient } from "../src/stores/redis/client.js";
-import { createServices } from "../src/wiring.js";
+import { createLogger } from "../src/logger.js";
+import { openClients } from "../src/stores/clients.js";
 
 const [users = 20, posts = 100] = process.argv.slice(2).map(Number);
 if (!Number.isInteger(users) || !Number.isInteger(posts) || users < 1 || posts < 0) {
@@ -14,10 +14,9 @@ if (!Number.isInteger(users) || !Number.isInteger(posts) || users < 1 || posts <
   process.exit(2);
 }
 const config = loadConfig();
-const db = createDatabase({ url: config.databaseUrl });
-const redis = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes });
-await redis.connect();
-const services = createServices(config, { db, redis });
+const logger = createLogger("warn", "seed");
+const clients = await openClients(config, logger);
+const services = compose(config, clients, logger).services;
 const password = "demo-password-1";
 
 const bar = new SingleBar({ format: "{task} [{bar}] {value}/{total}" }, Presets.shades_classic);
@@ -49,5 +48,4 @@ for (let i = 1; i <= posts; i++) {
 bar.stop();
 console.log(`Seeded ${users} users (password "${password}") and ${posts} posts. A token for ${sessions[0]?.user.username}:`);
 console.log(sessions[0]?.token);
-await redis.quit();
-await db.$disconnect();
+await clients.close();

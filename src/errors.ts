@@ -37,3 +37,14 @@ export const notFound = (what: string, id: bigint | string) =>
 export const badInput = (field: string, message: string) => new DomainError(ErrorCode.BAD_USER_INPUT, message, field);
 
 export const forbidden = (message: string) => new DomainError(ErrorCode.FORBIDDEN, message);
+
+/**
+ * A target holds the most likers its membership can (the like store's status
+ * for it); the like use case answers it as FORBIDDEN.
+ */
+export class TargetFullError extends Error {
+  override readonly name = "TargetFullError";
+  constructor(readonly target: { readonly type: string; readonly id: bigint }) {
+    super(`${target.type} ${target.id} has reached the most likers its membership shards can hold.`);
+  }
+}

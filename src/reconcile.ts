@@ -1,32 +1,19 @@
-// Entry point: one full reconcile pass with a progress bar, a summary, then exit.
-// The repairs it finds go out as compensation messages; a running worker (or
-// npm start) applies them.
+// Entry point of `npm run reconcile`: one full reconcile pass with a progress
+// bar, a summary, then exit. The repairs it finds go out as repair messages; a
+// running worker (or npm start) applies them.
 import { Presets, SingleBar } from "cli-progress";
+import { compose } from "./compose.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
-import { reconcileOnce } from "./pipeline/pipeline.js";
-import { createDatabase } from "./stores/postgres/database.js";
-import { createRabbitConnection } from "./stores/rabbitmq/connection.js";
-import { createEventPublisher } from "./stores/rabbitmq/publisher.js";
-import { createTopology } from "./stores/rabbitmq/topology.js";
-import { createRedisClient } from "./stores/redis/client.js";
+import { openClients } from "./stores/clients.js";
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel === "info" ? "warn" : config.logLevel, "reconcile");
-const db = createDatabase({ url: config.databaseUrl });
-const redis = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes });
-redis.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
-await redis.connect();
-const rabbit = createRabbitConnection(config.amqpUrl, logger);
-const publisher = createEventPublisher(
-  rabbit,
-  createTopology({ prefix: config.rabbitmq.prefix, persistQueues: config.persist.queues, queueType: config.rabbitmq.queueType }),
-);
-
+const clients = await openClients(config, logger, { rabbit: true });
 const bar = new SingleBar({ format: "{phase} [{bar}] {value}/{total} targets | {eta_formatted} left", etaBuffer: 20 }, Presets.shades_classic);
 let phase = "";
 try {
-  const summary = await reconcileOnce(config, { db, redis }, publisher, (progress) => {
+  const summary = await compose(config, clients, logger).reconcileOnce((progress) => {
     const label = progress.phase === "redis" ? "Redis     " : "PostgreSQL";
     if (phase !== progress.phase) {
       if (phase) bar.stop();
@@ -46,14 +33,11 @@ try {
       `  likes missing in PostgreSQL ${d.missingInDatabase}`,
       `  stray likes in PostgreSQL   ${d.strayInDatabase}`,
       `  PostgreSQL counters wrong   ${d.databaseCounter}`,
-      `  Redis counters wrong        ${d.cacheCounter}`,
+      `  Redis counters wrong        ${d.redisCounter}`,
       `  repairs sent             ${summary.repairsSent} (applied by the running worker)`,
       `  cold targets evicted     ${summary.evicted}`,
     ].join("\n"),
   );
 } finally {
-  await publisher.close();
-  await rabbit.close();
-  await redis.quit();
-  await db.$disconnect();
+  await clients.close();
 }

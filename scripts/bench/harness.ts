@@ -9,7 +9,7 @@ import { Redis } from "ioredis";
 import { createRedisClient, type RedisClient } from "../../src/stores/redis/client.js";
 import { createCounterStore } from "../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
-import { migrate } from "../migrate.js";
+import { migrate } from "../lib/migrate.js";
 import { projectRoot } from "../lib/schema-engine.js";
 import { freePort } from "../lib/ports.js";
 

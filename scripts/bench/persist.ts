@@ -4,7 +4,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
-import type { Target } from "../../src/domain/targets.js";
+import type { LikeableTarget as Target } from "../../src/domain/model.js";
 import { createCounterStore } from "../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
 import { createLikeStore } from "../../src/stores/redis/like-store.js";
@@ -71,7 +71,7 @@ export async function persist(redis: PrivateRedis, sql: pg.Client, databaseUrl: 
   await Promise.all(posts.map((t) => counters.init(t, { like: 0 }, 1n)));
   const write = (from: number, count: number) =>
     Promise.all(Array.from({ length: count }, (_, i) => likes.like(posts[(from + i) % posts.length] as Target, BigInt(from + i + 1))));
-  const rows = async () => Number((await sql.query("SELECT count(*) AS n FROM likes")).rows[0].n);
+  const rows = async () => Number((await sql.query<{ n: string }>("SELECT count(*) AS n FROM likes")).rows[0]?.n);
 
   // Drain: 200,000 changes wait in the outbox, then the worker starts and takes them all.
   const drained = 200_000;

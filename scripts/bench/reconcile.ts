@@ -5,9 +5,10 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import type pg from "pg";
 import { loadConfig } from "../../src/config.js";
-import type { Target } from "../../src/domain/targets.js";
+import type { LikeableTarget as Target } from "../../src/domain/model.js";
+import { compose } from "../../src/compose.js";
+import { createLogger } from "../../src/logger.js";
 import { createDatabase } from "../../src/stores/postgres/database.js";
-import { createServices } from "../../src/wiring.js";
 import { projectRoot } from "../lib/schema-engine.js";
 import type { PrivateRedis } from "./harness.js";
 
@@ -50,14 +51,14 @@ export async function reconcileScenario(redis: PrivateRedis, sql: pg.Client, dat
       LATERAL generate_series(1, CASE WHEN p <= 2 THEN 10000 ELSE GREATEST(10, (120000 / p)::int) END) u`);
   await sql.query(`INSERT INTO counters (target_type, target_id, name, value) SELECT target_type, target_id, 'like', count(*) FROM likes GROUP BY 1, 2`);
   await sql.query(`INSERT INTO like_versions (target_type, target_id, user_id, version, liked) SELECT target_type, target_id, min(user_id), 1, true FROM likes GROUP BY 1, 2`);
-  const likes = Number((await sql.query("SELECT count(*) AS n FROM likes")).rows[0].n);
+  const likes = Number((await sql.query<{ n: string }>("SELECT count(*) AS n FROM likes")).rows[0]?.n);
 
   const config = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redis.url });
   const db = createDatabase({ url: databaseUrl, poolSize: 8 });
-  const services = createServices(config, { db, redis: redis.client });
+  const services = compose(config, { db, redis: redis.client }, createLogger("warn", "bench")).services;
   const posts: Target[] = Array.from({ length: 10_000 }, (_, i) => ({ type: "post", id: BigInt(i + 1) }));
-  let rebuild10k = 0;
-  let rebuildAll = 0;
+  let rebuild10k: number;
+  let rebuildAll: number;
   try {
     // Post 1 warms connections and query plans; post 2, alike, is the one timed.
     await services.counters.rebuild(posts[0] as Target);

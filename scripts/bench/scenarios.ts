@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import autocannon from "autocannon";
-import type { Target } from "../../src/domain/targets.js";
+import type { LikeableTarget as Target } from "../../src/domain/model.js";
 import type { Redis } from "ioredis";
 import { createCounterStore } from "../../src/stores/redis/counter-store.js";
 import { createRedisKeys, membershipGenerations } from "../../src/stores/redis/keys.js";
@@ -210,9 +210,10 @@ export async function memory(redis: PrivateRedis, targets = 10_000, likes = 1_00
 
   let membershipKeys = 0;
   let largest = 0;
-  for await (const batch of client.scanStream({ match: "lk:*", count: 1_000 })) {
+  for await (const found of client.scanStream({ match: "lk:*", count: 1_000 })) {
+    const batch = found as string[];
     membershipKeys += batch.length;
-    const sizes = await Promise.all((batch as string[]).map((k) => client.scard(k)));
+    const sizes = await Promise.all(batch.map((k) => client.scard(k)));
     largest = Math.max(largest, ...sizes);
   }
   return {

@@ -2,7 +2,9 @@
 // contract has no edit or delete), so a process-wide cache serves repeats
 // without SQL; only ids never seen before reach PostgreSQL, one query per batch.
 import { LRUCache } from "lru-cache";
-import type { CommentRecord, PostRecord, UserRecord } from "../stores/postgres/records.js";
+import type { TargetLookup } from "./counters.js";
+import type { Comment, Post, User } from "./model.js";
+import type { CommentStore, PostStore, UserStore } from "./ports.js";
 
 interface Identified {
   readonly id: bigint;
@@ -20,17 +22,13 @@ export function cachedReader<T extends Identified>(fetch: (ids: readonly bigint[
 }
 
 export interface Catalog {
-  readonly users: BatchReader<UserRecord>;
-  readonly posts: BatchReader<PostRecord>;
-  readonly comments: BatchReader<CommentRecord>;
+  readonly users: BatchReader<User>;
+  readonly posts: BatchReader<Post>;
+  readonly comments: BatchReader<Comment>;
 }
 
 export function createCatalog(
-  stores: {
-    users: { findByIds(ids: readonly bigint[]): Promise<UserRecord[]> };
-    posts: { findByIds(ids: readonly bigint[]): Promise<PostRecord[]> };
-    comments: { findByIds(ids: readonly bigint[]): Promise<CommentRecord[]> };
-  },
+  stores: { readonly users: Pick<UserStore, "findByIds">; readonly posts: Pick<PostStore, "findByIds">; readonly comments: Pick<CommentStore, "findByIds"> },
   cacheSize = 100_000,
 ): Catalog {
   return {
@@ -43,4 +41,18 @@ export function createCatalog(
 export async function findOne<T>(read: BatchReader<T>, id: bigint): Promise<T | null> {
   const [row] = await read([id]);
   return row ?? null;
+}
+
+/** Whether a target exists in PostgreSQL, and who wrote it: what a rebuild needs to know. */
+export function lookupTarget(catalog: Catalog): TargetLookup {
+  return async (target) => {
+    switch (target.type) {
+      case "post":
+        return findOne(catalog.posts, target.id);
+      case "comment":
+        return findOne(catalog.comments, target.id);
+      case "user":
+        return (await findOne(catalog.users, target.id)) ? { authorId: null } : null;
+    }
+  };
 }

@@ -1,9 +1,8 @@
 // Posts and comments: validated input in, rows out; their counters start in Redis at creation.
 import { badInput, notFound } from "../errors.js";
-import type { CommentStore } from "../stores/postgres/comment-store.js";
-import type { PostStore } from "../stores/postgres/post-store.js";
-import type { CommentRecord, Page, PostRecord } from "../stores/postgres/records.js";
 import type { CounterService } from "./counters.js";
+import type { Comment, Page, Post } from "./model.js";
+import type { CommentStore, PostStore } from "./ports.js";
 
 export const limits = {
   titleLength: 200,
@@ -19,19 +18,19 @@ function text(field: string, value: string, max: number): string {
 }
 
 export interface ContentService {
-  createPost(authorId: bigint, title: string, body: string): Promise<PostRecord>;
-  createComment(authorId: bigint, postId: bigint, body: string, parentId: bigint | null): Promise<CommentRecord>;
-  feed(limit: number, beforeId: bigint | null): Promise<Page<PostRecord>>;
-  commentsOf(postId: bigint, limit: number, beforeId: bigint | null): Promise<Page<CommentRecord>>;
-  repliesTo(commentId: bigint, limit: number, beforeId: bigint | null): Promise<Page<CommentRecord>>;
+  createPost(authorId: bigint, title: string, body: string): Promise<Post>;
+  createComment(authorId: bigint, postId: bigint, body: string, parentId: bigint | null): Promise<Comment>;
+  feed(limit: number, beforeId: bigint | null): Promise<Page<Post>>;
+  commentsOf(postId: bigint, limit: number, beforeId: bigint | null): Promise<Page<Comment>>;
+  repliesTo(commentId: bigint, limit: number, beforeId: bigint | null): Promise<Page<Comment>>;
 }
 
 export interface ContentServiceDeps {
   readonly posts: PostStore;
   readonly comments: CommentStore;
   readonly counters: CounterService;
-  readonly findPost: (id: bigint) => Promise<PostRecord | null>;
-  readonly findComment: (id: bigint) => Promise<CommentRecord | null>;
+  readonly findPost: (id: bigint) => Promise<Post | null>;
+  readonly findComment: (id: bigint) => Promise<Comment | null>;
 }
 
 export function createContentService(deps: ContentServiceDeps): ContentService {

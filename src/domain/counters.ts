@@ -2,18 +2,15 @@
 // Redis does not hold a target (a new Redis, a flush, an evicted cold target).
 import { setTimeout as sleep } from "node:timers/promises";
 import { LRUCache } from "lru-cache";
-import type { CounterHash } from "../stores/redis/counter-hash.js";
-import type { CounterStore } from "../stores/redis/counter-store.js";
-import type { RebuildStore } from "../stores/redis/rebuild-store.js";
-import type { SnapshotStore } from "../stores/postgres/snapshot-store.js";
-import { counterNames, targetKey, type Target, type TargetKey } from "./targets.js";
+import { counterNames, targetKey, zeroCounts, type CounterName, type Counts, type Target, type TargetKey } from "./model.js";
+import type { CounterStore, RebuildStore, SnapshotStore } from "./ports.js";
 
 /** What PostgreSQL knows of a target: whether it exists and who wrote it. */
 export type TargetLookup = (target: Target) => Promise<{ authorId: bigint | null } | null>;
 
 export interface CounterService {
-  /** Counter hashes of existing targets, in order; one Redis round trip when all are cached. */
-  read(targets: readonly Target[]): Promise<CounterHash[]>;
+  /** Counts of existing targets, in order; one Redis round trip when Redis holds them all. */
+  read(targets: readonly Target[]): Promise<Counts[]>;
   /**
    * Puts a target back into Redis from PostgreSQL (counts and membership), one
    * rebuild at a time across processes; false when the target does not exist.
@@ -24,7 +21,7 @@ export interface CounterService {
    * transaction as its cause). A target Redis does not hold is left alone: its
    * rebuild reads the new value from PostgreSQL.
    */
-  mirror(target: Target, name: string, delta: number): Promise<void>;
+  mirror(target: Target, name: CounterName, delta: number): Promise<void>;
   /** Marks a just-created target known to Redis with all its counters at zero. */
   initNew(target: Target, authorId?: bigint): Promise<void>;
 }
@@ -42,8 +39,6 @@ export interface CounterServiceOptions {
   readonly rebuildWaitMs?: number;
 }
 
-const zeroCounts = (target: Target) => Object.fromEntries(counterNames[target.type].map((n) => [n, 0]));
-
 export class RebuildTimeoutError extends Error {
   constructor(target: Target, waitedMs: number) {
     super(`${target.type} ${target.id} was still being rebuilt from PostgreSQL after ${waitedMs} ms.`);
@@ -57,7 +52,7 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   const missing = new LRUCache<TargetKey, true>({ max: 100_000, ttl: options.missingTtlMs ?? 30_000 });
   const rebuilding = new Map<TargetKey, Promise<boolean>>();
 
-  const cached = async (target: Target) => (await counterStore.read([target]))[0] !== null;
+  const held = async (target: Target) => (await counterStore.read([target]))[0] !== null;
 
   async function rebuildOnce(target: Target): Promise<boolean> {
     const key = targetKey(target);
@@ -69,19 +64,14 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     }
     const started = Date.now();
     for (;;) {
-      if (await cached(target)) return true;
+      if (await held(target)) return true;
       const token = await rebuildStore.lock(target, lockMs);
       if (token) {
         try {
           // Checked again under the lock: the previous holder may have just finished.
-          if (await cached(target)) return true;
+          if (await held(target)) return true;
           const snapshot = await snapshots.read(target);
-          await rebuildStore.write(target, {
-            members: snapshot.members,
-            counts: { ...zeroCounts(target), ...snapshot.counts },
-            authorId: found.authorId,
-            version: snapshot.version,
-          });
+          await rebuildStore.write(target, { ...snapshot, counts: { ...zeroCounts(target.type), ...snapshot.counts } }, found.authorId);
           // Changes committed between the snapshot and the hash appearing were not replayed by
           // the consumer (it found no rebuilt hash): bring them in now. Repeats are harmless.
           for (const change of await snapshots.changesSince(target, snapshot.version)) {
@@ -112,15 +102,14 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   return {
     rebuild,
     async read(targets) {
-      const hashes = await counterStore.read(targets);
-      const misses = targets.filter((_, i) => hashes[i] === null);
-      if (misses.length === 0) return hashes as CounterHash[];
+      const found = await counterStore.read(targets);
+      const misses = targets.filter((_, i) => found[i] === null);
+      if (misses.length === 0) return found as Counts[];
       await Promise.all(misses.map(rebuild));
       const reread = await counterStore.read(misses);
       let next = 0;
-      return hashes.map(
-        (hash, i) => hash ?? reread[next++] ?? { counts: zeroCounts(targets[i] as Target), generation: 0, authorId: null, version: 0n },
-      );
+      // A target that does not exist reads as all zeros.
+      return found.map((counts, i) => counts ?? reread[next++] ?? zeroCounts((targets[i] as Target).type));
     },
     async mirror(target, name, delta) {
       await counterStore.bump(target, name, delta);

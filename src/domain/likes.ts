@@ -1,15 +1,13 @@
 // Liking and unliking posts and comments: idempotent, exact, at Redis speed.
-import { badInput, forbidden, notFound } from "../errors.js";
-import type { CounterHash } from "../stores/redis/counter-hash.js";
-import type { LikerPosition, PersistedLikeStore } from "../stores/postgres/like-store.js";
-import { TargetFullError, type LikeStore, type MembershipChange } from "../stores/redis/like-store.js";
+import { badInput, forbidden, notFound, TargetFullError } from "../errors.js";
 import type { CounterService } from "./counters.js";
-import type { Target } from "./targets.js";
+import type { Counts, LikeableTarget, LikerPosition } from "./model.js";
+import type { LikeHistoryStore, LikeStore, MembershipChange } from "./ports.js";
 
 export interface LikeOutcome {
   readonly changed: boolean;
-  /** The target's counter hash right after the change, from the same atomic step. */
-  readonly state: CounterHash;
+  /** The target's counts right after the change, from the same atomic step. */
+  readonly counts: Counts;
 }
 
 export interface Liker {
@@ -18,16 +16,16 @@ export interface Liker {
 }
 
 export interface LikeService {
-  like(target: Target, userId: bigint): Promise<LikeOutcome>;
-  unlike(target: Target, userId: bigint): Promise<LikeOutcome>;
-  /** Whether the user likes each target, in order; `generationOf` gives a target's newest membership generation. */
-  hasLiked(targets: readonly Target[], userId: bigint, generationOf: (t: Target) => Promise<number>): Promise<boolean[]>;
+  like(target: LikeableTarget, userId: bigint): Promise<LikeOutcome>;
+  unlike(target: LikeableTarget, userId: bigint): Promise<LikeOutcome>;
+  /** Whether the user likes each target, in order. */
+  hasLiked(targets: readonly LikeableTarget[], userId: bigint): Promise<boolean[]>;
   /**
    * Likers of a target as PostgreSQL holds them, newest like first: `first` at
    * most, after the liker whose cursor is `after`. A like shows here once the
    * pipeline persisted it, about a second after it was made.
    */
-  likers(target: Target, first: number, after: string | null): Promise<{ likers: Liker[]; hasMore: boolean }>;
+  likers(target: LikeableTarget, first: number, after: string | null): Promise<{ likers: Liker[]; hasMore: boolean }>;
 }
 
 export function encodeLikerCursor(p: LikerPosition): string {
@@ -42,13 +40,13 @@ export function decodeLikerCursor(cursor: string): LikerPosition {
   return { at: new Date(Number(match[1])), userId: BigInt(match[2] as string) };
 }
 
-export function createLikeService(deps: { likeStore: LikeStore; persistedLikes: PersistedLikeStore; counters: CounterService }): LikeService {
-  const { likeStore, persistedLikes, counters } = deps;
+export function createLikeService(deps: { likeStore: LikeStore; likeHistory: LikeHistoryStore; counters: CounterService }): LikeService {
+  const { likeStore, likeHistory, counters } = deps;
 
   async function apply(
-    target: Target,
+    target: LikeableTarget,
     userId: bigint,
-    run: (t: Target, u: bigint) => Promise<MembershipChange>,
+    run: (t: LikeableTarget, u: bigint) => Promise<MembershipChange>,
   ): Promise<LikeOutcome> {
     const attempt = () =>
       run(target, userId).catch((error: unknown) => {
@@ -56,20 +54,20 @@ export function createLikeService(deps: { likeStore: LikeStore; persistedLikes: 
         throw error;
       });
     let result = await attempt();
-    if (result.kind === "not-cached") {
+    if (result.kind === "unloaded") {
       if (!(await counters.rebuild(target))) throw notFound(target.type, target.id);
       result = await attempt();
-      if (result.kind === "not-cached") throw new Error(`Counters of ${target.type} ${target.id} left Redis right after being loaded.`);
+      if (result.kind === "unloaded") throw new Error(`Counters of ${target.type} ${target.id} left Redis right after being loaded.`);
     }
-    return { changed: result.changed, state: result.state };
+    return { changed: result.changed, counts: result.counts };
   }
 
   return {
-    like: (target, userId) => apply(target, userId, likeStore.like),
-    unlike: (target, userId) => apply(target, userId, likeStore.unlike),
-    hasLiked: (targets, userId, generationOf) => likeStore.hasLiked(targets, userId, generationOf),
+    like: (target, userId) => apply(target, userId, (t, u) => likeStore.like(t, u)),
+    unlike: (target, userId) => apply(target, userId, (t, u) => likeStore.unlike(t, u)),
+    hasLiked: (targets, userId) => likeStore.hasLiked(targets, userId),
     async likers(target, first, after) {
-      const found = await persistedLikes.likers(target, first + 1, after === null ? null : decodeLikerCursor(after));
+      const found = await likeHistory.likers(target, first + 1, after === null ? null : decodeLikerCursor(after));
       return {
         likers: found.slice(0, first).map((p) => ({ userId: p.userId, cursor: encodeLikerCursor(p) })),
         hasMore: found.length > first,

@@ -10,44 +10,55 @@
 // like script can move it. It moves here instead, in Redis by the same deltas
 // just committed to PostgreSQL (rows really inserted or deleted): both stores
 // derive it from one source, about a second after the like.
-import type { AppliedLikes, PersistedLikeStore } from "../stores/postgres/like-store.js";
-import type { CounterStore } from "../stores/redis/counter-store.js";
-import type { RebuildStore } from "../stores/redis/rebuild-store.js";
-import { coalesce, type LikeChange } from "./like-changes.js";
-import { targetKey } from "./targets.js";
+import { targetKey, type AppliedLikes, type LikeChange } from "./model.js";
+import type { CounterStore, LikeHistoryStore, RebuildStore } from "./ports.js";
+
+/**
+ * The newest change per (target, user): what a batch must apply. Older changes
+ * of the same pair are superseded whatever order they arrived in.
+ */
+export function coalesce(changes: readonly LikeChange[]): LikeChange[] {
+  const newest = new Map<string, LikeChange>();
+  for (const change of changes) {
+    const key = `${change.target.type}:${change.target.id}:${change.userId}`;
+    const kept = newest.get(key);
+    if (!kept || change.version > kept.version) newest.set(key, change);
+  }
+  return [...newest.values()];
+}
 
 export interface LikePersistence {
   persist(changes: readonly LikeChange[]): Promise<AppliedLikes>;
 }
 
 export interface LikePersistenceDeps {
-  readonly store: PersistedLikeStore;
-  readonly cache: RebuildStore;
+  readonly likeHistory: LikeHistoryStore;
+  readonly rebuilds: RebuildStore;
   readonly counters: CounterStore;
   /** Told when bringing a committed batch into Redis failed (a replay, an author's credit). */
-  readonly onCacheFailure: (error: unknown) => void;
+  readonly onRedisFailure: (error: unknown) => void;
 }
 
-export function createLikePersistence({ store, cache, counters, onCacheFailure }: LikePersistenceDeps): LikePersistence {
+export function createLikePersistence({ likeHistory, rebuilds, counters, onRedisFailure }: LikePersistenceDeps): LikePersistence {
   async function replayIntoRebuilt(changes: readonly LikeChange[]): Promise<void> {
     if (changes.length === 0) return;
     const targets = [...new Map(changes.map((c) => [targetKey(c.target), c.target])).values()];
-    const rebuiltAt = new Map((await cache.rebuiltAt(targets)).map((at, i) => [targetKey(targets[i]!), at]));
+    const rebuiltAt = new Map((await rebuilds.rebuiltAt(targets)).map((at, i) => [targetKey(targets[i]!), at]));
     const late = changes.filter((c) => {
       const at = rebuiltAt.get(targetKey(c.target));
       return at != null && c.version < at;
     });
-    await Promise.all(late.map((c) => cache.replay(c)));
+    await Promise.all(late.map((c) => rebuilds.replay({ target: c.target, userId: c.userId, liked: c.liked, version: c.version })));
   }
 
   return {
     async persist(changes) {
-      const applied = await store.apply(coalesce(changes));
+      const applied = await likeHistory.apply(coalesce(changes));
       // PostgreSQL has committed: a failure here must not fail the batch, whose redelivery would apply nothing.
-      await replayIntoRebuilt(applied.passed).catch(onCacheFailure);
+      await replayIntoRebuilt(applied.passed).catch(onRedisFailure);
       // An author Redis does not hold is left alone: its rebuild reads the credit from PostgreSQL.
-      const credits = applied.deltas.filter((d) => d.type === "user" && d.name === "likesReceived");
-      await Promise.all(credits.map((d) => counters.bump({ type: "user", id: d.id }, d.name, d.delta))).catch(onCacheFailure);
+      const credits = applied.deltas.filter((d) => d.target.type === "user" && d.name === "likesReceived");
+      await Promise.all(credits.map((d) => counters.bump(d.target, d.name, d.delta))).catch(onRedisFailure);
       return applied;
     },
   };

@@ -1,18 +1,17 @@
 // Applying reconcile repairs, each to the store it is about.
-import type { ReconcileDatabaseStore } from "../stores/postgres/reconcile-store.js";
-import type { ReconcileCacheStore } from "../stores/redis/reconcile-store.js";
-import type { Compensation } from "./reconcile.js";
+import type { Repair } from "./model.js";
+import type { DatabaseReconcileStore, RedisReconcileStore } from "./ports.js";
 
 export interface RepairService {
   /** Applies a repair; safe to repeat, and a no-op for pairs changed since the comparison. */
-  apply(compensation: Compensation): Promise<void>;
+  apply(repair: Repair): Promise<void>;
 }
 
-export function createRepairService(stores: { database: ReconcileDatabaseStore; cache: ReconcileCacheStore }): RepairService {
+export function createRepairService(stores: { database: DatabaseReconcileStore; redis: RedisReconcileStore }): RepairService {
   return {
-    async apply(compensation) {
-      if (compensation.kind === "recountCache") await stores.cache.recount(compensation.target, compensation.observedVersion);
-      else await stores.database.repair(compensation);
+    async apply(repair) {
+      if (repair.kind === "recountRedis") await stores.redis.recount(repair.target, repair.observedVersion);
+      else await stores.database.repair(repair);
     },
   };
 }

@@ -1,13 +1,13 @@
 // Accounts: registration and sign-in.
 import { badInput, DomainError, ErrorCode } from "../errors.js";
-import type { UserRecord } from "../stores/postgres/records.js";
-import type { UserStore } from "../stores/postgres/user-store.js";
 import type { CounterService } from "./counters.js";
 import { hashPassword, verifyPassword, type TokenService } from "./identity.js";
+import type { User } from "./model.js";
+import type { UserStore } from "./ports.js";
 
 export interface Session {
   readonly token: string;
-  readonly user: UserRecord;
+  readonly user: User;
 }
 
 export interface UserService {
@@ -44,8 +44,7 @@ export function createUserService(deps: { users: UserStore; tokens: TokenService
       if (!found || !(await verifyPassword(password, found.passwordHash))) {
         throw new DomainError(ErrorCode.UNAUTHENTICATED, "Username or password is wrong.");
       }
-      const { passwordHash: _, ...user } = found;
-      return { token: await tokens.issue(user.id), user };
+      return { token: await tokens.issue(found.user.id), user: found.user };
     },
   };
 }

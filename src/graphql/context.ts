@@ -19,7 +19,7 @@ export async function createContext(services: Services, req: IncomingMessage): P
   let tokenProblem: string | null = null;
   if (header) {
     const match = /^Bearer\s+(\S+)$/i.exec(header);
-    viewer = match?.[1] ? await services.tokens.verify(match[1]) : null;
+    viewer = match?.[1] ? services.tokens.verify(match[1]) : null;
     if (!viewer) tokenProblem = match ? "The bearer token is invalid or expired; sign in again." : "The Authorization header must be \"Bearer <token>\".";
   }
   return { viewer, tokenProblem, loaders: createLoaders(services, viewer), services };

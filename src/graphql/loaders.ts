@@ -2,10 +2,8 @@
 // round trip for counts (and membership), one SQL query for unseen rows.
 import DataLoader from "dataloader";
 import type { Viewer } from "../domain/identity.js";
+import type { Comment, Counts, LikeableTarget, Post, Target, TargetType, User } from "../domain/model.js";
 import type { Services } from "../domain/services.js";
-import type { Target, TargetType } from "../domain/targets.js";
-import type { CommentRecord, PostRecord, UserRecord } from "../stores/postgres/records.js";
-import type { CounterHash } from "../stores/redis/counter-hash.js";
 
 /**
  * A loader over targets of every type that also remembers what its batches
@@ -13,17 +11,17 @@ import type { CounterHash } from "../stores/redis/counter-hash.js";
  * a promise per item costs graphql-js far more than the value itself in a list
  * of 100. Keys are bigint ids per type, since building string keys showed in profiles.
  */
-export class SettledLoader<V> {
+export class SettledLoader<V, T extends Target = Target> {
   private readonly byType = new Map<TargetType, { loader: DataLoader<bigint, V>; settled: Map<bigint, V> }>();
 
-  constructor(private readonly batch: (targets: readonly Target[]) => Promise<V[]>) {}
+  constructor(private readonly batch: (targets: readonly T[]) => Promise<V[]>) {}
 
-  private of(type: TargetType) {
+  private of(type: T["type"]) {
     let entry = this.byType.get(type);
     if (!entry) {
       const settled = new Map<bigint, V>();
       const loader = new DataLoader<bigint, V>(async (ids) => {
-        const values = await this.batch(ids.map((id) => ({ type, id })));
+        const values = await this.batch(ids.map((id) => ({ type, id }) as T));
         values.forEach((value, i) => settled.set(ids[i] as bigint, value));
         return values;
       });
@@ -34,23 +32,23 @@ export class SettledLoader<V> {
   }
 
   /** The value, synchronously when already loaded. */
-  get(target: Target): V | Promise<V> {
+  get(target: T): V | Promise<V> {
     const { loader, settled } = this.of(target.type);
     const value = settled.get(target.id);
     return value !== undefined || settled.has(target.id) ? (value as V) : loader.load(target.id);
   }
 
-  load(target: Target): Promise<V> {
+  load(target: T): Promise<V> {
     return this.of(target.type).loader.load(target.id);
   }
 
   /** Loads many in one batch; afterwards `get` answers them synchronously. */
-  async prefetch(targets: readonly Target[]): Promise<void> {
+  async prefetch(targets: readonly T[]): Promise<void> {
     await Promise.all(targets.map((t) => this.load(t)));
   }
 
   /** Replaces a value, e.g. with a mutation's own result. */
-  set(target: Target, value: V): void {
+  set(target: T, value: V): void {
     const { loader, settled } = this.of(target.type);
     settled.set(target.id, value);
     loader.clear(target.id).prime(target.id, value);
@@ -58,21 +56,19 @@ export class SettledLoader<V> {
 }
 
 export interface Loaders {
-  readonly user: DataLoader<bigint, UserRecord | null>;
-  readonly post: DataLoader<bigint, PostRecord | null>;
-  readonly comment: DataLoader<bigint, CommentRecord | null>;
-  readonly counts: SettledLoader<CounterHash>;
+  readonly user: DataLoader<bigint, User | null>;
+  readonly post: DataLoader<bigint, Post | null>;
+  readonly comment: DataLoader<bigint, Comment | null>;
+  readonly counts: SettledLoader<Counts>;
   /** Whether the viewer likes a target (false without a viewer). */
-  readonly liked: SettledLoader<boolean>;
+  readonly liked: SettledLoader<boolean, LikeableTarget>;
 }
 
 export function createLoaders(services: Services, viewer: Viewer | null): Loaders {
   const { catalog, counters, likes } = services;
-  const counts = new SettledLoader<CounterHash>((targets) => counters.read(targets));
-  const liked = new SettledLoader<boolean>((targets) =>
-    viewer
-      ? likes.hasLiked(targets, viewer.userId, async (t) => (await counts.load(t)).generation)
-      : Promise.resolve(targets.map(() => false)),
+  const counts = new SettledLoader<Counts>((targets) => counters.read(targets));
+  const liked = new SettledLoader<boolean, LikeableTarget>((targets) =>
+    viewer ? likes.hasLiked(targets, viewer.userId) : Promise.resolve(targets.map(() => false)),
   );
   return {
     user: new DataLoader((ids) => catalog.users(ids)),
@@ -84,7 +80,7 @@ export function createLoaders(services: Services, viewer: Viewer | null): Loader
 }
 
 /** Seeds the loaders with a like's own result, so the payload needs no second read. */
-export function primeAfterLike(loaders: Loaders, target: Target, state: CounterHash, liked: boolean): void {
-  loaders.counts.set(target, state);
+export function primeAfterLike(loaders: Loaders, target: LikeableTarget, counts: Counts, liked: boolean): void {
+  loaders.counts.set(target, counts);
   loaders.liked.set(target, liked);
 }

@@ -1,9 +1,11 @@
 import { readFileSync } from "node:fs";
 import { ApolloServer } from "@apollo/server";
 import { ApolloServerPluginCacheControlDisabled } from "@apollo/server/plugin/disabled";
+import { startStandaloneServer } from "@apollo/server/standalone";
 import type { Logger } from "pino";
+import type { Services } from "../domain/services.js";
+import { createContext, type Context } from "./context.js";
 import { createFormatError } from "./format-error.js";
-import type { Context } from "./context.js";
 import { Mutation } from "./resolvers/mutation.js";
 import { Query } from "./resolvers/query.js";
 import { DateTime } from "./resolvers/scalars.js";
@@ -33,4 +35,24 @@ export function createGraphQLServer({ logger, introspection }: GraphQLServerOpti
     // would otherwise hook every resolved field (some 800 in a feed of 100 posts).
     plugins: [ApolloServerPluginCacheControlDisabled()],
   });
+}
+
+export interface ServingApi {
+  /** Where GraphQL is served: `${url}graphql`. */
+  readonly url: string;
+  /** Stops taking requests and lets those in flight finish. */
+  close(): Promise<void>;
+}
+
+/** Serves GraphQL over HTTP at `http://host:port/graphql`. */
+export async function serveGraphQL(
+  services: Services,
+  options: GraphQLServerOptions & { readonly host: string; readonly port: number },
+): Promise<ServingApi> {
+  const apollo = createGraphQLServer(options);
+  const { url } = await startStandaloneServer(apollo, {
+    listen: { port: options.port, host: options.host },
+    context: ({ req }) => createContext(services, req),
+  });
+  return { url, close: () => apollo.stop() };
 }

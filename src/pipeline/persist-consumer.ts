@@ -4,21 +4,15 @@
 // queue with the reason; a database outage is waited out, never dead-lettered.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
-import { ConsumerStatus, type Connection, type Consumer } from "rabbitmq-client";
-import { parseLikeChange, type LikeChange } from "../domain/like-changes.js";
+import type { LikeChange } from "../domain/model.js";
 import type { LikePersistence } from "../domain/persistence.js";
-import type { EventPublisher } from "../stores/rabbitmq/publisher.js";
-import type { Topology } from "../stores/rabbitmq/topology.js";
+import type { Disposition, MessageBus } from "../domain/ports.js";
 import { Batcher } from "./batcher.js";
 import type { PipelineMetrics } from "./metrics.js";
 import type { TokenBucket } from "./token-bucket.js";
 
-type Outcome = "applied" | { readonly deadLetter: string };
-
 export interface PersistConsumerOptions {
-  readonly connection: Connection;
-  readonly topology: Topology;
-  readonly publisher: EventPublisher;
+  readonly bus: MessageBus;
   readonly persistence: LikePersistence;
   readonly bucket: TokenBucket;
   readonly metrics: PipelineMetrics;
@@ -44,14 +38,14 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
   const { persistence, metrics, logger } = options;
   let closing = false;
 
-  async function applyWithRetry(changes: readonly LikeChange[]): Promise<Outcome[]> {
+  async function applyWithRetry(changes: readonly LikeChange[]): Promise<Disposition[]> {
     for (let attempt = 1; ; attempt++) {
       try {
         const applied = await persistence.persist(changes);
         metrics.persistBatches.inc();
         metrics.eventsPersisted.inc(changes.length);
         logger.debug({ changes: changes.length, ...applied }, "batch committed");
-        return changes.map(() => "applied");
+        return changes.map(() => "ack");
       } catch (err) {
         if (closing) throw err;
         if (attempt >= attemptsBeforeSplit && (await options.databaseAnswers())) {
@@ -65,13 +59,13 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
   }
 
   /** Applies each change alone, so one that cannot be applied does not hold back the rest. */
-  async function split(changes: readonly LikeChange[]): Promise<Outcome[]> {
-    const outcomes: Outcome[] = [];
+  async function split(changes: readonly LikeChange[]): Promise<Disposition[]> {
+    const outcomes: Disposition[] = [];
     for (const change of changes) outcomes.push(...(await applyWithRetry([change])));
     return outcomes;
   }
 
-  const batcher = new Batcher<LikeChange, Outcome>({
+  const batcher = new Batcher<LikeChange, Disposition>({
     maxItems: options.batchSize,
     lingerMs: options.lingerMs,
     // Two transactions in flight: one commits while the next is built and sent.
@@ -84,44 +78,21 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
     },
   });
 
-  async function deadLetter(body: unknown, reason: string, queue: string): Promise<void> {
-    await options.publisher.deadLetter(body, reason, queue);
-    metrics.deadLettered.inc();
-    logger.error({ reason, queue }, "message dead-lettered");
-  }
-
-  const consumers: Consumer[] = options.topology.persistQueues.map((queue, q) => {
-    const declared = options.topology.persistQueue(q);
-    return options.connection.createConsumer(
-      {
-        queue,
-        queueOptions: declared.queueOptions,
-        queueBindings: declared.queueBindings,
-        exchanges: options.topology.exchanges,
-        // Two batches' worth: one filling while the previous commits.
-        qos: { prefetchCount: options.batchSize * 2 },
-        concurrency: options.batchSize * 2,
-        requeue: true,
-      },
-      async (message) => {
-        const parsed = parseLikeChange(message.body);
-        if ("invalid" in parsed) {
-          await deadLetter(message.body, `invalid like change: ${parsed.invalid}`, queue);
-          return ConsumerStatus.ACK;
-        }
-        const outcome = await batcher.add(parsed.change);
-        if (outcome !== "applied") await deadLetter(message.body, outcome.deadLetter, queue);
-        return ConsumerStatus.ACK;
-      },
-    );
+  // Two batches' worth in hand: one filling while the previous commits.
+  const subscription = options.bus.consumeLikeChanges({ concurrency: options.batchSize * 2 }, async (delivery) => {
+    const disposition = delivery.kind === "valid" ? await batcher.add(delivery.value) : { deadLetter: `invalid like change: ${delivery.reason}` };
+    if (disposition !== "ack") {
+      metrics.deadLettered.inc();
+      logger.error({ reason: disposition.deadLetter }, "like change dead-lettered");
+    }
+    return disposition;
   });
-  for (const consumer of consumers) consumer.on("error", (err) => logger.warn({ err }, "persist consumer problem"));
 
   return {
     async close() {
       closing = true;
       // Flush the batch in hand first: its handlers are what the consumers wait for.
-      await Promise.all([batcher.close(), ...consumers.map((c) => c.close())]);
+      await Promise.all([batcher.close(), subscription.close()]);
     },
   };
 }

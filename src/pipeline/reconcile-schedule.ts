@@ -1,10 +1,9 @@
 // Runs reconcile passes on a cron schedule; with several workers, the one that
-// takes the Redis lock runs the pass and the others skip it.
-import { randomUUID } from "node:crypto";
+// takes the shared lease runs the pass and the others skip it.
 import { Cron } from "croner";
 import type { Logger } from "pino";
-import type { RedisClient } from "../stores/redis/client.js";
-import type { ReconcileSummary } from "./reconcile.js";
+import type { Lease } from "../domain/ports.js";
+import type { ReconcileSummary } from "./reconcile-pass.js";
 
 export interface ReconcileSchedule {
   stop(): Promise<void>;
@@ -12,18 +11,22 @@ export interface ReconcileSchedule {
 
 export function scheduleReconcile(options: {
   cron: string;
-  redis: RedisClient;
-  lockKey: string;
+  /** Shared by every worker on the schedule. */
+  lease: Lease;
   run: () => Promise<ReconcileSummary>;
   logger: Logger;
 }): ReconcileSchedule {
-  const { redis, lockKey, logger } = options;
+  const { lease, logger } = options;
   let running: Promise<void> = Promise.resolve();
   const job = new Cron(options.cron, { protect: true }, () => {
     running = (async () => {
-      const token = randomUUID();
       // Held for at most an hour: a worker that dies mid-pass does not block the next night's.
-      if ((await redis.set(lockKey, token, "PX", 3_600_000, "NX")) !== "OK") {
+      const token = await lease.acquire(3_600_000).catch((err: unknown) => {
+        logger.error({ err }, "reconcile pass skipped: the lease could not be taken");
+        return undefined;
+      });
+      if (token === undefined) return;
+      if (token === null) {
         logger.info("reconcile pass skipped: another worker is running one");
         return;
       }
@@ -33,7 +36,7 @@ export function scheduleReconcile(options: {
       } catch (err) {
         logger.error({ err }, "reconcile pass failed");
       } finally {
-        await redis.releaseLock(lockKey, token).catch(() => {});
+        await lease.release(token).catch(() => {});
       }
     })();
   });

@@ -1,21 +1,21 @@
 // Compares what Redis and PostgreSQL hold for a set of targets: members and like counts.
-import type { Target } from "../../src/domain/targets.js";
+import type { LikeableTarget } from "../../src/domain/model.js";
 import type { Database } from "../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
-import { createReconcileCacheStore } from "../../src/stores/redis/reconcile-store.js";
+import { createRedisReconcileStore } from "../../src/stores/redis/reconcile-store.js";
 
 export interface TargetState {
   readonly members: string[];
   readonly count: number;
 }
 
-export async function redisState(redis: RedisClient, partitions: number, targets: readonly Target[]): Promise<TargetState[]> {
-  const inspected = await createReconcileCacheStore(redis, createRedisKeys(partitions)).inspect(targets);
+export async function redisState(redis: RedisClient, partitions: number, targets: readonly LikeableTarget[]): Promise<TargetState[]> {
+  const inspected = await createRedisReconcileStore(redis, createRedisKeys(partitions)).inspect(targets);
   return inspected.map((t) => ({ members: (t?.members ?? []).map(String).sort(), count: t?.count ?? 0 }));
 }
 
-export async function databaseState(db: Database, targets: readonly Target[]): Promise<TargetState[]> {
+export async function databaseState(db: Database, targets: readonly LikeableTarget[]): Promise<TargetState[]> {
   return Promise.all(
     targets.map(async (t) => {
       const rows = await db.like.findMany({ where: { targetType: t.type, targetId: t.id }, select: { userId: true } });
@@ -28,7 +28,7 @@ export async function databaseState(db: Database, targets: readonly Target[]): P
 }
 
 /** Null when both stores agree on every target, else a description of the first difference. */
-export async function disagreement(redis: RedisClient, db: Database, partitions: number, targets: readonly Target[]): Promise<string | null> {
+export async function disagreement(redis: RedisClient, db: Database, partitions: number, targets: readonly LikeableTarget[]): Promise<string | null> {
   const [inRedis, inDatabase] = await Promise.all([redisState(redis, partitions, targets), databaseState(db, targets)]);
   for (const [i, t] of targets.entries()) {
     const r = inRedis[i] as TargetState;

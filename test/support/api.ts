@@ -1,6 +1,8 @@
 // A running API on an ephemeral port, wired to the test database and private Redis.
-import { startApi } from "../../src/server.js";
+import { compose } from "../../src/compose.js";
 import type { Config } from "../../src/config.js";
+import { serveGraphQL } from "../../src/graphql/server.js";
+import { openClients } from "../../src/stores/clients.js";
 import { graphqlClient, silentLogger, testConfig } from "./env.js";
 
 export interface TestApi {
@@ -15,6 +17,16 @@ export interface TestApi {
 export async function startTestApi(overrides: Record<string, string> = {}): Promise<TestApi> {
   const config = testConfig(overrides);
   let queries = 0;
-  const api = await startApi(config, silentLogger, { onSqlQuery: () => queries++ });
-  return { config, url: api.url, gql: graphqlClient(api.url), sqlQueries: () => queries, close: () => api.close() };
+  const clients = await openClients(config, silentLogger, { onSqlQuery: () => queries++ });
+  const api = await serveGraphQL(compose(config, clients, silentLogger).services, { logger: silentLogger, introspection: true, host: config.host, port: config.port });
+  return {
+    config,
+    url: api.url,
+    gql: graphqlClient(api.url),
+    sqlQueries: () => queries,
+    async close() {
+      await api.close();
+      await clients.close();
+    },
+  };
 }

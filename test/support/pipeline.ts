@@ -1,10 +1,9 @@
 // A running persistence pipeline on the test services, and ways to wait for it.
 import { setTimeout as sleep } from "node:timers/promises";
+import { compose } from "../../src/compose.js";
 import type { Config } from "../../src/config.js";
-import { startPipeline, type PipelineHooks, type RunningPipeline } from "../../src/pipeline/pipeline.js";
-import { createDatabase } from "../../src/stores/postgres/database.js";
-import { createRabbitConnection } from "../../src/stores/rabbitmq/connection.js";
-import { createRedisClient } from "../../src/stores/redis/client.js";
+import type { PipelineHooks, RunningPipeline } from "../../src/pipeline/pipeline.js";
+import { openClients } from "../../src/stores/clients.js";
 import { silentLogger } from "./env.js";
 
 export interface TestPipeline extends RunningPipeline {
@@ -13,22 +12,13 @@ export interface TestPipeline extends RunningPipeline {
 }
 
 export async function startTestPipeline(config: Config, hooks: PipelineHooks = {}): Promise<TestPipeline> {
-  const db = createDatabase({ url: config.databaseUrl, poolSize: 4 });
-  const [redis, relayRedis] = [createRedisClient({ url: config.redisUrl }), createRedisClient({ url: config.redisUrl })];
-  for (const client of [redis, relayRedis]) {
-    client.on("error", () => {});
-    await client.connect();
-  }
-  const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
-  const pipeline = await startPipeline(config, { db, redis, relayRedis, rabbit }, silentLogger, hooks);
+  const clients = await openClients(config, silentLogger, { rabbit: true, relay: true });
+  const pipeline = await compose(config, clients, silentLogger).startPipeline(hooks);
   return {
     ...pipeline,
     async stop() {
       await pipeline.close();
-      await rabbit.close();
-      relayRedis.disconnect();
-      redis.disconnect();
-      await db.$disconnect();
+      await clients.close();
     },
   };
 }

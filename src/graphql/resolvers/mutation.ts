@@ -1,15 +1,15 @@
 import { parseId } from "../../domain/ids.js";
-import type { Target } from "../../domain/targets.js";
+import type { LikeableTarget } from "../../domain/model.js";
 import type { Session } from "../../domain/users.js";
 import { notFound } from "../../errors.js";
 import { requireViewer, type Context } from "../context.js";
 import { primeAfterLike } from "../loaders.js";
 
-async function changeLike(ctx: Context, target: Target, like: boolean) {
+async function changeLike(ctx: Context, target: LikeableTarget, like: boolean) {
   const viewer = requireViewer(ctx);
   const { likes } = ctx.services;
   const outcome = await (like ? likes.like(target, viewer.userId) : likes.unlike(target, viewer.userId));
-  primeAfterLike(ctx.loaders, target, outcome.state, like);
+  primeAfterLike(ctx.loaders, target, outcome.counts, like);
   return outcome.changed;
 }
 

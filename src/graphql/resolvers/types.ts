@@ -1,10 +1,17 @@
-// Field resolvers of the object types. Parents are the store records; list
-// fields go through the request's loaders, never straight to a store.
+// Field resolvers of the object types. Parents are the model's entities; list
+// fields go through the request's loaders, never straight to a service.
 import { decodeCursor, parsePageSize } from "../../domain/ids.js";
-import { countOf, type Target } from "../../domain/targets.js";
+import {
+  countOf,
+  type Comment as CommentEntity,
+  type CounterName,
+  type Counts,
+  type LikeableTarget,
+  type Page,
+  type Post as PostEntity,
+  type User as UserEntity,
+} from "../../domain/model.js";
 import { forbidden } from "../../errors.js";
-import type { CommentRecord, Page, PostRecord, UserRecord } from "../../stores/postgres/records.js";
-import type { CounterHash } from "../../stores/redis/counter-hash.js";
 import type { GraphQLResolveInfo } from "graphql";
 import { idConnection } from "../connection.js";
 import { prefetchCounts } from "../prefetch.js";
@@ -16,15 +23,15 @@ interface PageArgs {
 }
 
 const id = (row: { id: bigint }) => row.id.toString();
-const viewerHasLiked = (target: Target, ctx: Context) => (ctx.viewer ? ctx.loaders.liked.get(target) : false);
-const counter = (name: string) => (hash: CounterHash) => countOf(hash.counts, name);
+const viewerHasLiked = (target: LikeableTarget, ctx: Context) => (ctx.viewer ? ctx.loaders.liked.get(target) : false);
+const counter = (name: CounterName) => (counts: Counts) => countOf(counts, name);
 
 /** A page of comments as a connection, their counts prefetched when selected. */
 async function commentConnection(
   args: PageArgs,
   ctx: Context,
   info: GraphQLResolveInfo,
-  fetch: (first: number, before: bigint | null) => Promise<Page<CommentRecord>>,
+  fetch: (first: number, before: bigint | null) => Promise<Page<CommentEntity>>,
 ) {
   const page = await fetch(parsePageSize(args.first), args.after ? decodeCursor(args.after) : null);
   await prefetchCounts(ctx, info, "comment", page.items.map((c) => c.id), ["edges", "node"]);
@@ -38,9 +45,9 @@ function author(row: { authorId: bigint }, _: unknown, ctx: Context) {
 export const Post = {
   id,
   author,
-  counts: (post: PostRecord, _: unknown, ctx: Context) => ctx.loaders.counts.get({ type: "post", id: post.id }),
-  viewerHasLiked: (post: PostRecord, _: unknown, ctx: Context) => viewerHasLiked({ type: "post", id: post.id }, ctx),
-  async likers(post: PostRecord, args: PageArgs, ctx: Context) {
+  counts: (post: PostEntity, _: unknown, ctx: Context) => ctx.loaders.counts.get({ type: "post", id: post.id }),
+  viewerHasLiked: (post: PostEntity, _: unknown, ctx: Context) => viewerHasLiked({ type: "post", id: post.id }, ctx),
+  async likers(post: PostEntity, args: PageArgs, ctx: Context) {
     const first = parsePageSize(args.first);
     const page = await ctx.services.likes.likers({ type: "post", id: post.id }, first, args.after ?? null);
     const users = await ctx.loaders.user.loadMany(page.likers.map((l) => l.userId));
@@ -51,7 +58,7 @@ export const Post = {
     });
     return { edges, pageInfo: { hasNextPage: page.hasMore, endCursor: page.likers.at(-1)?.cursor ?? null } };
   },
-  comments: (post: PostRecord, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
+  comments: (post: PostEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
     commentConnection(args, ctx, info, (first, before) => ctx.services.content.commentsOf(post.id, first, before)),
 };
 
@@ -65,13 +72,13 @@ export const PostCounts = {
 export const Comment = {
   id,
   author,
-  post: (comment: CommentRecord, _: unknown, ctx: Context) => ctx.loaders.post.load(comment.postId),
-  parent: (comment: CommentRecord, _: unknown, ctx: Context) =>
+  post: (comment: CommentEntity, _: unknown, ctx: Context) => ctx.loaders.post.load(comment.postId),
+  parent: (comment: CommentEntity, _: unknown, ctx: Context) =>
     comment.parentId === null ? null : ctx.loaders.comment.load(comment.parentId),
-  counts: (comment: CommentRecord, _: unknown, ctx: Context) => ctx.loaders.counts.get({ type: "comment", id: comment.id }),
-  viewerHasLiked: (comment: CommentRecord, _: unknown, ctx: Context) =>
+  counts: (comment: CommentEntity, _: unknown, ctx: Context) => ctx.loaders.counts.get({ type: "comment", id: comment.id }),
+  viewerHasLiked: (comment: CommentEntity, _: unknown, ctx: Context) =>
     viewerHasLiked({ type: "comment", id: comment.id }, ctx),
-  replies: (comment: CommentRecord, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
+  replies: (comment: CommentEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
     commentConnection(args, ctx, info, (first, before) => ctx.services.content.repliesTo(comment.id, first, before)),
 };
 
@@ -82,11 +89,11 @@ export const CommentCounts = {
 
 export const User = {
   id,
-  email(user: UserRecord, _: unknown, ctx: Context) {
+  email(user: UserEntity, _: unknown, ctx: Context) {
     if (ctx.viewer?.userId !== user.id) throw forbidden("Only the user themself may read their email.");
     return user.email;
   },
-  counts: (user: UserRecord, _: unknown, ctx: Context) => ctx.loaders.counts.get({ type: "user", id: user.id }),
+  counts: (user: UserEntity, _: unknown, ctx: Context) => ctx.loaders.counts.get({ type: "user", id: user.id }),
 };
 
 export const UserCounts = {

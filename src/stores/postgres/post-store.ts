@@ -1,21 +1,13 @@
+import type { PostStore } from "../../domain/ports.js";
 import type { Database } from "./database.js";
 import { upsertCounters } from "./counter-sql.js";
-import type { Page, PostRecord } from "./records.js";
-
-export interface PostStore {
-  /** Inserts the post and counts it for its author, in one transaction. */
-  create(input: { authorId: bigint; title: string; body: string }): Promise<PostRecord>;
-  findByIds(ids: readonly bigint[]): Promise<PostRecord[]>;
-  /** Newest first, strictly older than `beforeId` when given. */
-  feed(limit: number, beforeId: bigint | null): Promise<Page<PostRecord>>;
-}
 
 export function createPostStore(db: Database): PostStore {
   return {
     async create({ authorId, title, body }) {
       const [post] = await db.$transaction([
         db.post.create({ data: { authorId, title, body } }),
-        db.$executeRaw(upsertCounters([{ type: "user", id: authorId, name: "posts", delta: 1 }])),
+        db.$executeRaw(upsertCounters([{ target: { type: "user", id: authorId }, name: "posts", delta: 1 }])),
       ]);
       return post;
     },

@@ -1,33 +1,14 @@
-// What the reconcile job reads from PostgreSQL, and the repairs it makes there.
+// What a reconcile pass reads from PostgreSQL, and the repairs it makes there.
 import { Prisma } from "../../generated/prisma/client.js";
-import type { Compensation, PersistedTarget } from "../../domain/reconcile.js";
-import type { Target } from "../../domain/targets.js";
+import type { LikeableTarget } from "../../domain/model.js";
+import type { DatabaseReconcileStore } from "../../domain/ports.js";
 import type { Database } from "./database.js";
 
-export interface PersistedPageEntry {
-  readonly target: Target;
-  /** The like counter's value (0 when there is no counter row). */
-  readonly count: number;
-  /** Rows in `likes`. */
-  readonly rows: number;
-}
-
-export interface ReconcileDatabaseStore {
-  /** Members, like counter and highest applied version of each target, in order. */
-  read(targets: readonly Target[]): Promise<PersistedTarget[]>;
-  /** The next page of targets with likes or a like counter, in (type, id) order, after `after`. */
-  page(after: Target | null, limit: number): Promise<PersistedPageEntry[]>;
-  /** Applies a repair to PostgreSQL; safe to repeat. */
-  repair(compensation: Exclude<Compensation, { kind: "recountCache" }>): Promise<void>;
-  /** Targets with likes or a like counter, for progress estimates. */
-  countTargets(): Promise<number>;
-}
-
-export function createReconcileDatabaseStore(db: Database): ReconcileDatabaseStore {
+export function createDatabaseReconcileStore(db: Database): DatabaseReconcileStore {
   // Waits for a batch that holds the counter row, so the count below includes its rows.
-  const lockCounter = (target: Target) =>
+  const lockCounter = (target: LikeableTarget) =>
     db.$executeRaw`SELECT 1 FROM counters WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = 'like' FOR UPDATE`;
-  const recount = (target: Target) => db.$executeRaw`
+  const recount = (target: LikeableTarget) => db.$executeRaw`
     INSERT INTO counters (target_type, target_id, name, value)
     VALUES (${target.type}, ${target.id}, 'like', (SELECT count(*) FROM likes WHERE target_type = ${target.type} AND target_id = ${target.id}))
     ON CONFLICT (target_type, target_id, name) DO UPDATE SET value = EXCLUDED.value`;
@@ -86,11 +67,11 @@ export function createReconcileDatabaseStore(db: Database): ReconcileDatabaseSto
         ORDER BY 1, 2`;
       return rows
         .filter((r) => r.target_type === "post" || r.target_type === "comment")
-        .map((r) => ({ target: { type: r.target_type as "post" | "comment", id: BigInt(r.target_id) }, count: Number(r.count), rows: Number(r.rows) }));
+        .map((r) => ({ target: { type: r.target_type as LikeableTarget["type"], id: BigInt(r.target_id) }, count: Number(r.count), rows: Number(r.rows) }));
     },
-    async repair(compensation) {
-      const { target } = compensation;
-      if (compensation.kind === "recountDatabase") {
+    async repair(repair) {
+      const { target } = repair;
+      if (repair.kind === "recountDatabase") {
         await db.$transaction([lockCounter(target), recount(target)]);
         return;
       }
@@ -98,7 +79,7 @@ export function createReconcileDatabaseStore(db: Database): ReconcileDatabaseSto
       // past the observed one (it changed after the comparison): returns the users that passed.
       const gate = (users: readonly bigint[], liked: boolean) => Prisma.sql`
         INSERT INTO like_versions (target_type, target_id, user_id, version, liked)
-        SELECT ${target.type}, ${target.id}, u, ${compensation.observedVersion.toString()}::bigint, ${liked}
+        SELECT ${target.type}, ${target.id}, u, ${repair.observedVersion.toString()}::bigint, ${liked}
         FROM unnest(${users.map(String)}::text[]::bigint[]) AS u
         ON CONFLICT (target_type, target_id, user_id) DO UPDATE SET version = EXCLUDED.version, liked = EXCLUDED.liked
           WHERE like_versions.version <= EXCLUDED.version
@@ -106,11 +87,11 @@ export function createReconcileDatabaseStore(db: Database): ReconcileDatabaseSto
       await db.$transaction([
         lockCounter(target),
         db.$executeRaw`
-          WITH passed AS (${gate(compensation.add, true)})
+          WITH passed AS (${gate(repair.add, true)})
           INSERT INTO likes (target_type, target_id, user_id) SELECT ${target.type}, ${target.id}, user_id FROM passed
           ON CONFLICT DO NOTHING`,
         db.$executeRaw`
-          WITH passed AS (${gate(compensation.remove, false)})
+          WITH passed AS (${gate(repair.remove, false)})
           DELETE FROM likes WHERE target_type = ${target.type} AND target_id = ${target.id} AND user_id IN (SELECT user_id FROM passed)`,
         recount(target),
       ]);

@@ -1,26 +1,6 @@
 import { Prisma } from "../../generated/prisma/client.js";
-import type { Target } from "../../domain/targets.js";
+import type { SnapshotStore } from "../../domain/ports.js";
 import type { Database } from "./database.js";
-
-export interface PersistedSnapshot {
-  readonly members: bigint[];
-  readonly counts: Record<string, number>;
-  /** Highest like-change version applied to the target (0 when none). */
-  readonly version: bigint;
-}
-
-export interface AppliedChange {
-  readonly userId: bigint;
-  readonly liked: boolean;
-  readonly version: bigint;
-}
-
-export interface SnapshotStore {
-  /** A target's likers, counters and applied version, as of one moment. */
-  read(target: Target): Promise<PersistedSnapshot>;
-  /** The last applied change of each user whose change is newer than `version`. */
-  changesSince(target: Target, version: bigint): Promise<AppliedChange[]>;
-}
 
 export function createSnapshotStore(db: Database): SnapshotStore {
   return {
@@ -44,12 +24,10 @@ export function createSnapshotStore(db: Database): SnapshotStore {
         { isolationLevel: Prisma.TransactionIsolationLevel.RepeatableRead },
       );
     },
-    async changesSince(target, version) {
-      const rows = await db.likeVersion.findMany({
+    changesSince: (target, version) =>
+      db.likeVersion.findMany({
         where: { targetType: target.type, targetId: target.id, version: { gt: version } },
         select: { userId: true, liked: true, version: true },
-      });
-      return rows;
-    },
+      }),
   };
 }

@@ -4,8 +4,8 @@
 //   <prefix>.event.<q>.<partition> routing key of a like change; q = partition mod queues
 //   <prefix>.persist.<q>           queue of like changes, bound to <prefix>.event.<q>.*
 //   <prefix>.dead                  changes that can never be applied, with the reason
-//   <prefix>.reconcile.compensate  routing key of a reconcile repair
-//   <prefix>.compensate            queue of reconcile repairs
+//   <prefix>.repair                routing key of a reconcile repair
+//   <prefix>.repairs               queue of reconcile repairs
 //
 // A partition always routes to the same queue, and each queue has a single active
 // consumer, so one target's changes are applied in the order they were published.
@@ -23,6 +23,12 @@ type QueueDeclare = NonNullable<ConsumerProps["queueOptions"]>;
 type ExchangeDeclare = NonNullable<ConsumerProps["exchanges"]>[number];
 type QueueBind = NonNullable<ConsumerProps["queueBindings"]>[number];
 
+/** How a queue is declared and bound. */
+export interface QueueDeclaration {
+  readonly queueOptions: QueueDeclare;
+  readonly queueBindings: QueueBind[];
+}
+
 export interface Topology {
   readonly exchange: string;
   readonly deadQueue: string;
@@ -30,10 +36,10 @@ export interface Topology {
   eventRoutingKey(partition: number): string;
   readonly exchanges: ExchangeDeclare[];
   /** Declaration of a persist queue. */
-  persistQueue(index: number): { queueOptions: QueueDeclare; queueBindings: QueueBind[] };
+  persistQueue(index: number): QueueDeclaration;
   readonly deadQueueOptions: QueueDeclare;
-  readonly compensateRoutingKey: string;
-  readonly compensateQueue: { queueOptions: QueueDeclare; queueBindings: QueueBind[] };
+  readonly repairRoutingKey: string;
+  readonly repairQueue: QueueDeclaration;
 }
 
 /** Deliveries of one message before the broker dead-letters it (quorum queues only). */
@@ -65,10 +71,10 @@ export function createTopology({ prefix, persistQueues, queueType }: TopologyOpt
       queueBindings: [{ exchange, queue: names[q], routingKey: `${prefix}.event.${q}.*` }],
     }),
     deadQueueOptions: { queue: deadQueue, durable: true, arguments: queueArguments() },
-    compensateRoutingKey: `${prefix}.reconcile.compensate`,
-    compensateQueue: {
+    repairRoutingKey: `${prefix}.repair`,
+    repairQueue: {
       queueOptions: {
-        queue: `${prefix}.compensate`,
+        queue: `${prefix}.repairs`,
         durable: true,
         arguments: queueArguments({
           "x-dead-letter-exchange": "",
@@ -76,7 +82,7 @@ export function createTopology({ prefix, persistQueues, queueType }: TopologyOpt
           ...(queueType === "quorum" ? { "x-delivery-limit": deliveryLimit } : {}),
         }),
       },
-      queueBindings: [{ exchange, queue: `${prefix}.compensate`, routingKey: `${prefix}.reconcile.compensate` }],
+      queueBindings: [{ exchange, queue: `${prefix}.repairs`, routingKey: `${prefix}.repair` }],
     },
   };
 }

@@ -27,8 +27,8 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
   return client;
 }
 
-type BatchCommand = "hgetall" | "sismember";
-type Reply<C extends BatchCommand> = C extends "hgetall" ? Record<string, string> : number;
+type BatchCommand = "hgetall" | "hget" | "sismember";
+type Reply<C extends BatchCommand> = C extends "hgetall" ? Record<string, string> : C extends "hget" ? string | null : number;
 type Call = readonly [key: string, ...args: string[]];
 
 interface PendingGroup {
@@ -62,8 +62,7 @@ class TickPipeline {
     const pipeline = this.redis.pipeline();
     for (const { command, calls } of groups) {
       for (const [key, ...args] of calls) {
-        if (command === "hgetall") pipeline.hgetall(key);
-        else pipeline.sismember(key, args[0] ?? "");
+        send(pipeline, command, key, args[0] ?? "");
       }
     }
     pipeline.exec().then(
@@ -86,6 +85,24 @@ class TickPipeline {
   }
 }
 
+/** What both a client and a pipeline can be sent. */
+interface Sender {
+  hgetall(key: string): unknown;
+  hget(key: string, field: string): unknown;
+  sismember(key: string, member: string): unknown;
+}
+
+function send(target: Sender, command: BatchCommand, key: string, arg: string): unknown {
+  switch (command) {
+    case "hgetall":
+      return target.hgetall(key);
+    case "hget":
+      return target.hget(key, arg);
+    case "sismember":
+      return target.sismember(key, arg);
+  }
+}
+
 const tickPipelines = new WeakMap<Redis, TickPipeline>();
 
 /**
@@ -99,7 +116,7 @@ export async function batchRead<C extends BatchCommand>(
 ): Promise<Reply<C>[]> {
   if (calls.length === 0) return [];
   if (redis instanceof Cluster) {
-    return Promise.all(calls.map(([key, ...args]) => (command === "hgetall" ? redis.hgetall(key) : redis.sismember(key, args[0] ?? "")))) as Promise<Reply<C>[]>;
+    return (await Promise.all(calls.map(([key, ...args]) => send(redis, command, key, args[0] ?? "")))) as Reply<C>[];
   }
   let tick = tickPipelines.get(redis);
   if (!tick) tickPipelines.set(redis, (tick = new TickPipeline(redis)));

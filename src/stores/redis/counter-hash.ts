@@ -1,8 +1,10 @@
-import { authorField, generationField, rebuiltAtField, versionField } from "./keys.js";
+// A target's counter hash as Redis holds it: its counts, and the bookkeeping
+// fields beside them that never leave the Redis stores.
+import type { Counts } from "../../domain/model.js";
+import { authorField, bookkeepingFields, generationField, versionField } from "./keys.js";
 
-/** What a target's counter hash holds: its counts and the bookkeeping fields beside them. */
 export interface CounterHash {
-  readonly counts: Readonly<Record<string, number>>;
+  readonly counts: Counts;
   /** Newest membership generation (0 for all but the biggest targets). */
   readonly generation: number;
   /** Author of a post or comment, so a like can be credited without a database read. */
@@ -12,7 +14,7 @@ export interface CounterHash {
 }
 
 /** Reads HGETALL's object or a script's flat field/value array. */
-export function parseCounterHash(raw: Record<string, string> | readonly string[]): CounterHash {
+export function parseCounterHash(raw: Readonly<Record<string, string>> | readonly string[]): CounterHash {
   const entries: [string, string][] = [];
   if (Array.isArray(raw)) {
     for (let i = 0; i + 1 < raw.length; i += 2) entries.push([raw[i] as string, raw[i + 1] as string]);
@@ -27,8 +29,7 @@ export function parseCounterHash(raw: Record<string, string> | readonly string[]
     if (field === generationField) generation = Number(value);
     else if (field === authorField) authorId = BigInt(value);
     else if (field === versionField) version = BigInt(value);
-    else if (field === rebuiltAtField) continue;
-    else counts[field] = Number(value);
+    else if (!bookkeepingFields.has(field)) counts[field] = Number(value);
   }
   return { counts, generation, authorId, version };
 }

@@ -13,7 +13,7 @@
 // `shardCapacity` members in a key: generation g has FANOUT^g shards, and a
 // user's shard in it is hash(user) mod FANOUT^g. New members go to the newest
 // generation; a lookup checks generations 0..newest (see scripts/like.lua).
-import type { Target } from "../../domain/targets.js";
+import type { LikeableTarget, Target } from "../../domain/model.js";
 
 export const membershipFanout = 8;
 export const membershipGenerations = 6;
@@ -33,6 +33,8 @@ export const authorField = "author";
 export const versionField = "ver";
 /** Hash field that holds when the hash was rebuilt from PostgreSQL, in microseconds. */
 export const rebuiltAtField = "rb";
+/** The counter hash's fields that are not counters; scripts/includes/hash-fields.lua names the same. */
+export const bookkeepingFields: ReadonlySet<string> = new Set([generationField, authorField, versionField, rebuiltAtField]);
 
 /** 32-bit finalizer of MurmurHash3: spreads sequential user ids evenly over shards. */
 export function mix32(value: bigint): number {
@@ -57,8 +59,16 @@ export interface RedisKeys {
   reconcileLock(): string;
   /** The outbox stream a target's like changes are appended to. */
   outbox(target: Target): string;
+  /** The outbox stream of one partition. */
+  outboxOf(partition: number): string;
   /** Every partition's outbox stream, in partition order. */
   outboxes(): string[];
+  /** The partition an outbox stream belongs to, or null when `key` is not one. */
+  parseOutbox(key: string): number | null;
+  /** SCAN pattern that matches every counter hash. */
+  readonly countersPattern: string;
+  /** The likeable target a counter hash key belongs to, or null for any other key (a user's hash included). */
+  parseLikeableCounters(key: string): LikeableTarget | null;
   /** The member shard of `userId` in generation `generation`. */
   memberShard(target: Target, userId: bigint, generation: number): string;
   /** The user's shard in every generation, oldest first: the KEYS a like script needs. */
@@ -67,7 +77,11 @@ export interface RedisKeys {
   generationShards(target: Target, generation: number): string[];
 }
 
+const likeableCountersKey = /^cnt:\{\d+\}:(post|comment):([1-9]\d{0,18})$/;
+const outboxKey = /^ob:\{(\d+)\}$/;
+
 export function createRedisKeys(partitions: number): RedisKeys {
+  const outboxOf = (partition: number) => `ob:{${partition}}`;
   const partitionOf = (target: Target) => Number(target.id % BigInt(partitions));
   const base = (prefix: string, target: Target) =>
     `${prefix}:{${partitionOf(target)}}:${target.type}:${target.id}`;
@@ -79,11 +93,21 @@ export function createRedisKeys(partitions: number): RedisKeys {
     partitions,
     partitionOf,
     counters: (target) => base("cnt", target),
-    outbox: (target) => `ob:{${partitionOf(target)}}`,
+    outbox: (target) => outboxOf(partitionOf(target)),
+    outboxOf,
     touched: (target) => base("rt", target),
     reconcileLock: () => "reconcile:lock",
     rebuildLock: (target) => base("rbl", target),
-    outboxes: () => Array.from({ length: partitions }, (_, p) => `ob:{${p}}`),
+    outboxes: () => Array.from({ length: partitions }, (_, p) => outboxOf(p)),
+    parseOutbox(key) {
+      const match = outboxKey.exec(key);
+      return match ? Number(match[1]) : null;
+    },
+    countersPattern: "cnt:*",
+    parseLikeableCounters(key) {
+      const match = likeableCountersKey.exec(key);
+      return match ? { type: match[1] as LikeableTarget["type"], id: BigInt(match[2] as string) } : null;
+    },
     memberShard,
     memberShards: (target, userId) =>
       Array.from({ length: membershipGenerations }, (_, g) => memberShard(target, userId, g)),

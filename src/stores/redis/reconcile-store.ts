@@ -1,41 +1,16 @@
-// What the reconcile job reads from Redis: counter hashes found by SCAN (never
+// What a reconcile pass reads from Redis: counter hashes found by SCAN (never
 // KEYS), each with its members, and the one repair it makes here.
 import { Cluster, type Redis } from "ioredis";
-import type { CachedTarget } from "../../domain/reconcile.js";
-import type { Target } from "../../domain/targets.js";
+import type { LikeableTarget, RedisTarget } from "../../domain/model.js";
+import type { RedisReconcileStore } from "../../domain/ports.js";
 import type { RedisClient } from "./client.js";
 import { parseCounterHash } from "./counter-hash.js";
-import type { RedisKeys } from "./keys.js";
+import { generationField, versionField, type RedisKeys } from "./keys.js";
+import { ScriptStatus, toError } from "./statuses.js";
 
-export interface CachedInspection extends CachedTarget {
-  /** Seconds since anything read or wrote the counter hash, before this inspection. */
-  readonly idleSeconds: number;
-}
-
-export interface ScanPage {
-  readonly targets: Target[];
-  /** Where the scan goes on, or null when it is complete. */
-  readonly cursor: string | null;
-}
-
-export interface ReconcileCacheStore {
-  /** The next page of liked-kind targets (posts, comments) whose counter hash Redis holds. */
-  scan(cursor: string | null, count: number): Promise<ScanPage>;
-  /** Each target's count, members and version (null where Redis no longer holds it). */
-  inspect(targets: readonly Target[]): Promise<(CachedInspection | null)[]>;
-  /** Which targets Redis holds. */
-  holds(targets: readonly Target[]): Promise<boolean[]>;
-  /** Sets the like counter to the member count if the target is unchanged since `observedVersion`. */
-  recount(target: Target, observedVersion: bigint): Promise<"recounted" | "changed" | "absent">;
-  /** Keys in the server(s), for progress estimates. */
-  size(): Promise<number>;
-}
-
-const counterKey = /^cnt:\{\d+\}:(post|comment):(\d+)$/;
-
-export function createReconcileCacheStore(redis: RedisClient, keys: RedisKeys): ReconcileCacheStore {
+export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): RedisReconcileStore {
   const masters = (): Redis[] => (redis instanceof Cluster ? redis.nodes("master") : [redis]);
-  const shardsOf = (target: Target, newest: number) =>
+  const shardsOf = (target: LikeableTarget, newest: number) =>
     Array.from({ length: newest + 1 }, (_, g) => keys.generationShards(target, g)).flat();
 
   return {
@@ -44,17 +19,14 @@ export function createReconcileCacheStore(redis: RedisClient, keys: RedisKeys): 
       const [nodeText = "0", nodeCursor = "0"] = (cursor ?? "0:0").split(":");
       const nodes = masters();
       const node = Number(nodeText);
-      const [next, found] = await (nodes[node] as Redis).scan(nodeCursor, "MATCH", "cnt:*", "COUNT", count);
-      const targets = found.flatMap((key) => {
-        const m = counterKey.exec(key);
-        return m ? [{ type: m[1] as "post" | "comment", id: BigInt(m[2] as string) }] : [];
-      });
+      const [next, found] = await (nodes[node] as Redis).scan(nodeCursor, "MATCH", keys.countersPattern, "COUNT", count);
+      const targets = found.flatMap((key) => keys.parseLikeableCounters(key) ?? []);
       const done = next === "0";
       return { targets, cursor: done ? (node + 1 < nodes.length ? `${node + 1}:0` : null) : `${node}:${next}` };
     },
     async inspect(targets) {
       return Promise.all(
-        targets.map(async (target) => {
+        targets.map(async (target): Promise<RedisTarget | null> => {
           const counters = keys.counters(target);
           // Idle time first: reading the hash resets it.
           const idleSeconds = Number(await redis.object("IDLETIME", counters).catch(() => 0));
@@ -68,7 +40,7 @@ export function createReconcileCacheStore(redis: RedisClient, keys: RedisKeys): 
             for (const ids of contents) for (const id of ids) members.push(BigInt(id));
           }
           // A change between reading the hash and its shards: report it as in flight (version -1 matches nothing).
-          const after = await redis.hget(counters, "ver");
+          const after = await redis.hget(counters, versionField);
           const version = (after === null ? 0n : BigInt(after)) === hash.version ? hash.version : -1n;
           return { target, count: hash.counts.like ?? 0, members, version, idleSeconds };
         }),
@@ -79,10 +51,19 @@ export function createReconcileCacheStore(redis: RedisClient, keys: RedisKeys): 
       return exists.map((n) => n === 1);
     },
     async recount(target, observedVersion) {
-      const newest = Number((await redis.hget(keys.counters(target), "gen")) ?? 0);
+      const newest = Number((await redis.hget(keys.counters(target), generationField)) ?? 0);
       const shards = shardsOf(target, newest);
-      const reply = await redis.recountCache(1 + shards.length, keys.counters(target), ...shards, observedVersion.toString());
-      return reply === -1 ? "absent" : reply === -5 ? "changed" : "recounted";
+      const [status] = await redis.recountLikes(1 + shards.length, keys.counters(target), ...shards, observedVersion.toString());
+      switch (status) {
+        case ScriptStatus.Applied:
+          return "recounted";
+        case ScriptStatus.ChangedSince:
+          return "changed";
+        case ScriptStatus.TargetAbsent:
+          return "absent";
+        default:
+          throw toError("recount-likes", status, target);
+      }
     },
     async size() {
       const sizes = await Promise.all(masters().map((n) => n.dbsize()));

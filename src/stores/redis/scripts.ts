@@ -5,19 +5,29 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Cluster, Redis, Result } from "ioredis";
 import { membershipGenerations } from "./keys.js";
+import type { ScriptReply } from "./statuses.js";
 
 const scriptsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "scripts");
+const includeLine = /^--@include ([a-z-]+)$/gm;
 
-/** A script's text with each `--@include name` line replaced by includes/name.lua. */
+/**
+ * A script's text with each `--@include name` line replaced by includes/name.lua.
+ * Includes name their own includes; each is inlined once, where first named,
+ * so every include states what it needs and none is defined twice.
+ */
 export function loadScript(name: string): string {
-  const text = readFileSync(path.join(scriptsDir, `${name}.lua`), "utf8");
-  return text.replace(/^--@include ([a-z-]+)$/gm, (_, include: string) =>
-    readFileSync(path.join(scriptsDir, "includes", `${include}.lua`), "utf8"),
-  );
+  const inlined = new Set<string>();
+  const expand = (text: string): string =>
+    text.replace(includeLine, (_, include: string) => {
+      if (inlined.has(include)) return "";
+      inlined.add(include);
+      return expand(readFileSync(path.join(scriptsDir, "includes", `${include}.lua`), "utf8"));
+    });
+  return expand(readFileSync(path.join(scriptsDir, `${name}.lua`), "utf8"));
 }
 
-/** A script's reply: a status code alone, or a code with the counter hash as field/value pairs. */
-export type MembershipReply = [code: number, counters?: string[]];
+/** The like and unlike scripts' data: the counter hash as field/value pairs. */
+export type MembershipReply = ScriptReply<string[]>;
 
 // Counter hash, outbox, touched-since-rebuild set, one shard per generation. A fixed key count puts the first
 // key first in the arguments, which is what ioredis's cluster auto-pipelining routes
@@ -33,7 +43,7 @@ const definitions = {
   finishRebuild: { file: "finish-rebuild", numberOfKeys: 1 },
   releaseLock: { file: "release-lock", numberOfKeys: 1 },
   evictTarget: { file: "evict-target", numberOfKeys: undefined },
-  recountCache: { file: "recount-cache", numberOfKeys: undefined },
+  recountLikes: { file: "recount-likes", numberOfKeys: undefined },
 } as const;
 
 declare module "ioredis" {
@@ -43,19 +53,19 @@ declare module "ioredis" {
     /** scripts/unlike.lua: the counter hash, the outbox, the touched set, one member shard per generation, then ARGV. */
     unlikeTarget(counters: string, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
     /** scripts/init-counters.lua */
-    initCounters(key: string, ...fieldsAndValues: (string | number)[]): Result<number, Context>;
+    initCounters(key: string, ...fieldsAndValues: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/replay-change.lua: the same keys as likeTarget, then ARGV. */
-    replayChange(counters: string, ...keysAndArgs: (string | number)[]): Result<number, Context>;
+    replayChange(counters: string, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/finish-rebuild.lua */
-    finishRebuild(key: string, ...fieldsAndValues: (string | number)[]): Result<number, Context>;
+    finishRebuild(key: string, ...fieldsAndValues: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/evict-target.lua: the number of keys, the keys, then ARGV. */
-    evictTarget(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<number, Context>;
-    /** scripts/recount-cache.lua: the number of keys, the keys, then ARGV. */
-    recountCache(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<number, Context>;
+    evictTarget(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
+    /** scripts/recount-likes.lua: the number of keys, the keys, then ARGV. */
+    recountLikes(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<number>, Context>;
     /** scripts/release-lock.lua */
-    releaseLock(key: string, token: string): Result<number, Context>;
+    releaseLock(key: string, token: string): Result<ScriptReply, Context>;
     /** scripts/bump-counter.lua */
-    bumpCounter(key: string, field: string, delta: number): Result<number, Context>;
+    bumpCounter(key: string, field: string, delta: number): Result<ScriptReply<number>, Context>;
   }
 }
 

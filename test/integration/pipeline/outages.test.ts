@@ -4,13 +4,12 @@ import { execFileSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
-import type { Target } from "../../../src/domain/targets.js";
+import type { LikeableTarget } from "../../../src/domain/model.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
-import { createServices } from "../../../src/wiring.js";
 import { createUsers, graphqlClient, testConfig, type TestUser } from "../../support/env.js";
 import { startTestPipeline } from "../../support/pipeline.js";
-import { agreeWithin, createPosts, useStores } from "../../support/stores.js";
+import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
 import { startServiceProcess } from "../../support/service-process.js";
 
 let db: Database;
@@ -46,12 +45,12 @@ afterEach(async () => {
 describe("outages", () => {
   it("when RabbitMQ stops during a burst of likes and comes back, then every like succeeded and all reach PostgreSQL", async () => {
     const config = testConfig();
-    const services = createServices(config, { db, redis });
+    const services = servicesOn({ db, redis }, config);
     const pipeline = await startTestPipeline(config);
     try {
       const posts = await createPosts({ db, redis }, config, author.id, 5);
       let user = 0n;
-      const burst = () => Promise.all(Array.from({ length: 200 }, (_, i) => services.likes.like(posts[i % 5] as Target, ++user)));
+      const burst = () => Promise.all(Array.from({ length: 200 }, (_, i) => services.likes.like(posts[i % 5] as LikeableTarget, ++user)));
       await burst();
       rabbitmqctl("stop_app");
       for (let round = 0; round < 5; round++) {
@@ -71,14 +70,14 @@ describe("outages", () => {
 
   it("when PostgreSQL restarts while events flow, then the consumers retry and converge", async () => {
     const config = testConfig();
-    const services = createServices(config, { db, redis });
+    const services = servicesOn({ db, redis }, config);
     const pipeline = await startTestPipeline(config);
     try {
       const posts = await createPosts({ db, redis }, config, author.id, 5);
       let user = 0n;
       const flowing = (async () => {
         for (let round = 0; round < 30; round++) {
-          await Promise.all(Array.from({ length: 50 }, (_, i) => services.likes.like(posts[i % 5] as Target, ++user)));
+          await Promise.all(Array.from({ length: 50 }, (_, i) => services.likes.like(posts[i % 5] as LikeableTarget, ++user)));
           await sleep(100);
         }
       })();
@@ -107,7 +106,7 @@ describe("outages", () => {
       const sending = Promise.all(
         users.map(async (u, i) => {
           await sleep(i * 3);
-          const post = posts[i % 4] as Target;
+          const post = posts[i % 4] as LikeableTarget;
           const res = await gql<{ likePost: { changed: boolean } }>(like, { id: post.id.toString() }, u.token).catch(() => null);
           if (res?.data?.likePost.changed) acknowledged.push({ post: post.id, user: u.id });
         }),

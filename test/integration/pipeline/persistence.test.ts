@@ -2,15 +2,14 @@
 import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import type { Services } from "../../../src/domain/services.js";
-import type { Target } from "../../../src/domain/targets.js";
+import type { LikeableTarget } from "../../../src/domain/model.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { createRabbitConnection } from "../../../src/stores/rabbitmq/connection.js";
 import { createTopology } from "../../../src/stores/rabbitmq/topology.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
-import { createServices } from "../../../src/wiring.js";
 import { silentLogger, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
-import { agreeWithin, createPosts, useStores } from "../../support/stores.js";
+import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
 
 let db: Database;
 let redis: RedisClient;
@@ -19,7 +18,7 @@ let author: TestUser;
 useStores((s) => ({ db, redis, author } = s));
 
 function servicesFor(config: Config): Services {
-  return createServices(config, { db, redis });
+  return servicesOn({ db, redis }, config);
 }
 
 
@@ -31,7 +30,7 @@ describe("persistence pipeline", () => {
     const pipeline = await startTestPipeline(config);
     try {
       const posts = await createPosts({ db, redis }, config, author.id, 20);
-      const likes = Array.from({ length: 5_000 }, (_, i) => ({ target: posts[i % 20] as Target, user: BigInt(1 + Math.floor(i / 20)) }));
+      const likes = Array.from({ length: 5_000 }, (_, i) => ({ target: posts[i % 20] as LikeableTarget, user: BigInt(1 + Math.floor(i / 20)) }));
       for (let i = 0; i < likes.length; i += 500) {
         await Promise.all(likes.slice(i, i + 500).map((l) => services.likes.like(l.target, l.user)));
       }
@@ -54,8 +53,8 @@ describe("persistence pipeline", () => {
     try {
       const posts = await createPosts({ db, redis }, config, author.id, 10);
       for (let round = 0; round < 5; round++) {
-        await Promise.all(Array.from({ length: 400 }, (_, i) => services.likes.like(posts[i % 10] as Target, BigInt(round * 400 + i + 1))));
-        await Promise.all(Array.from({ length: 100 }, (_, i) => services.likes.unlike(posts[i % 10] as Target, BigInt(round * 400 + i + 1))));
+        await Promise.all(Array.from({ length: 400 }, (_, i) => services.likes.like(posts[i % 10] as LikeableTarget, BigInt(round * 400 + i + 1))));
+        await Promise.all(Array.from({ length: 100 }, (_, i) => services.likes.unlike(posts[i % 10] as LikeableTarget, BigInt(round * 400 + i + 1))));
       }
       await agreeWithin({ db, redis }, config, posts);
       expect(await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } })).toBe(1_500);
@@ -72,13 +71,13 @@ describe("persistence pipeline", () => {
     const pipeline = await startTestPipeline(config);
     try {
       const [sameBatch, acrossBatches] = await createPosts({ db, redis }, config, author.id, 2);
-      await services.likes.like(sameBatch as Target, 5n);
-      await services.likes.like(sameBatch as Target, 6n);
-      await services.likes.unlike(sameBatch as Target, 5n);
-      await services.likes.like(acrossBatches as Target, 5n);
-      await agreeWithin({ db, redis }, config, [acrossBatches as Target]);
-      await services.likes.unlike(acrossBatches as Target, 5n);
-      await agreeWithin({ db, redis }, config, [sameBatch as Target, acrossBatches as Target]);
+      await services.likes.like(sameBatch as LikeableTarget, 5n);
+      await services.likes.like(sameBatch as LikeableTarget, 6n);
+      await services.likes.unlike(sameBatch as LikeableTarget, 5n);
+      await services.likes.like(acrossBatches as LikeableTarget, 5n);
+      await agreeWithin({ db, redis }, config, [acrossBatches as LikeableTarget]);
+      await services.likes.unlike(acrossBatches as LikeableTarget, 5n);
+      await agreeWithin({ db, redis }, config, [sameBatch as LikeableTarget, acrossBatches as LikeableTarget]);
       const rows = await db.like.findMany({ where: { targetId: { in: [sameBatch!.id, acrossBatches!.id] } }, select: { targetId: true, userId: true } });
       expect(rows).toEqual([{ targetId: sameBatch!.id, userId: 6n }]);
     } finally {
@@ -130,8 +129,8 @@ describe("persistence pipeline", () => {
     try {
       await publisher.send({ exchange: topology.exchange, routingKey: topology.eventRoutingKey(3), durable: true }, { eventId: "poison-1", target: { type: "planet", id: "x" } });
       const [post] = await createPosts({ db, redis }, config, author.id, 1);
-      await services.likes.like(post as Target, 77n);
-      await agreeWithin({ db, redis }, config, [post as Target]);
+      await services.likes.like(post as LikeableTarget, 77n);
+      await agreeWithin({ db, redis }, config, [post as LikeableTarget]);
       let dead: Awaited<ReturnType<typeof rabbit.basicGet>>;
       await eventually(async () => (dead = await rabbit.basicGet({ queue: topology.deadQueue, noAck: true })) !== undefined, 10_000, () => "dead-letter queue stayed empty");
       expect(dead?.body).toEqual({ eventId: "poison-1", target: { type: "planet", id: "x" } });
@@ -154,7 +153,7 @@ describe("persistence pipeline", () => {
       const persistedBefore = (await pipeline.metrics.eventsPersisted.get()).values[0]?.value ?? 0;
       // About 3,000 likes a second for two seconds.
       for (let round = 0; round < 20; round++) {
-        await Promise.all(Array.from({ length: 300 }, (_, i) => services.likes.like(posts[i % 10] as Target, BigInt(round * 1_000 + i + 1))));
+        await Promise.all(Array.from({ length: 300 }, (_, i) => services.likes.like(posts[i % 10] as LikeableTarget, BigInt(round * 1_000 + i + 1))));
         await new Promise((r) => setTimeout(r, 100));
       }
       await agreeWithin({ db, redis }, config, posts);

@@ -2,16 +2,15 @@
 // PostgreSQL, and changes still in flight are neither lost nor counted twice.
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import type { Target } from "../../../src/domain/targets.js";
+import type { LikeableTarget } from "../../../src/domain/model.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
-import { createServices } from "../../../src/wiring.js";
 import { redisState } from "../../support/agreement.js";
 import { testConfig, type TestUser } from "../../support/env.js";
 import { startTestPipeline } from "../../support/pipeline.js";
-import { agreeWithin, createPosts, useStores } from "../../support/stores.js";
+import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
 
 let db: Database;
 let redis: RedisClient;
@@ -21,12 +20,12 @@ useStores((s) => ({ db, redis, author } = s));
 
 
 
-const persistedLikes = (posts: Target[]) => db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } });
+const persistedLikes = (posts: LikeableTarget[]) => db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } });
 
-describe("cache rebuild", () => {
+describe("rebuild from PostgreSQL", () => {
   it("when Redis is flushed with nothing in flight, then counts come back equal, repeated likes change nothing, unlikes count down once, and PostgreSQL follows", async () => {
     const config = testConfig();
-    const services = createServices(config, { db, redis });
+    const services = servicesOn({ db, redis }, config);
     const pipeline = await startTestPipeline(config);
     try {
       const posts = await createPosts({ db, redis }, config, author.id, 4);
@@ -38,18 +37,18 @@ describe("cache rebuild", () => {
 
       await redis.flushall();
       // Two service instances, as two API processes would be, race to rebuild.
-      const other = createServices(config, { db, redis });
+      const other = servicesOn({ db, redis }, config);
       const counts = await Promise.all([services.counters.read(posts), other.counters.read(posts)]);
-      expect(counts[0].map((h) => h.counts.like)).toEqual(before.map((s) => s.count));
-      expect(counts[1].map((h) => h.counts.like)).toEqual(before.map((s) => s.count));
+      expect(counts[0].map((c) => c.like)).toEqual(before.map((s) => s.count));
+      expect(counts[1].map((c) => c.like)).toEqual(before.map((s) => s.count));
       expect(await redisState(redis, config.redisPartitions, posts)).toEqual(before);
 
       const again = await Promise.all(posts.map((p, i) => (i % 2 ? other : services).likes.like(p, 1n)));
       expect(again.map((r) => r.changed)).toEqual([false, false, false, false]);
-      const unliked = await Promise.all([services.likes.unlike(posts[3] as Target, 7n), other.likes.unlike(posts[3] as Target, 7n)]);
+      const unliked = await Promise.all([services.likes.unlike(posts[3] as LikeableTarget, 7n), other.likes.unlike(posts[3] as LikeableTarget, 7n)]);
       expect(unliked.filter((r) => r.changed)).toHaveLength(1);
       const after = await services.counters.read(posts);
-      expect(after.map((h) => h.counts.like)).toEqual(before.map((s, i) => s.count - (i === 3 ? 1 : 0)));
+      expect(after.map((c) => c.like)).toEqual(before.map((s, i) => s.count - (i === 3 ? 1 : 0)));
       await agreeWithin({ db, redis }, config, posts);
     } finally {
       await pipeline.stop();
@@ -58,9 +57,9 @@ describe("cache rebuild", () => {
 
   it("when a target is rebuilt while its older changes are still in flight, then they are replayed once and nothing newer is undone", async () => {
     const config = testConfig();
-    const services = createServices(config, { db, redis });
+    const services = servicesOn({ db, redis }, config);
     const posts = await createPosts({ db, redis }, config, author.id, 1);
-    const post = posts[0] as Target;
+    const post = posts[0] as LikeableTarget;
     // Changes made with no pipeline running stay in flight (in the outbox).
     await services.likes.like(post, 1n);
     await services.likes.like(post, 2n);
@@ -70,7 +69,7 @@ describe("cache rebuild", () => {
     const rebuilds = createRebuildStore(redis, createRedisKeys(config.redisPartitions));
     expect(await rebuilds.evict(post, 0n)).toBe("kept");
     expect(await rebuilds.evict(post, 1n << 62n)).toBe("evicted");
-    expect((await services.counters.read(posts))[0]?.counts.like).toBe(0);
+    expect((await services.counters.read(posts))[0]?.like).toBe(0);
     // After the rebuild, user 2 unlikes (not a member now: no change) and likes again; user 4 likes.
     expect((await services.likes.like(post, 2n)).changed).toBe(true);
     expect((await services.likes.like(post, 4n)).changed).toBe(true);
@@ -89,18 +88,18 @@ describe("cache rebuild", () => {
 
   it("when Redis is flushed during a burst of likes, then afterwards Redis and PostgreSQL agree and no acknowledged like is doubled or lost beyond what the outbox held at the flush", async () => {
     const config = testConfig({ PERSIST_LINGER_MS: "200" });
-    const services = createServices(config, { db, redis });
+    const services = servicesOn({ db, redis }, config);
     const pipeline = await startTestPipeline(config);
     const posts = await createPosts({ db, redis }, config, author.id, 5);
-    const acknowledged: { post: Target; user: bigint }[] = [];
-    let outboxAtFlush = -1;
+    const acknowledged: { post: LikeableTarget; user: bigint }[] = [];
+    let outboxAtFlush: number;
     try {
       let user = 0n;
       const burst = (async () => {
         for (let round = 0; round < 25; round++) {
           await Promise.all(
             Array.from({ length: 40 }, async (_, i) => {
-              const post = posts[i % 5] as Target;
+              const post = posts[i % 5] as LikeableTarget;
               const u = ++user;
               const result = await services.likes.like(post, u).catch(() => null);
               if (result?.changed) acknowledged.push({ post, user: u });

@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scheduleReconcile } from "../../../src/pipeline/reconcile-schedule.js";
-import type { ReconcileSummary } from "../../../src/pipeline/reconcile.js";
+import type { ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
+import { createLease } from "../../../src/stores/redis/lease-store.js";
 import { openRedis, silentLogger, uniqueTag } from "../../support/env.js";
 
 let redis: RedisClient;
@@ -16,7 +17,7 @@ afterAll(async () => {
 const emptySummary: ReconcileSummary = {
   targetsChecked: 0,
   skippedInFlight: 0,
-  differences: { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, cacheCounter: 0 },
+  differences: { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0 },
   repairsSent: 0,
   evicted: 0,
   seconds: 0,
@@ -36,7 +37,7 @@ describe("reconcile schedule", () => {
       running--;
       return emptySummary;
     };
-    const workers = [0, 1].map(() => scheduleReconcile({ cron: "* * * * * *", redis, lockKey, run, logger: silentLogger }));
+    const workers = [0, 1].map(() => scheduleReconcile({ cron: "* * * * * *", lease: createLease(redis, lockKey), run, logger: silentLogger }));
     await sleep(3_200);
     await Promise.all(workers.map((w) => w.stop()));
     expect(overlapped).toBe(false);

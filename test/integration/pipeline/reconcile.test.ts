@@ -1,18 +1,15 @@
 // A reconcile pass finds where Redis and PostgreSQL differ and repairs exactly that.
 import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
-import type { Target } from "../../../src/domain/targets.js";
-import { reconcileOnce } from "../../../src/pipeline/pipeline.js";
-import type { ReconcileSummary } from "../../../src/pipeline/reconcile.js";
+import type { LikeableTarget } from "../../../src/domain/model.js";
+import { compose } from "../../../src/compose.js";
+import type { ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { createRabbitConnection } from "../../../src/stores/rabbitmq/connection.js";
-import { createEventPublisher } from "../../../src/stores/rabbitmq/publisher.js";
-import { createTopology } from "../../../src/stores/rabbitmq/topology.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
-import { createServices } from "../../../src/wiring.js";
 import { silentLogger, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
-import { agreeWithin, createPosts, useStores } from "../../support/stores.js";
+import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
 
 let db: Database;
 let redis: RedisClient;
@@ -24,47 +21,45 @@ useStores((s) => ({ db, redis, author } = s), { fresh: true });
 
 async function reconcile(config: Config): Promise<ReconcileSummary> {
   const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
-  const publisher = createEventPublisher(rabbit, createTopology({ prefix: config.rabbitmq.prefix, persistQueues: config.persist.queues, queueType: config.rabbitmq.queueType }));
   try {
-    return await reconcileOnce(config, { db, redis }, publisher);
+    return await compose(config, { db, redis, rabbit }, silentLogger).reconcileOnce();
   } finally {
-    await publisher.close();
     await rabbit.close();
   }
 }
 
 
-const likeCounter = (t: Target) =>
+const likeCounter = (t: LikeableTarget) =>
   db.counter.findUnique({ where: { targetType_targetId_name: { targetType: t.type, targetId: t.id, name: "like" } } }).then((c) => Number(c?.value ?? 0n));
 
 describe("reconcile", () => {
   it("when rows are deleted, stray rows inserted and a counter set wrong, then one pass repairs all three and a second finds nothing", async () => {
     const config = testConfig();
-    const services = createServices(config, { db, redis });
+    const services = servicesOn({ db, redis }, config);
     const pipeline = await startTestPipeline(config);
     try {
       const posts = await createPosts({ db, redis }, config, author.id, 3);
-      const [a, b, c] = posts as [Target, Target, Target];
+      const [a, b, c] = posts as [LikeableTarget, LikeableTarget, LikeableTarget];
       for (const p of posts) await Promise.all(Array.from({ length: 20 }, (_, u) => services.likes.like(p, BigInt(u + 1))));
       // A post only PostgreSQL holds, with a wrong counter.
-      const [uncached] = await createPosts({ db, redis }, config, author.id, 1);
-      await db.$executeRaw`INSERT INTO likes (target_type, target_id, user_id) SELECT 'post', ${uncached!.id}, g FROM generate_series(1, 5) g`;
+      const [unheld] = await createPosts({ db, redis }, config, author.id, 1);
+      await db.$executeRaw`INSERT INTO likes (target_type, target_id, user_id) SELECT 'post', ${unheld!.id}, g FROM generate_series(1, 5) g`;
       await agreeWithin({ db, redis }, config, posts);
 
       await db.like.deleteMany({ where: { targetType: "post", targetId: a.id, userId: { in: [1n, 2n, 3n] } } });
       await db.$executeRaw`INSERT INTO likes (target_type, target_id, user_id) VALUES ('post', ${b.id}, 900), ('post', ${b.id}, 901)`;
       await db.counter.update({ where: { targetType_targetId_name: { targetType: "post", targetId: c.id, name: "like" } }, data: { value: 999n } });
-      await redis.del(`cnt:{${Number(uncached!.id % BigInt(config.redisPartitions))}}:post:${uncached!.id}`);
+      await redis.del(`cnt:{${Number(unheld!.id % BigInt(config.redisPartitions))}}:post:${unheld!.id}`);
 
       const first = await reconcile(config);
-      expect(first.differences).toEqual({ missingInDatabase: 3, strayInDatabase: 2, databaseCounter: 4, cacheCounter: 0 });
+      expect(first.differences).toEqual({ missingInDatabase: 3, strayInDatabase: 2, databaseCounter: 4, redisCounter: 0 });
       expect(first.repairsSent).toBe(4);
       expect(first.skippedInFlight).toBe(0);
       await agreeWithin({ db, redis }, config, posts);
-      await eventually(async () => (await likeCounter(uncached!)) === 5, 10_000, async () => `counter ${await likeCounter(uncached!)}`);
+      await eventually(async () => (await likeCounter(unheld!)) === 5, 10_000, async () => `counter ${await likeCounter(unheld!)}`);
 
       const second = await reconcile(config);
-      expect(second.differences).toEqual({ missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, cacheCounter: 0 });
+      expect(second.differences).toEqual({ missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0 });
       expect(second.repairsSent).toBe(0);
     } finally {
       await pipeline.stop();
@@ -73,7 +68,7 @@ describe("reconcile", () => {
 
   it("when a pass runs during a burst of likes, then it repairs nothing that was not broken", async () => {
     const config = testConfig({ PERSIST_LINGER_MS: "300" });
-    const services = createServices(config, { db, redis });
+    const services = servicesOn({ db, redis }, config);
     const pipeline = await startTestPipeline(config);
     try {
       const posts = await createPosts({ db, redis }, config, author.id, 10);
@@ -81,7 +76,7 @@ describe("reconcile", () => {
       let bursting = true;
       const burst = (async () => {
         while (bursting) {
-          await Promise.all(Array.from({ length: 100 }, (_, i) => services.likes.like(posts[i % 10] as Target, ++user)));
+          await Promise.all(Array.from({ length: 100 }, (_, i) => services.likes.like(posts[i % 10] as LikeableTarget, ++user)));
         }
       })();
       const summaries: ReconcileSummary[] = [];
@@ -90,7 +85,7 @@ describe("reconcile", () => {
       await burst;
       await agreeWithin({ db, redis }, config, posts);
       for (const s of summaries) {
-        expect(s.differences).toEqual({ missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, cacheCounter: 0 });
+        expect(s.differences).toEqual({ missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0 });
         expect(s.repairsSent).toBe(0);
       }
       expect(summaries.reduce((n, s) => n + s.skippedInFlight, 0)).toBeGreaterThan(0);
@@ -135,10 +130,10 @@ describe("reconcile", () => {
 describe("cold targets", () => {
   it("when a target sits idle past the limit, then a pass takes it out of Redis and its next use rebuilds it whole", async () => {
     const config = testConfig({ COLD_TARGET_IDLE_SECONDS: "1" });
-    const services = createServices(config, { db, redis });
+    const services = servicesOn({ db, redis }, config);
     const pipeline = await startTestPipeline(config);
     try {
-      const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [Target];
+      const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
       await Promise.all(Array.from({ length: 40 }, (_, u) => services.likes.like(post, BigInt(u + 1))));
       await agreeWithin({ db, redis }, config, [post]);
       await new Promise((r) => setTimeout(r, 2_500));
@@ -146,8 +141,8 @@ describe("cold targets", () => {
       expect(summary.evicted).toBeGreaterThanOrEqual(1);
       expect(await redis.exists(`cnt:{${Number(post.id % BigInt(config.redisPartitions))}}:post:${post.id}`)).toBe(0);
 
-      const [hash] = await services.counters.read([post]);
-      expect(hash?.counts.like).toBe(40);
+      const [counts] = await services.counters.read([post]);
+      expect(counts?.like).toBe(40);
       expect((await services.likes.like(post, 1n)).changed).toBe(false);
       expect((await services.likes.unlike(post, 2n)).changed).toBe(true);
       await agreeWithin({ db, redis }, config, [post]);

@@ -10,13 +10,17 @@
     ARGV[2]      integer delta
 
   Output:
-    the new value, or -1 when the hash is not in Redis (nothing written)
+    { APPLIED, new value }
+    { TARGET_ABSENT }        the hash is not in Redis (nothing written)
+    { INVALID_ARGUMENTS }
 ]]
+--@include statuses
+
 local delta = tonumber(ARGV[2])
-if not ARGV[1] or not delta or delta % 1 ~= 0 then
-  return redis.error_reply('bump-counter: expected a field and an integer delta')
+if not ARGV[1] or ARGV[1] == '' or not delta or delta % 1 ~= 0 then
+  return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return -1
+  return { TARGET_ABSENT }
 end
-return redis.call('HINCRBY', KEYS[1], ARGV[1], delta)
+return { APPLIED, redis.call('HINCRBY', KEYS[1], ARGV[1], delta) }

@@ -13,16 +13,28 @@
     ARGV[2]       highest version PostgreSQL applied to the target
 
   Output:
-    1 evicted, 0 not in Redis, -1 grew past ARGV[1], -4 changes not yet in PostgreSQL
+    { APPLIED }              evicted
+    { TARGET_ABSENT }        not in Redis
+    { TOO_MANY_GENERATIONS } the target grew past ARGV[1]
+    { NOT_PERSISTED }        it has changes PostgreSQL has not applied
+    { INVALID_ARGUMENTS }
 ]]
+--@include statuses
+--@include hash-fields
+
+local passedGenerations = tonumber(ARGV[1])
+local persistedVersion = tonumber(ARGV[2])
+if not passedGenerations or not persistedVersion or #KEYS < 3 then
+  return { INVALID_ARGUMENTS }
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return 0
+  return { TARGET_ABSENT }
 end
-if tonumber(redis.call('HGET', KEYS[1], 'gen') or '0') > tonumber(ARGV[1]) then
-  return -1
+if tonumber(redis.call('HGET', KEYS[1], generationField) or '0') > passedGenerations then
+  return { TOO_MANY_GENERATIONS }
 end
-if tonumber(redis.call('HGET', KEYS[1], 'ver') or '0') > tonumber(ARGV[2]) then
-  return -4
+if tonumber(redis.call('HGET', KEYS[1], versionField) or '0') > persistedVersion then
+  return { NOT_PERSISTED }
 end
 redis.call('DEL', unpack(KEYS))
-return 1
+return { APPLIED }

@@ -8,16 +8,20 @@
     ARGV         field, value, field, value, ... (at least one pair, numeric values)
 
   Output:
-    1 created, 0 it already existed (left untouched), -3 invalid arguments
+    { APPLIED }              created
+    { UNCHANGED }            it already existed (left untouched)
+    { INVALID_ARGUMENTS }
 ]]
+--@include statuses
+--@include hash-fields
 --@include check-counter-fields
 
 if not areCounterFields(ARGV) then
-  return -3
+  return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
+  return { UNCHANGED }
 end
 local now = redis.call('TIME')
-redis.call('HSET', KEYS[1], 'rb', string.format('%.0f', tonumber(now[1]) * 1000000 + tonumber(now[2])), unpack(ARGV))
-return 1
+redis.call('HSET', KEYS[1], rebuiltAtField, string.format('%.0f', tonumber(now[1]) * 1000000 + tonumber(now[2])), unpack(ARGV))
+return { APPLIED }

@@ -1,20 +1,24 @@
 --[[
-  Creates a target's counter hash unless it exists, marking the target known.
+  Creates a target's counter hash unless it exists, marking the target one
+  Redis holds.
 
   Input:
     KEYS[1]      counter hash of the target
-    ARGV         field, value, field, value, ... (at least one pair)
+    ARGV         field, value, field, value, ... (at least one pair, numeric values)
 
   Output:
-    1 created, 0 it already existed (left untouched), -3 invalid arguments
+    { APPLIED }              created
+    { UNCHANGED }            it already existed (left untouched)
+    { INVALID_ARGUMENTS }
 ]]
+--@include statuses
 --@include check-counter-fields
 
 if not areCounterFields(ARGV) then
-  return -3
+  return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
+  return { UNCHANGED }
 end
 redis.call('HSET', KEYS[1], unpack(ARGV))
-return 1
+return { APPLIED }

@@ -9,7 +9,7 @@
   next generation, so no shard ever exceeds the capacity.
 
   Input:
-    KEYS[1]       counter hash of the target; its existence marks a known target
+    KEYS[1]       counter hash of the target; its existence marks a target Redis holds
     KEYS[2]       outbox stream of the target's partition
     KEYS[3]       per user, the newest version known since a rebuild (includes/rebuild-window.lua)
     KEYS[4..n]    the user's membership shard in generations 0..n-4
@@ -20,17 +20,17 @@
     ARGV[5]       target id, for the event
 
   Output:
-    { 1, counters }  added; counters = the counter hash as field/value pairs
-    { 0, counters }  already a member, nothing changed and no event appended
-    { -1 }           the target's counter hash is not in Redis
-    { -2 }           every generation of the target is full
-    { -3 }           invalid arguments
+    { APPLIED, counters }    added; counters = the counter hash as field/value pairs
+    { UNCHANGED, counters }  already a member, nothing changed and no event appended
+    { TARGET_ABSENT }        the target's counter hash is not in Redis
+    { TARGET_FULL }          every generation of the target is full
+    { INVALID_ARGUMENTS }
 
   Safe to repeat: a repeated call finds the member and changes nothing.
 ]]
+--@include statuses
 --@include check-user
---@include find-member
---@include add-member
+--@include membership
 --@include append-event
 --@include rebuild-window
 
@@ -38,21 +38,21 @@ local counters = KEYS[1]
 local user = ARGV[1]
 local capacity = tonumber(ARGV[2])
 if not isUserId(user) or not capacity or capacity < 1 or not ARGV[3] or not ARGV[4] or not ARGV[5] then
-  return { -3 }
+  return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', counters) == 0 then
-  return { -1 }
+  return { TARGET_ABSENT }
 end
 
-local newest = tonumber(redis.call('HGET', counters, 'gen') or '0')
+local newest = tonumber(redis.call('HGET', counters, generationField) or '0')
 if findMember(newest, user) then
-  return { 0, redis.call('HGETALL', counters) }
+  return { UNCHANGED, redis.call('HGETALL', counters) }
 end
 
 if not addMember(counters, user, capacity, newest) then
-  return { -2 }
+  return { TARGET_FULL }
 end
 redis.call('HINCRBY', counters, ARGV[3], 1)
 local version = appendEvent(counters, KEYS[2], ARGV[4], ARGV[5], user, '1')
 markTouched(counters, KEYS[3], user, version)
-return { 1, redis.call('HGETALL', counters) }
+return { APPLIED, redis.call('HGETALL', counters) }

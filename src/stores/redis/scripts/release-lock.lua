@@ -6,9 +6,13 @@
     ARGV[1]      the holder's token
 
   Output:
-    1 released, 0 held by someone else or expired
+    { APPLIED }              released
+    { UNCHANGED }            held by someone else, or expired
 ]]
+--@include statuses
+
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1])
+  return { APPLIED }
 end
-return 0
+return { UNCHANGED }

@@ -18,11 +18,14 @@
     ARGV[4]       shard capacity (members)
 
   Output:
-    1 replayed, 0 nothing to do, -2 every generation full, -3 invalid arguments
+    { APPLIED }              replayed
+    { UNCHANGED }            nothing to do
+    { TARGET_FULL }          every generation of the target is full
+    { INVALID_ARGUMENTS }
 ]]
+--@include statuses
 --@include check-user
---@include find-member
---@include add-member
+--@include membership
 --@include rebuild-window
 
 local counters = KEYS[1]
@@ -30,32 +33,32 @@ local user = ARGV[1]
 local version = tonumber(ARGV[3])
 local capacity = tonumber(ARGV[4])
 if not isUserId(user) or (ARGV[2] ~= '1' and ARGV[2] ~= '0') or not version or not capacity then
-  return -3
+  return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', counters) == 0 then
-  return 0
+  return { UNCHANGED }
 end
 local open, rebuiltAt = inRebuildWindow(counters)
 if not open or version >= rebuiltAt or version <= tonumber(redis.call('HGET', KEYS[3], user) or '0') then
-  return 0
+  return { UNCHANGED }
 end
 
-local newest = tonumber(redis.call('HGET', counters, 'gen') or '0')
+local newest = tonumber(redis.call('HGET', counters, generationField) or '0')
 local shard = findMember(newest, user)
-local changed = 0
+local status = UNCHANGED
 if ARGV[2] == '1' and not shard then
   if not addMember(counters, user, capacity, newest) then
-    return -2
+    return { TARGET_FULL }
   end
   redis.call('HINCRBY', counters, 'like', 1)
-  changed = 1
+  status = APPLIED
 elseif ARGV[2] == '0' and shard then
   redis.call('SREM', KEYS[shard], user)
   redis.call('HINCRBY', counters, 'like', -1)
-  changed = 1
+  status = APPLIED
 end
 noteVersion(KEYS[3], user, ARGV[3])
-if version > tonumber(redis.call('HGET', counters, 'ver') or '0') then
-  redis.call('HSET', counters, 'ver', ARGV[3])
+if version > tonumber(redis.call('HGET', counters, versionField) or '0') then
+  redis.call('HSET', counters, versionField, ARGV[3])
 end
-return changed
+return { status }

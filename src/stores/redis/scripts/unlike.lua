@@ -3,7 +3,7 @@
   change to the outbox, all in one atomic step.
 
   Input:
-    KEYS[1]       counter hash of the target; its existence marks a known target
+    KEYS[1]       counter hash of the target; its existence marks a target Redis holds
     KEYS[2]       outbox stream of the target's partition
     KEYS[3]       per user, the newest version known since a rebuild (includes/rebuild-window.lua)
     KEYS[4..n]    the user's membership shard in generations 0..n-4
@@ -13,35 +13,36 @@
     ARGV[4]       target id, for the event
 
   Output:
-    { 1, counters }  removed; counters = the counter hash as field/value pairs
-    { 0, counters }  not a member, nothing changed and no event appended
-    { -1 }           the target's counter hash is not in Redis
-    { -3 }           invalid arguments
+    { APPLIED, counters }    removed; counters = the counter hash as field/value pairs
+    { UNCHANGED, counters }  not a member, nothing changed and no event appended
+    { TARGET_ABSENT }        the target's counter hash is not in Redis
+    { INVALID_ARGUMENTS }
 
   Safe to repeat: a repeated call finds no member and changes nothing.
 ]]
+--@include statuses
 --@include check-user
---@include find-member
+--@include membership
 --@include append-event
 --@include rebuild-window
 
 local counters = KEYS[1]
 local user = ARGV[1]
 if not isUserId(user) or not ARGV[2] or not ARGV[3] or not ARGV[4] then
-  return { -3 }
+  return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', counters) == 0 then
-  return { -1 }
+  return { TARGET_ABSENT }
 end
 
-local newest = tonumber(redis.call('HGET', counters, 'gen') or '0')
+local newest = tonumber(redis.call('HGET', counters, generationField) or '0')
 local shard = findMember(newest, user)
 if not shard then
-  return { 0, redis.call('HGETALL', counters) }
+  return { UNCHANGED, redis.call('HGETALL', counters) }
 end
 
 redis.call('SREM', KEYS[shard], user)
 redis.call('HINCRBY', counters, ARGV[2], -1)
 local version = appendEvent(counters, KEYS[2], ARGV[3], ARGV[4], user, '0')
 markTouched(counters, KEYS[3], user, version)
-return { 1, redis.call('HGETALL', counters) }
+return { APPLIED, redis.call('HGETALL', counters) }

@@ -7,6 +7,8 @@
   when it is newer than that, so nothing newer is undone and replays of
   concurrent batches cannot go backwards.
 ]]
+--@include hash-fields
+
 local rebuildWindowMicros = 3600000000
 
 local function nowMicros()
@@ -16,7 +18,7 @@ end
 
 -- Whether the counter hash was rebuilt less than the window ago; returns the rebuild time too.
 local function inRebuildWindow(counters)
-  local rebuiltAt = tonumber(redis.call('HGET', counters, 'rb') or '0')
+  local rebuiltAt = tonumber(redis.call('HGET', counters, rebuiltAtField) or '0')
   return rebuiltAt > 0 and nowMicros() - rebuiltAt < rebuildWindowMicros, rebuiltAt
 end
 

@@ -1,13 +1,11 @@
 // One reconcile pass: every target Redis holds (by SCAN, in bounded batches) is
 // compared with PostgreSQL, Redis authoritative; then every target only
 // PostgreSQL holds (keyset pages), PostgreSQL authoritative. Differences become
-// compensation messages that the compensation consumer applies. Quiescent cold
+// repair messages that the repair consumer applies. Quiescent cold
 // targets leave Redis on the way, to come back by a rebuild when next used.
-import { compareCached, compareUncached, type Compensation, type DifferenceKind } from "../domain/reconcile.js";
-import type { Target } from "../domain/targets.js";
-import type { ReconcileDatabaseStore } from "../stores/postgres/reconcile-store.js";
-import type { RebuildStore } from "../stores/redis/rebuild-store.js";
-import type { ReconcileCacheStore } from "../stores/redis/reconcile-store.js";
+import type { DifferenceKind, LikeableTarget, Repair } from "../domain/model.js";
+import type { DatabaseReconcileStore, RebuildStore, RedisReconcileStore } from "../domain/ports.js";
+import { compareHeld, compareUnheld } from "../domain/reconcile.js";
 
 export interface ReconcileSummary {
   readonly targetsChecked: number;
@@ -26,10 +24,10 @@ export interface ReconcileProgress {
 }
 
 export interface ReconcileOptions {
-  readonly cache: ReconcileCacheStore;
-  readonly database: ReconcileDatabaseStore;
+  readonly redis: RedisReconcileStore;
+  readonly database: DatabaseReconcileStore;
   readonly rebuilds: RebuildStore;
-  readonly publish: (compensations: readonly Compensation[]) => Promise<void>;
+  readonly publish: (repairs: readonly Repair[]) => Promise<void>;
   /** Targets per batch: bounds the memory of a pass. */
   readonly batchSize?: number;
   /** Targets idle longer than this leave Redis; 0 keeps every target. */
@@ -38,36 +36,36 @@ export interface ReconcileOptions {
 }
 
 export async function runReconcile(options: ReconcileOptions): Promise<ReconcileSummary> {
-  const { cache, database } = options;
+  const { redis, database } = options;
   const batchSize = options.batchSize ?? 200;
   const started = Date.now();
-  const differences: Record<DifferenceKind, number> = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, cacheCounter: 0 };
+  const differences: Record<DifferenceKind, number> = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0 };
   let targetsChecked = 0;
   let skippedInFlight = 0;
   let repairsSent = 0;
   let evicted = 0;
 
-  const send = async (repairs: Compensation[]) => {
+  const send = async (repairs: Repair[]) => {
     if (repairs.length === 0) return;
     await options.publish(repairs);
     repairsSent += repairs.length;
   };
 
   // Redis side.
-  const redisTotal = await cache.size();
+  const redisTotal = await redis.size();
   let cursor: string | null = null;
   let done = 0;
   do {
-    const page = await cache.scan(cursor, batchSize);
+    const page = await redis.scan(cursor, batchSize);
     cursor = page.cursor;
     done += page.targets.length;
-    const inspected = await cache.inspect(page.targets);
+    const inspected = await redis.inspect(page.targets);
     const present = inspected.filter((t): t is NonNullable<typeof t> => t !== null);
     const persisted = await database.read(present.map((t) => t.target));
-    const repairs: Compensation[] = [];
-    for (const [i, cached] of present.entries()) {
+    const repairs: Repair[] = [];
+    for (const [i, held] of present.entries()) {
       const persistedTarget = persisted[i]!;
-      const comparison = compareCached(cached, persistedTarget);
+      const comparison = compareHeld(held, persistedTarget);
       targetsChecked++;
       if (comparison.inFlight) {
         skippedInFlight++;
@@ -75,8 +73,8 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
       }
       for (const [kind, n] of Object.entries(comparison.differences)) differences[kind as DifferenceKind] += n;
       repairs.push(...comparison.repairs);
-      const cold = options.coldAfterSeconds && cached.idleSeconds > options.coldAfterSeconds;
-      if (cold && comparison.repairs.length === 0 && (await options.rebuilds.evict(cached.target, persistedTarget.version)) === "evicted") evicted++;
+      const cold = options.coldAfterSeconds && held.idleSeconds > options.coldAfterSeconds;
+      if (cold && comparison.repairs.length === 0 && (await options.rebuilds.evict(held.target, persistedTarget.version)) === "evicted") evicted++;
     }
     await send(repairs);
     options.onProgress?.({ phase: "redis", done, total: Math.max(done, redisTotal) });
@@ -84,19 +82,19 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
 
   // PostgreSQL side: targets Redis does not hold.
   const postgresTotal = await database.countTargets();
-  let after: Target | null = null;
+  let after: LikeableTarget | null = null;
   done = 0;
   for (;;) {
     const page = await database.page(after, batchSize);
     if (page.length === 0) break;
     after = page.at(-1)!.target;
     done += page.length;
-    const held = await cache.holds(page.map((p) => p.target));
-    const repairs: Compensation[] = [];
+    const held = await redis.holds(page.map((p) => p.target));
+    const repairs: Repair[] = [];
     for (const [i, entry] of page.entries()) {
       if (held[i]) continue;
       targetsChecked++;
-      const repair = compareUncached(entry.target, entry);
+      const repair = compareUnheld(entry);
       if (repair) {
         differences.databaseCounter++;
         repairs.push(repair);

@@ -1,38 +1,8 @@
 import { Prisma } from "../../generated/prisma/client.js";
-import type { LikeChange } from "../../domain/like-changes.js";
-import type { Target } from "../../domain/targets.js";
+import type { CounterDelta, LikeableTarget, LikeChange, Target } from "../../domain/model.js";
+import type { LikeHistoryStore } from "../../domain/ports.js";
 import type { Database } from "./database.js";
-import { upsertCounters, type CounterDelta } from "./counter-sql.js";
-
-export interface AppliedLikes {
-  /** Rows added to `likes`. */
-  readonly inserted: number;
-  /** Rows removed from `likes`. */
-  readonly deleted: number;
-  /** Changes older than what PostgreSQL already holds for their (target, user): skipped. */
-  readonly superseded: number;
-  /** The changes that passed: newer than what PostgreSQL held for their (target, user). */
-  readonly passed: readonly LikeChange[];
-  /** The counter deltas committed, from the rows really inserted or deleted. */
-  readonly deltas: readonly CounterDelta[];
-}
-
-/** A position in a target's likers, newest first: the like's time and its user. */
-export interface LikerPosition {
-  readonly at: Date;
-  readonly userId: bigint;
-}
-
-export interface PersistedLikeStore {
-  /** Up to `limit` likers of a target, newest like first, strictly after `after`. */
-  likers(target: Target, limit: number, after: LikerPosition | null): Promise<LikerPosition[]>;
-  /**
-   * Applies coalesced changes (at most one per target and user) in one transaction:
-   * a change passes only when its version is newer than the last applied for its
-   * (target, user); counters move by the rows really inserted or deleted.
-   */
-  apply(changes: readonly LikeChange[]): Promise<AppliedLikes>;
-}
+import { upsertCounters } from "./counter-sql.js";
 
 interface AdvancedRow {
   target_type: string;
@@ -46,7 +16,7 @@ const byKey = (a: LikeChange, b: LikeChange) =>
   (a.target.id < b.target.id ? -1 : a.target.id > b.target.id ? 1 : 0) ||
   (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0);
 
-export function createPersistedLikeStore(db: Database): PersistedLikeStore {
+export function createLikeHistoryStore(db: Database): LikeHistoryStore {
   return {
     async likers(target, limit, after) {
       const rows = await db.like.findMany({
@@ -111,21 +81,20 @@ export function createPersistedLikeStore(db: Database): PersistedLikeStore {
             : [];
 
           const deltas = new Map<string, CounterDelta>();
-          const add = (type: CounterDelta["type"], id: bigint, name: string, delta: number) => {
-            const k = `${type}:${id}:${name}`;
-            deltas.set(k, { type, id, name, delta: (deltas.get(k)?.delta ?? 0) + delta });
+          const add = (target: Target, name: CounterDelta["name"], delta: number) => {
+            const k = `${target.type}:${target.id}:${name}`;
+            deltas.set(k, { target, name, delta: (deltas.get(k)?.delta ?? 0) + delta });
           };
           const authorOf = new Map(changes.map((c) => [`${c.target.type}:${c.target.id}`, c.authorId]));
           for (const [rows, sign] of [[inserted, 1], [deleted, -1]] as const) {
             for (const row of rows) {
-              const type = row.target_type as "post" | "comment";
-              const id = BigInt(row.target_id);
-              add(type, id, "like", sign);
-              const author = authorOf.get(`${type}:${id}`);
-              if (author) add("user", author, "likesReceived", sign);
+              const target: LikeableTarget = { type: row.target_type as LikeableTarget["type"], id: BigInt(row.target_id) };
+              add(target, "like", sign);
+              const author = authorOf.get(`${target.type}:${target.id}`);
+              if (author) add({ type: "user", id: author }, "likesReceived", sign);
             }
           }
-          const moved = [...deltas.values()].filter((d) => d.delta !== 0).sort((a, b) => `${a.type}:${a.id}:${a.name}`.localeCompare(`${b.type}:${b.id}:${b.name}`));
+          const moved = [...deltas].filter(([, d]) => d.delta !== 0).sort(([a], [b]) => a.localeCompare(b)).map(([, d]) => d);
           if (moved.length) await tx.$executeRaw(upsertCounters(moved));
           return { inserted: inserted.length, deleted: deleted.length, superseded: changes.length - advanced.length, passed, deltas: moved };
         },

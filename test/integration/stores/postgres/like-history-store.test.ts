@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { coalesce, type LikeChange } from "../../../../src/domain/like-changes.js";
+import type { LikeChange } from "../../../../src/domain/model.js";
+import { coalesce } from "../../../../src/domain/persistence.js";
 import type { Database } from "../../../../src/stores/postgres/database.js";
-import { createPersistedLikeStore } from "../../../../src/stores/postgres/like-store.js";
+import { createLikeHistoryStore } from "../../../../src/stores/postgres/like-history-store.js";
 import { openDatabase } from "../../../support/env.js";
 
 let db: Database;
@@ -31,7 +32,7 @@ afterAll(async () => {
 
 describe("persisting like changes", () => {
   it("when the same batch is applied twice (a redelivery), then the second changes nothing", async () => {
-    const store = createPersistedLikeStore(db);
+    const store = createLikeHistoryStore(db);
     const t = nextTarget++;
     const batch = [change(t, 1n, true), change(t, 2n, true), change(t, 3n, true)];
     expect(await store.apply(batch)).toMatchObject({ inserted: 3, deleted: 0, superseded: 0 });
@@ -40,7 +41,7 @@ describe("persisting like changes", () => {
   });
 
   it("when a like and its unlike arrive in one batch, then coalescing keeps the unlike", async () => {
-    const store = createPersistedLikeStore(db);
+    const store = createLikeHistoryStore(db);
     const t = nextTarget++;
     const like = change(t, 7n, true);
     const unlike = change(t, 7n, false);
@@ -49,7 +50,7 @@ describe("persisting like changes", () => {
   });
 
   it("when the unlike arrives in an earlier batch than its like, then the late like is superseded", async () => {
-    const store = createPersistedLikeStore(db);
+    const store = createLikeHistoryStore(db);
     const t = nextTarget++;
     const like = change(t, 8n, true);
     const unlike = change(t, 8n, false);
@@ -59,7 +60,7 @@ describe("persisting like changes", () => {
   });
 
   it("when like and unlike come in separate batches in order, then the row comes and goes and counts follow", async () => {
-    const store = createPersistedLikeStore(db);
+    const store = createLikeHistoryStore(db);
     const t = nextTarget++;
     await store.apply([change(t, 9n, true), change(t, 10n, true)]);
     expect(await state(t)).toEqual({ users: [9n, 10n], count: 2 });
@@ -70,7 +71,7 @@ describe("persisting like changes", () => {
   });
 
   it("when batches for the same pairs are applied concurrently in any order, then the newest version wins", async () => {
-    const store = createPersistedLikeStore(db);
+    const store = createLikeHistoryStore(db);
     const t = nextTarget++;
     const history = Array.from({ length: 40 }, (_, i) => change(t, BigInt(1 + (i % 5)), i % 3 !== 0));
     const shuffled = [...history].sort(() => Math.random() - 0.5);

@@ -8,17 +8,26 @@
     ARGV[1]       the version the caller saw (hash field 'ver', 0 when absent)
 
   Output:
-    the new count, -1 when the target is not in Redis, -5 when it changed since
+    { APPLIED, new count }
+    { TARGET_ABSENT }        the target is not in Redis
+    { CHANGED_SINCE }        its version is no longer ARGV[1]
+    { INVALID_ARGUMENTS }
 ]]
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return -1
+--@include statuses
+--@include hash-fields
+
+if not ARGV[1] or not string.match(ARGV[1], '^%d+$') then
+  return { INVALID_ARGUMENTS }
 end
-if (redis.call('HGET', KEYS[1], 'ver') or '0') ~= ARGV[1] then
-  return -5
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return { TARGET_ABSENT }
+end
+if (redis.call('HGET', KEYS[1], versionField) or '0') ~= ARGV[1] then
+  return { CHANGED_SINCE }
 end
 local members = 0
 for i = 2, #KEYS do
   members = members + redis.call('SCARD', KEYS[i])
 end
 redis.call('HSET', KEYS[1], 'like', members)
-return members
+return { APPLIED, members }

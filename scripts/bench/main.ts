@@ -3,11 +3,11 @@
 // redis-benchmark run of the like script as the ceiling), persist (outbox → RabbitMQ →
 // PostgreSQL: throughput, lag, transactions), reconcile (rebuild and a full pass over 1,000,000
 // likes), memory (Redis bytes per like and per target).
-import { loadConfig } from "../src/config.js";
-import { prepareDatabase, seed, startPrivateRedis, startServer } from "./bench/harness.js";
-import { persist } from "./bench/persist.js";
-import { reconcileScenario } from "./bench/reconcile.js";
-import { connections, feed100, likeHot, likeSpread, memory, rawLikeScript, type HttpFigures } from "./bench/scenarios.js";
+import { loadConfig } from "../../src/config.js";
+import { prepareDatabase, seed, startPrivateRedis, startServer } from "./harness.js";
+import { persist } from "./persist.js";
+import { reconcileScenario } from "./reconcile.js";
+import { connections, feed100, likeHot, likeSpread, memory, rawLikeScript, type HttpFigures } from "./scenarios.js";
 
 const all = ["feed100", "like-hot", "like-spread", "persist", "reconcile", "memory"] as const;
 type Scenario = (typeof all)[number];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseCounterHash } from "../../src/stores/redis/counter-hash.js";
-import { createRedisKeys, membershipFanout, membershipGenerations, mix32 } from "../../src/stores/redis/keys.js";
+import { parseCounterHash } from "../../../../src/stores/redis/counter-hash.js";
+import { createRedisKeys, membershipFanout, membershipGenerations, mix32 } from "../../../../src/stores/redis/keys.js";
 
 const tagOf = (key: string) => /\{([^}]*)\}/.exec(key)?.[1];
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Batcher, BatcherClosedError } from "../../src/pipeline/batcher.js";
+import { Batcher, BatcherClosedError } from "../../../src/pipeline/batcher.js";
 
 describe("batcher", () => {
   it("when items exceed the batch size, then batches are cut at the size and run one at a time", async () => {

@@ -1,8 +1,8 @@
 import { GraphQLError } from "graphql";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { badInput, notFound } from "../../src/errors.js";
-import { createFormatError } from "../../src/graphql/format-error.js";
+import { badInput, notFound } from "../../../src/errors.js";
+import { createFormatError } from "../../../src/graphql/format-error.js";
 
 function capture() {
   const logged: unknown[] = [];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { decodeCursor, encodeCursor, parseId, parsePageSize } from "../../src/domain/ids.js";
-import { DomainError } from "../../src/errors.js";
+import { decodeCursor, encodeCursor, parseId, parsePageSize } from "../../../src/domain/ids.js";
+import { DomainError } from "../../../src/errors.js";
 
 describe("ids and cursors", () => {
   it("when an id is a positive decimal within bigint range, then it parses", () => {
@@ -35,7 +35,7 @@ describe("ids and cursors", () => {
 
 describe("likers cursors", () => {
   it("when a likers cursor names a user beyond any id, then it is refused as bad input", async () => {
-    const { decodeLikerCursor, encodeLikerCursor } = await import("../../src/domain/likes.js");
+    const { decodeLikerCursor, encodeLikerCursor } = await import("../../../src/domain/likes.js");
     const position = { at: new Date("2026-11-22T10:00:00.000Z"), userId: 42n };
     expect(decodeLikerCursor(encodeLikerCursor(position))).toEqual(position);
     const tooBig = Buffer.from("l:1795344000000:9999999999999999999").toString("base64url");

@@ -1,0 +1,136 @@
+// The composition root: every store and service of the service is built here,
+// from the clients an entry point opened, and nowhere else.
+import type { Logger } from "pino";
+import type { Config } from "./config.js";
+import { createCatalog, findOne, lookupTarget } from "./domain/catalog.js";
+import { createContentService } from "./domain/content.js";
+import { createCounterService } from "./domain/counters.js";
+import { createTokenService } from "./domain/identity.js";
+import { createLikeService } from "./domain/likes.js";
+import { createLikePersistence } from "./domain/persistence.js";
+import type { MessageBus } from "./domain/ports.js";
+import { createRepairService } from "./domain/repairs.js";
+import type { Services } from "./domain/services.js";
+import { createUserService } from "./domain/users.js";
+import { startPipeline, type PipelineHooks, type RunningPipeline } from "./pipeline/pipeline.js";
+import { runReconcile, type ReconcileProgress, type ReconcileSummary } from "./pipeline/reconcile-pass.js";
+import type { Clients } from "./stores/clients.js";
+import { createCommentStore } from "./stores/postgres/comment-store.js";
+import { createLikeHistoryStore } from "./stores/postgres/like-history-store.js";
+import { createPostStore } from "./stores/postgres/post-store.js";
+import { createDatabaseReconcileStore } from "./stores/postgres/reconcile-store.js";
+import { createSnapshotStore } from "./stores/postgres/snapshot-store.js";
+import { createUserStore } from "./stores/postgres/user-store.js";
+import { createMessageBus } from "./stores/rabbitmq/message-bus.js";
+import { createTopology } from "./stores/rabbitmq/topology.js";
+import { createCounterStore } from "./stores/redis/counter-store.js";
+import { createRedisKeys } from "./stores/redis/keys.js";
+import { createLease } from "./stores/redis/lease-store.js";
+import { createLikeStore } from "./stores/redis/like-store.js";
+import { createOutboxStore } from "./stores/redis/outbox-store.js";
+import { createRebuildStore } from "./stores/redis/rebuild-store.js";
+import { createRedisReconcileStore } from "./stores/redis/reconcile-store.js";
+
+/** The clients compose() uses; the pipeline and reconcile passes also need RabbitMQ, and the pipeline the relay's Redis. */
+export type ComposedClients = Pick<Clients, "db" | "redis"> & Partial<Pick<Clients, "rabbit" | "relayRedis">>;
+
+export interface App {
+  /** The use cases the API serves. */
+  readonly services: Services;
+  /** Starts the persistence pipeline on its own message bus; closing it closes the bus too. */
+  startPipeline(hooks?: PipelineHooks): Promise<RunningPipeline>;
+  /** One full reconcile pass; its repairs are published for a running pipeline to apply. */
+  reconcileOnce(onProgress?: (progress: ReconcileProgress) => void): Promise<ReconcileSummary>;
+}
+
+export function compose(config: Config, clients: ComposedClients, logger: Logger): App {
+  const { db, redis } = clients;
+  const keys = createRedisKeys(config.redisPartitions);
+
+  const users = createUserStore(db);
+  const posts = createPostStore(db);
+  const comments = createCommentStore(db);
+  const likeHistory = createLikeHistoryStore(db);
+  const databaseReconcile = createDatabaseReconcileStore(db);
+  const counterStore = createCounterStore(redis, keys);
+  const rebuilds = createRebuildStore(redis, keys);
+  const redisReconcile = createRedisReconcileStore(redis, keys);
+
+  const catalog = createCatalog({ users, posts, comments });
+  const counters = createCounterService({ counterStore, rebuildStore: rebuilds, snapshots: createSnapshotStore(db), lookup: lookupTarget(catalog) });
+  const tokens = createTokenService({ secret: config.jwtSecret, ttlSeconds: config.tokenTtlSeconds });
+  const services: Services = {
+    catalog,
+    counters,
+    tokens,
+    likes: createLikeService({ likeStore: createLikeStore(redis, keys), likeHistory, counters }),
+    users: createUserService({ users, tokens, counters }),
+    content: createContentService({
+      posts,
+      comments,
+      counters,
+      findPost: (id) => findOne(catalog.posts, id),
+      findComment: (id) => findOne(catalog.comments, id),
+    }),
+  };
+
+  const openBus = (): MessageBus => {
+    if (!clients.rabbit) throw new Error("The message bus needs a RabbitMQ client: open the clients with { rabbit: true }.");
+    const topology = createTopology({ prefix: config.rabbitmq.prefix, persistQueues: config.persist.queues, queueType: config.rabbitmq.queueType });
+    return createMessageBus(clients.rabbit, topology, logger);
+  };
+
+  const reconcileWith = (bus: MessageBus, onProgress?: (progress: ReconcileProgress) => void) =>
+    runReconcile({
+      redis: redisReconcile,
+      database: databaseReconcile,
+      rebuilds,
+      publish: (repairs) => bus.publishRepairs(repairs),
+      batchSize: config.reconcile.batchSize,
+      coldAfterSeconds: config.reconcile.coldAfterSeconds,
+      onProgress,
+    });
+
+  return {
+    services,
+    async startPipeline(hooks) {
+      if (!clients.relayRedis) throw new Error("The pipeline needs the relay's own Redis client: open the clients with { relay: true }.");
+      const bus = openBus();
+      const pipelineLogger = logger.child({ component: "pipeline" });
+      const running = await startPipeline(
+        {
+          outbox: createOutboxStore(clients.relayRedis, keys, { batchSize: config.relay.batchSize }),
+          bus,
+          persistence: createLikePersistence({
+            likeHistory,
+            rebuilds,
+            counters: counterStore,
+            onRedisFailure: (err) => pipelineLogger.warn({ err }, "bringing a committed batch into Redis failed"),
+          }),
+          repairs: createRepairService({ database: databaseReconcile, redis: redisReconcile }),
+          reconcileLease: createLease(redis, keys.reconcileLock()),
+          reconcile: () => reconcileWith(bus),
+          databaseAnswers: () => db.$queryRaw`SELECT 1`.then(() => true, () => false),
+        },
+        config,
+        pipelineLogger,
+        hooks,
+      );
+      return {
+        metrics: running.metrics,
+        async close() {
+          await running.close();
+          await bus.close();
+        },
+      };
+    },
+    async reconcileOnce(onProgress) {
+      const bus = openBus();
+      try {
+        return await reconcileWith(bus, onProgress);
+      } finally {
+        await bus.close();
+      }
+    },
+  };
+}

@@ -1,0 +1,215 @@
+// The stores the domain needs, in its own terms. Redis, PostgreSQL and RabbitMQ
+// implement these in src/stores/; the use cases and pipeline loops take them as
+// arguments, so neither knows a client library or a key layout.
+import type {
+  AppliedChange,
+  AppliedLikes,
+  Comment,
+  Counts,
+  CounterName,
+  DatabaseCount,
+  DatabaseTarget,
+  LikeableTarget,
+  LikeChange,
+  LikerPosition,
+  MalformedOutboxEntry,
+  OutboxEntry,
+  Page,
+  Post,
+  RedisTarget,
+  Repair,
+  Target,
+  TargetSnapshot,
+  User,
+} from "./model.js";
+
+export type NewUserOutcome = { readonly created: User } | { readonly taken: "username" | "email" };
+
+export interface UserStore {
+  create(input: { username: string; email: string; passwordHash: string }): Promise<NewUserOutcome>;
+  /** The user with their password hash, for signing in. */
+  findCredentials(username: string): Promise<{ readonly user: User; readonly passwordHash: string } | null>;
+  findByIds(ids: readonly bigint[]): Promise<User[]>;
+}
+
+export interface PostStore {
+  /** Inserts the post and counts it for its author, in one transaction. */
+  create(input: { authorId: bigint; title: string; body: string }): Promise<Post>;
+  findByIds(ids: readonly bigint[]): Promise<Post[]>;
+  /** Newest first, strictly older than `beforeId` when given. */
+  feed(limit: number, beforeId: bigint | null): Promise<Page<Post>>;
+}
+
+export interface CommentStore {
+  /** Inserts the comment and counts it on its post (and parent), in one transaction. */
+  create(input: { postId: bigint; authorId: bigint; parentId: bigint | null; body: string }): Promise<Comment>;
+  findByIds(ids: readonly bigint[]): Promise<Comment[]>;
+  /** Top-level comments of a post, newest first, strictly older than `beforeId` when given. */
+  ofPost(postId: bigint, limit: number, beforeId: bigint | null): Promise<Page<Comment>>;
+  /** Replies to a comment, newest first, strictly older than `beforeId` when given. */
+  repliesTo(parentId: bigint, limit: number, beforeId: bigint | null): Promise<Page<Comment>>;
+}
+
+export interface LikeHistoryStore {
+  /** Up to `limit` likers of a target, newest like first, strictly after `after`. */
+  likers(target: LikeableTarget, limit: number, after: LikerPosition | null): Promise<LikerPosition[]>;
+  /**
+   * Applies coalesced changes (at most one per target and user) in one transaction:
+   * a change passes only when its version is newer than the last applied for its
+   * (target, user); counters move by the rows really inserted or deleted.
+   */
+  apply(changes: readonly LikeChange[]): Promise<AppliedLikes>;
+}
+
+export interface SnapshotStore {
+  /** A target's likers, counters and applied version, as of one moment. */
+  read(target: Target): Promise<TargetSnapshot>;
+  /** The last applied change of each user whose change is newer than `version`. */
+  changesSince(target: Target, version: bigint): Promise<AppliedChange[]>;
+}
+
+export interface DatabaseReconcileStore {
+  /** Members, like counter and highest applied version of each target, in order. */
+  read(targets: readonly LikeableTarget[]): Promise<DatabaseTarget[]>;
+  /** The next page of targets with likes or a like counter, in (type, id) order, after `after`. */
+  page(after: LikeableTarget | null, limit: number): Promise<DatabaseCount[]>;
+  /** Applies a repair to PostgreSQL; safe to repeat. */
+  repair(repair: Exclude<Repair, { kind: "recountRedis" }>): Promise<void>;
+  /** Targets with likes or a like counter, for progress estimates. */
+  countTargets(): Promise<number>;
+}
+
+export interface CounterStore {
+  /** Each target's counts in the order given, or null where Redis does not hold the target. One round trip. */
+  read(targets: readonly Target[]): Promise<(Counts | null)[]>;
+  /**
+   * Creates the target in Redis with these counts unless Redis holds it; true when created.
+   * `authorId` is who likes of the target credit.
+   */
+  init(target: Target, counts: Counts, authorId?: bigint): Promise<boolean>;
+  /** Adds `delta` to a counter of a target Redis holds; false when Redis does not hold it. */
+  bump(target: Target, name: CounterName, delta: number): Promise<boolean>;
+}
+
+/** The result of a like or unlike in Redis. */
+export type MembershipChange =
+  | {
+      readonly kind: "applied";
+      readonly changed: boolean;
+      /** The target's counts right after the change, from the same atomic step. */
+      readonly counts: Counts;
+    }
+  /** Redis does not hold the target: it must be loaded from PostgreSQL first. */
+  | { readonly kind: "unloaded" };
+
+export interface LikeStore {
+  /** Adds the user to the target's likers once; throws TargetFullError when no shard has room. */
+  like(target: LikeableTarget, userId: bigint): Promise<MembershipChange>;
+  unlike(target: LikeableTarget, userId: bigint): Promise<MembershipChange>;
+  /** Whether `userId` likes each target, in order. */
+  hasLiked(targets: readonly LikeableTarget[], userId: bigint): Promise<boolean[]>;
+}
+
+/** A change PostgreSQL applied after the target was loaded into Redis, to bring in late. */
+export interface LateChange extends AppliedChange {
+  readonly target: Target;
+}
+
+export interface RebuildStore {
+  /** Takes the target's rebuild lock; the token to release it, or null when another process holds it. */
+  lock(target: Target, ttlMs: number): Promise<string | null>;
+  unlock(target: Target, token: string): Promise<void>;
+  /** Writes the target from a PostgreSQL snapshot; false when Redis already held it. */
+  write(target: Target, snapshot: TargetSnapshot, authorId: bigint | null): Promise<boolean>;
+  /** Brings a change PostgreSQL applied late into a rebuilt target; true when Redis changed. */
+  replay(change: LateChange): Promise<boolean>;
+  /** When each target was rebuilt, in microseconds of the Redis clock, or null (not rebuilt, or not in Redis). */
+  rebuiltAt(targets: readonly Target[]): Promise<(bigint | null)[]>;
+  /**
+   * Takes a target out of Redis whole, to come back by a rebuild. Only small
+   * targets whose changes PostgreSQL has all applied (`persistedVersion`) leave.
+   */
+  evict(target: LikeableTarget, persistedVersion: bigint): Promise<"evicted" | "absent" | "kept">;
+}
+
+/** One page of a walk over the targets Redis holds. */
+export interface RedisTargetPage {
+  readonly targets: LikeableTarget[];
+  /** Where the walk goes on, or null when it is complete. */
+  readonly cursor: string | null;
+}
+
+export interface RedisReconcileStore {
+  /** The next page of likeable targets Redis holds. */
+  scan(cursor: string | null, count: number): Promise<RedisTargetPage>;
+  /** Each target's count, members and version (null where Redis no longer holds it). */
+  inspect(targets: readonly LikeableTarget[]): Promise<(RedisTarget | null)[]>;
+  /** Which targets Redis holds. */
+  holds(targets: readonly LikeableTarget[]): Promise<boolean[]>;
+  /** Sets the like counter to the member count if the target is unchanged since `observedVersion`. */
+  recount(target: LikeableTarget, observedVersion: bigint): Promise<"recounted" | "changed" | "absent">;
+  /** Keys Redis holds, for progress estimates. */
+  size(): Promise<number>;
+}
+
+export interface OutboxRead {
+  readonly entries: readonly (OutboxEntry | MalformedOutboxEntry)[];
+  /** Redis had lost the outbox (a flush, a new server) and it was opened again. */
+  readonly reopened: boolean;
+}
+
+/** The like changes Redis appended, waiting to be published. */
+export interface Outbox {
+  /** This reader's name among the readers of the outbox. */
+  readonly reader: string;
+  /** Prepares the outbox for reading. */
+  open(): Promise<void>;
+  /**
+   * New entries (`"new"`, waiting a little for some), or those this reader took but
+   * has not acknowledged (`"pending"`: read before a failed publish, or claimed
+   * from a reader that died).
+   */
+  read(which: "new" | "pending"): Promise<OutboxRead>;
+  /** Removes entries the broker now holds. */
+  acknowledge(entries: readonly (OutboxEntry | MalformedOutboxEntry)[]): Promise<void>;
+  /** Takes over entries pending on other readers for longer than `idleMs`; how many. */
+  claimAbandoned(idleMs: number): Promise<number>;
+  /** Entries waiting, over every partition. */
+  length(): Promise<number>;
+}
+
+/** A lock several processes share, held for at most a while. */
+export interface Lease {
+  /** A token when taken, null when another holder has it. */
+  acquire(ttlMs: number): Promise<string | null>;
+  release(token: string): Promise<void>;
+}
+
+/** A message as a consumer receives it: read, or the reason it cannot be. */
+export type Delivery<T> = { readonly kind: "valid"; readonly value: T } | { readonly kind: "invalid"; readonly reason: string };
+
+/** What becomes of a message once handled. */
+export type Disposition = "ack" | { readonly deadLetter: string };
+
+export interface Subscription {
+  /** Stops taking messages and waits for those in hand. */
+  close(): Promise<void>;
+}
+
+export interface ConsumeOptions {
+  /** Messages handed to the handler at once, at most. */
+  readonly concurrency: number;
+}
+
+export interface MessageBus {
+  /** Publishes changes durably; resolves once the broker confirmed every one. */
+  publishLikeChanges(entries: readonly OutboxEntry[]): Promise<void>;
+  /** Publishes repairs durably; resolves once the broker confirmed every one. */
+  publishRepairs(repairs: readonly Repair[]): Promise<void>;
+  /** Parks what can never be applied in the dead-letter queue, with the reason. */
+  deadLetter(body: unknown, reason: string, origin: string): Promise<void>;
+  /** Hands every persist queue's changes to `handle`; a thrown error requeues the message. */
+  consumeLikeChanges(options: ConsumeOptions, handle: (delivery: Delivery<LikeChange>) => Promise<Disposition>): Subscription;
+  consumeRepairs(options: ConsumeOptions, handle: (delivery: Delivery<Repair>) => Promise<Disposition>): Subscription;
+  close(): Promise<void>;
+}

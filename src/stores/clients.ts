@@ -1,0 +1,64 @@
+// Every connection the service opens, in one place, and one close for them all.
+import type { Logger } from "pino";
+import type { Connection } from "rabbitmq-client";
+import type { Config } from "../config.js";
+import { createDatabase, type Database } from "./postgres/database.js";
+import { createRabbitConnection } from "./rabbitmq/connection.js";
+import { createRedisClient, type RedisClient } from "./redis/client.js";
+
+export interface Clients {
+  readonly db: Database;
+  readonly redis: RedisClient;
+  /** A Redis connection of the outbox relay's own, since its reads block; null unless asked for. */
+  readonly relayRedis: RedisClient | null;
+  /** Null unless asked for. */
+  readonly rabbit: Connection | null;
+  /** Closes every client, in the reverse order of opening. */
+  close(): Promise<void>;
+}
+
+export interface ClientNeeds {
+  /** RabbitMQ, for the pipeline or a reconcile pass. */
+  readonly rabbit?: boolean;
+  /** The relay's own Redis connection, for the pipeline. */
+  readonly relay?: boolean;
+  /** Called for every SQL statement sent (tests count queries with it). */
+  readonly onSqlQuery?: () => void;
+}
+
+export async function openClients(config: Config, logger: Logger, needs: ClientNeeds = {}): Promise<Clients> {
+  const closers: (() => Promise<void>)[] = [];
+  const close = async () => {
+    for (const closeOne of closers.splice(0).reverse()) await closeOne();
+  };
+  try {
+    const db = createDatabase({
+      url: config.databaseUrl,
+      onQuery: needs.onSqlQuery,
+      onConnectionError: (err) => logger.warn({ err }, "PostgreSQL connection lost; the pool reconnects"),
+    });
+    closers.push(() => db.$disconnect());
+    await db.$connect();
+
+    const connectRedis = async () => {
+      const client = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes });
+      client.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
+      closers.push(async () => void (await client.quit().catch(() => client.disconnect())));
+      await client.connect();
+      return client;
+    };
+    const redis = await connectRedis();
+    const relayRedis = needs.relay ? await connectRedis() : null;
+
+    let rabbit: Connection | null = null;
+    if (needs.rabbit) {
+      const connection = createRabbitConnection(config.amqpUrl, logger);
+      closers.push(() => connection.close());
+      rabbit = connection;
+    }
+    return { db, redis, relayRedis, rabbit, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
