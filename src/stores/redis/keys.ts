@@ -63,8 +63,6 @@ export interface RedisKeys {
   outboxOf(partition: number): string;
   /** Every partition's outbox stream, in partition order. */
   outboxes(): string[];
-  /** The partition an outbox stream belongs to, or null when `key` is not one. */
-  parseOutbox(key: string): number | null;
   /** SCAN pattern that matches every counter hash. */
   readonly countersPattern: string;
   /** The likeable target a counter hash key belongs to, or null for any other key (a user's hash included). */
@@ -78,7 +76,6 @@ export interface RedisKeys {
 }
 
 const likeableCountersKey = /^cnt:\{\d+\}:(post|comment):([1-9]\d{0,18})$/;
-const outboxKey = /^ob:\{(\d+)\}$/;
 
 export function createRedisKeys(partitions: number): RedisKeys {
   const outboxOf = (partition: number) => `ob:{${partition}}`;
@@ -99,10 +96,6 @@ export function createRedisKeys(partitions: number): RedisKeys {
     reconcileLock: () => "reconcile:lock",
     rebuildLock: (target) => base("rbl", target),
     outboxes: () => Array.from({ length: partitions }, (_, p) => outboxOf(p)),
-    parseOutbox(key) {
-      const match = outboxKey.exec(key);
-      return match ? Number(match[1]) : null;
-    },
     countersPattern: "cnt:*",
     parseLikeableCounters(key) {
       const match = likeableCountersKey.exec(key);

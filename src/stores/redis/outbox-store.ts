@@ -66,6 +66,7 @@ function concise(error: unknown): Error {
 export function createOutboxStore(redis: RedisClient, keys: RedisKeys, options: OutboxStoreOptions): Outbox {
   const reader = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const streams = keys.outboxes();
+  const partitionOf = new Map(streams.map((stream, partition) => [stream, partition]));
   const blockMs = options.blockMs ?? 500;
 
   const open = async () => {
@@ -80,7 +81,7 @@ export function createOutboxStore(redis: RedisClient, keys: RedisKeys, options: 
 
   const decodeReply = (reply: StreamReply) =>
     (reply ?? []).flatMap(([stream, entries]) => {
-      const partition = keys.parseOutbox(stream) ?? -1;
+      const partition = partitionOf.get(stream) ?? -1;
       return entries.map(([id, fields]) => decodeOutboxEntry(partition, id, fields));
     });
 

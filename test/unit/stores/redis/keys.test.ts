@@ -39,4 +39,13 @@ describe("Redis keys", () => {
     });
     expect(parseCounterHash({ like: "0", ver: "12", rb: "9" })).toEqual({ counts: { like: 0 }, generation: 0, authorId: null, version: 12n });
   });
+
+  it("when a counter hash key is parsed, then it names the likeable target it was built for, and nothing else", () => {
+    for (const target of [{ type: "post", id: 123456n }, { type: "comment", id: 9_223_372_036_854_775_807n }] as const) {
+      expect(keys.parseLikeableCounters(keys.counters(target))).toEqual(target);
+    }
+    expect(keys.parseLikeableCounters(keys.counters({ type: "user", id: 5n }))).toBeNull();
+    expect(keys.parseLikeableCounters(keys.outboxOf(3))).toBeNull();
+    expect(keys.parseLikeableCounters("cnt:{1}:post:01")).toBeNull();
+  });
 });
