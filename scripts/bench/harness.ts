@@ -1,14 +1,13 @@
-// What every benchmark run needs: a private Redis (so round trips and memory
-// are the benchmark's alone), its own database, seeded users and posts, and the
-// service started as a separate process, as in production.
+// What every benchmark run needs: a private Redis (so commands, bytes and CPU
+// are the benchmark's alone), its own database, and the service started as
+// `npm start` starts it, with the CPU of each of its processes read from /proc.
 import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { readdirSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { createTokenService } from "../../src/domain/identity.js";
 import { Redis } from "ioredis";
-import { createRedisClient, type RedisClient } from "../../src/stores/redis/client.js";
-import { createCounterStore } from "../../src/stores/redis/counter-store.js";
-import { createRedisKeys } from "../../src/stores/redis/keys.js";
+import { createRedisClient } from "../../src/stores/redis/client.js";
 import { migrate } from "../lib/migrate.js";
 import { projectRoot } from "../lib/schema-engine.js";
 import { freePort } from "../lib/ports.js";
@@ -16,8 +15,7 @@ import { freePort } from "../lib/ports.js";
 export const benchSecret = "bench-secret-not-for-production-use";
 export const partitions = 1024;
 
-
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check().catch(() => false)) return;
@@ -26,12 +24,37 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
   throw new Error(`${what} did not come up within ${timeoutMs / 1000} s`);
 }
 
+/** What a Redis server has done since it started, from INFO. */
+export interface RedisCounters {
+  /** Commands executed, those run inside scripts included. */
+  readonly commands: number;
+  /** Network reads: about one per round trip on a quiet server. */
+  readonly reads: number;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  /** CPU time of the server, user and system, in seconds. */
+  readonly cpuSeconds: number;
+}
+
 export interface PrivateRedis {
   readonly port: number;
   readonly url: string;
   readonly client: Redis;
-  readsProcessed(): Promise<number>;
+  counters(): Promise<RedisCounters>;
   stop(): Promise<void>;
+}
+
+export function parseRedisCounters(info: string): RedisCounters {
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)?.[1] ?? 0);
+  let commands = 0;
+  for (const match of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) commands += Number(match[1]);
+  return {
+    commands,
+    reads: field("total_reads_processed"),
+    bytesIn: field("total_net_input_bytes"),
+    bytesOut: field("total_net_output_bytes"),
+    cpuSeconds: field("used_cpu_user") + field("used_cpu_sys"),
+  };
 }
 
 export async function startPrivateRedis(): Promise<PrivateRedis> {
@@ -54,12 +77,11 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     port,
     url,
     client,
-    async readsProcessed() {
-      return Number(/total_reads_processed:(\d+)/.exec(await client.info("stats"))?.[1]);
-    },
+    counters: async () => parseRedisCounters(await client.info("all")),
     async stop() {
       client.disconnect();
       child.kill("SIGTERM");
+      await once(child, "exit");
     },
   };
 }
@@ -71,59 +93,79 @@ export async function prepareDatabase(url: string): Promise<pg.Client> {
   return client;
 }
 
-export interface Seed {
-  readonly userIds: bigint[];
-  readonly postIds: bigint[];
-  readonly tokens: string[];
+/** CPU seconds (user + system) a process has used, from /proc; 0 once it is gone. */
+function cpuSecondsOf(pid: number): number {
+  try {
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
 }
 
-/**
- * Inserts users and posts with plain SQL (seeding is not what is measured) and
- * gives each its counter hash in Redis, as registration and createPost do.
- */
-export async function seed(sql: pg.Client, redis: RedisClient, users: number, posts: number): Promise<Seed> {
-  await sql.query("TRUNCATE users, posts, comments, likes, counters RESTART IDENTITY");
-  await sql.query(
-    `INSERT INTO users (username, email, password_hash)
-     SELECT 'bench_' || g, 'bench_' || g || '@example.com', 'scrypt$00$00' FROM generate_series(1, $1) g`,
-    [users],
-  );
-  await sql.query(
-    `INSERT INTO posts (author_id, title, body)
-     SELECT 1 + (g % $1), 'Post ' || g, 'Body of post ' || g FROM generate_series(1, $2) g`,
-    [users, posts],
-  );
-  const userIds = Array.from({ length: users }, (_, i) => BigInt(i + 1));
-  const postIds = Array.from({ length: posts }, (_, i) => BigInt(i + 1));
-  const counters = createCounterStore(redis, createRedisKeys(partitions));
-  for (let i = 0; i < postIds.length; i += 1_000) {
-    await Promise.all(postIds.slice(i, i + 1_000).map((id) => counters.init({ type: "post", id }, { like: 0 }, 1n + (id % BigInt(users)))));
+/** A process and all its descendants. */
+function processTree(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+    } catch {
+      // Gone meanwhile.
+    }
   }
-  for (let i = 0; i < userIds.length; i += 1_000) {
-    await Promise.all(userIds.slice(i, i + 1_000).map((id) => counters.init({ type: "user", id }, { followers: 0 })));
-  }
-  const tokenService = createTokenService({ secret: benchSecret, ttlSeconds: 3600 });
-  const tokens = await Promise.all(userIds.map((id) => tokenService.issue(id)));
-  return { userIds, postIds, tokens };
+  const tree: number[] = [];
+  const visit = (pid: number) => {
+    tree.push(pid);
+    for (const child of children.get(pid) ?? []) visit(child);
+  };
+  visit(root);
+  return tree;
 }
 
-export interface RunningServer {
+const isPipelineProcess = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("src/worker.ts");
+  } catch {
+    return false;
+  }
+};
+
+/** CPU seconds used so far by the service's API processes and by its pipeline process. */
+export interface ServiceCpu {
+  readonly api: number;
+  readonly pipeline: number;
+  readonly apiProcesses: number;
+}
+
+export interface RunningService {
   readonly url: string;
+  cpu(): ServiceCpu;
   stop(): Promise<void>;
 }
 
-export async function startServer(env: Record<string, string>): Promise<RunningServer> {
+export type ServiceMode = "npm start" | "API only";
+
+/**
+ * Starts the service the way `npm start` does (`node --import tsx src/server.ts`,
+ * the API on every core and the persistence pipeline beside it), or with
+ * `PIPELINE=off` for the API alone; production settings, quiet logs.
+ */
+export async function startService(mode: ServiceMode, env: Record<string, string>): Promise<RunningService> {
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
     cwd: projectRoot,
     env: {
       ...process.env,
-      // The API alone by default (persistence is measured by the persist scenario, in a worker);
-      // BENCH_PIPELINE=embedded measures it with the pipeline in the same process, as npm start runs it.
-      PIPELINE: process.env.BENCH_PIPELINE ?? "off",
       RABBITMQ_PREFIX: "likes_bench",
       METRICS_PORT: "0",
+      RECONCILE_CRON: "off",
       ...env,
+      PIPELINE: mode === "npm start" ? "embedded" : "off",
       PORT: String(port),
       LOG_LEVEL: "warn",
       NODE_ENV: "production",
@@ -131,13 +173,28 @@ export async function startServer(env: Record<string, string>): Promise<RunningS
     },
     stdio: ["ignore", "inherit", "inherit"],
   });
+  const exited = once(child, "exit");
   const url = `http://127.0.0.1:${port}/graphql`;
   await waitFor(async () => (await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: '{"query":"{__typename}"}' })).ok, "the service");
   return {
     url,
+    cpu() {
+      const tree = processTree(child.pid as number);
+      let api = 0;
+      let pipeline = 0;
+      let apiProcesses = 0;
+      for (const pid of tree) {
+        if (isPipelineProcess(pid)) pipeline += cpuSecondsOf(pid);
+        else {
+          api += cpuSecondsOf(pid);
+          apiProcesses++;
+        }
+      }
+      return { api, pipeline, apiProcesses };
+    },
     async stop() {
       child.kill("SIGTERM");
-      await new Promise((resolve) => child.once("exit", resolve));
+      await exited;
     },
   };
 }

@@ -1,85 +1,183 @@
-// npm run bench [-- scenario ...]: measures the service on this machine and prints figures and ratios.
-// Scenarios: feed100, like-hot, like-spread (each against the service over HTTP, with a raw
-// redis-benchmark run of the like script as the ceiling), persist (outbox → RabbitMQ →
-// PostgreSQL: throughput, lag, transactions), reconcile (rebuild and a full pass over 1,000,000
-// likes), memory (Redis bytes per like and per target).
+// npm run bench [-- [--quick] [--mode npm-start|api-only] [scenario ...]]
+//
+// Measures the service on realistic data (scripts/bench/dataset.ts) and prints
+// figures and same-run ratios to Redis alone. Scenarios:
+//   feed100, like-hot, like-spread, mixed   over HTTP, against the service as `npm start`
+//                                           runs it and against the API alone (PIPELINE=off)
+//   memory                                  Redis memory of the warmed data set
+//   persist                                 outbox → RabbitMQ → PostgreSQL in a worker process
+//   reconcile                               rebuild and a full reconcile pass over 1,000,000 likes
+// With no scenario named, the four HTTP scenarios and memory run. `--quick` loads a
+// tenth of the data for development; the README's figures come from the full set.
+import { parseArgs } from "node:util";
+import { SingleBar, Presets } from "cli-progress";
+import { compose } from "../../src/compose.js";
 import { loadConfig } from "../../src/config.js";
-import { prepareDatabase, seed, startPrivateRedis, startServer } from "./harness.js";
+import { createTokenService } from "../../src/domain/identity.js";
+import type { Target } from "../../src/domain/model.js";
+import { createLogger } from "../../src/logger.js";
+import { createDatabase } from "../../src/stores/postgres/database.js";
+import { loadDataset, quick, realistic, type Dataset } from "./dataset.js";
+import { benchSecret, prepareDatabase, startPrivateRedis, startService, type PrivateRedis, type ServiceMode } from "./harness.js";
+import { measureMemory } from "./memory.js";
 import { persist } from "./persist.js";
+import { freshVhost } from "./rabbitmq.js";
 import { reconcileScenario } from "./reconcile.js";
-import { connections, feed100, likeHot, likeSpread, memory, rawLikeScript, type HttpFigures } from "./scenarios.js";
+import { connections, feed100, FreshPairs, likeHot, likeSpread, mixed, rawFeedPipelines, rawLikeScript, type HttpFigures, type ScenarioContext } from "./scenarios.js";
 
-const all = ["feed100", "like-hot", "like-spread", "persist", "reconcile", "memory"] as const;
+const httpScenarios = ["feed100", "like-hot", "like-spread", "mixed"] as const;
+const all = [...httpScenarios, "memory", "persist", "reconcile"] as const;
 type Scenario = (typeof all)[number];
-const asked = process.argv.slice(2);
-const unknown = asked.filter((s) => !(all as readonly string[]).includes(s));
-if (unknown.length) {
-  console.error(`Unknown scenario ${unknown.join(", ")}; choose from ${all.join(", ")}.`);
+
+const { values: flags, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { quick: { type: "boolean", default: false }, mode: { type: "string" } },
+});
+const unknown = positionals.filter((s) => !(all as readonly string[]).includes(s));
+const modes: ServiceMode[] = flags.mode === undefined ? ["npm start", "API only"] : flags.mode === "npm-start" ? ["npm start"] : flags.mode === "api-only" ? ["API only"] : [];
+if (unknown.length || modes.length === 0) {
+  console.error(`Usage: npm run bench -- [--quick] [--mode npm-start|api-only] [${all.join("|")} ...]`);
   process.exit(2);
 }
-const chosen = new Set<Scenario>(asked.length ? (asked as Scenario[]) : all);
-const likers = 40_000;
+const chosen = new Set<Scenario>(positionals.length ? (positionals as Scenario[]) : [...httpScenarios, "memory"]);
+const shape = flags.quick ? quick : realistic;
+const durationSeconds = flags.quick ? 5 : 10;
 
+const config = loadConfig();
 const databaseUrl = (() => {
-  const url = new URL(loadConfig().databaseUrl);
+  const url = new URL(config.databaseUrl);
   url.pathname = "/likes_bench";
   return url.toString();
 })();
 
+function progressBar(label: string) {
+  const bar = new SingleBar({ format: `${label} [{bar}] {value}/{total} | {eta_formatted} left`, etaBuffer: 50, stream: process.stderr }, Presets.shades_classic);
+  let started = false;
+  return {
+    update(done: number, total: number) {
+      if (!started) bar.start(total, 0);
+      started = true;
+      bar.setTotal(total);
+      bar.update(done);
+    },
+    stop: () => started && bar.stop(),
+  };
+}
+
+/** Fills the empty private Redis from PostgreSQL through the service's own rebuild, as a new Redis fills in production. */
+async function warmRedis(redis: PrivateRedis, data: Dataset): Promise<number> {
+  const db = createDatabase({ url: databaseUrl, poolSize: 8 });
+  const services = compose(loadConfig({ ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redis.url }), { db, redis: redis.client }, createLogger("warn", "bench")).services;
+  const targets: Target[] = [
+    ...data.postIds.map((id): Target => ({ type: "post", id })),
+    ...data.likerIds.map((id): Target => ({ type: "user", id })),
+  ];
+  const bar = progressBar("warming Redis through the rebuild");
+  const started = Date.now();
+  for (let i = 0; i < targets.length; i += 16) {
+    await Promise.all(targets.slice(i, i + 16).map((t) => services.counters.rebuild(t)));
+    if (i % 512 === 0) bar.update(i, targets.length);
+  }
+  bar.update(targets.length, targets.length);
+  bar.stop();
+  await db.$disconnect();
+  return (Date.now() - started) / 1000;
+}
+
+async function issueTokens(ids: readonly bigint[]): Promise<Map<bigint, string>> {
+  const tokens = createTokenService({ secret: benchSecret, ttlSeconds: 6 * 3600 });
+  const byUser = new Map<bigint, string>();
+  for (let i = 0; i < ids.length; i += 2_000) {
+    const chunk = ids.slice(i, i + 2_000);
+    (await Promise.all(chunk.map((id) => tokens.issue(id)))).forEach((token, j) => byUser.set(chunk[j] as bigint, token));
+  }
+  return byUser;
+}
+
 const redis = await startPrivateRedis();
 const sql = await prepareDatabase(databaseUrl);
+const amqp = freshVhost(config.amqpUrl, "likes_bench");
 const results: HttpFigures[] = [];
-let raw: number | null = null;
 try {
-  if (chosen.has("feed100") || chosen.has("like-hot") || chosen.has("like-spread")) {
-    console.error("seeding 40,000 users and 10,000 posts ...");
-    const seeded = await seed(sql, redis.client, likers, 10_000);
-    const server = await startServer({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url });
-    try {
-      if (chosen.has("feed100")) {
-        console.error("feed100 ...");
-        results.push(await feed100(server.url, redis, seeded));
-      }
-      if (chosen.has("like-hot")) {
-        console.error("like-hot ...");
-        results.push(await likeHot(server.url, redis, seeded, likers));
-      }
-      if (chosen.has("like-spread")) {
-        console.error("like-spread ...");
-        results.push(await likeSpread(server.url, redis, seeded, likers));
-      }
-    } finally {
-      await server.stop();
+  const wantsHttp = httpScenarios.some((s) => chosen.has(s));
+  if (wantsHttp || chosen.has("memory")) {
+    const bar = progressBar(`loading the ${shape.name} data set into PostgreSQL (COPY), likes`);
+    const data = await loadDataset(sql, shape, (done, total) => bar.update(done, total));
+    bar.stop();
+    console.error(`  ${data.likerIds.length.toLocaleString()} likers, ${data.idleIds.length.toLocaleString()} idle users, ${data.postIds.length.toLocaleString()} posts, ${data.likes.toLocaleString()} likes`);
+    const memoryBefore = await redis.client.info("memory");
+    const warmSeconds = await warmRedis(redis, data);
+    console.error(`  Redis warmed in ${warmSeconds.toFixed(1)} s`);
+    if (chosen.has("memory")) {
+      const m = await measureMemory(redis, data, memoryBefore);
+      console.log(`\nRedis memory of the ${shape.name} data set, warmed through the rebuild (${m.likes.toLocaleString()} likes, ${m.targets.toLocaleString()} targets):`);
+      console.table([{
+        "bytes/like (membership)": m.bytesPerLike,
+        "bytes/counter hash": m.bytesPerCounterHash,
+        "membership keys": m.membershipKeys,
+        "largest key (members)": m.largestKeyMembers,
+        "used_memory (MB)": m.usedMemoryMb,
+      }]);
     }
-    if (chosen.has("like-hot") || chosen.has("like-spread")) {
-      console.error("raw like script (redis-benchmark EVALSHA) ...");
-      raw = rawLikeScript(redis);
+
+    if (wantsHttp) {
+      console.error("signing tokens ...");
+      const tokens = await issueTokens([...data.likerIds, ...data.idleIds]);
+      const token = (id: bigint) => tokens.get(id) as string;
+      const fresh = new FreshPairs(data);
+      for (const mode of modes) {
+        const service = await startService(mode, { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqp });
+        try {
+          const ctx: ScenarioContext = { data, redis, service, mode, durationSeconds, token, fresh };
+          // Each mode may use half of the users who have not liked the hot post.
+          const hotBudget = Math.floor(data.idleIds.length / modes.length) - 2 * connections;
+          for (const scenario of httpScenarios) {
+            if (!chosen.has(scenario)) continue;
+            console.error(`${scenario} (${mode}) ...`);
+            const figures =
+              scenario === "feed100" ? await feed100(ctx)
+              : scenario === "like-hot" ? await likeHot(ctx, hotBudget)
+              : scenario === "like-spread" ? await likeSpread(ctx)
+              : await mixed(ctx);
+            results.push(figures);
+          }
+        } finally {
+          await service.stop();
+        }
+      }
+
+      console.error("raw Redis: like script and pipelines of 100 HGETALL (redis-benchmark) ...");
+      const rawLikes = rawLikeScript(redis);
+      const rawFeeds = await rawFeedPipelines(redis, data.postIds);
+      console.log(`\nThe service over HTTP on the ${shape.name} data set, ${connections} connections, this machine (load generator, service, Redis, RabbitMQ and PostgreSQL share its cores):`);
+      console.table(results.map((r) => ({
+        scenario: r.scenario,
+        mode: r.mode,
+        "req/s": r.requestsPerSecond,
+        "p50 ms": r.p50Ms,
+        "p99 ms": r.p99Ms,
+        "max ms": r.maxMs,
+        failures: r.failures,
+        exact: r.exact,
+        "API CPU ms/req": r.apiCpuMsPerRequest,
+        "pipeline CPU ms/req": r.pipelineCpuMsPerRequest,
+        "load CPU ms/req": r.loadCpuMsPerRequest,
+        "Redis cmds/req": r.redisCommandsPerRequest,
+        "round trips/req": r.redisRoundTripsPerRequest,
+        "Redis bytes/req": r.redisBytesPerRequest,
+        "Redis CPU µs/req": r.redisCpuUsPerRequest,
+      })));
+      console.log(`\nRedis alone, same run (redis-benchmark, ${connections} connections): ${rawLikes.toLocaleString()} like scripts/s, ${rawFeeds.toLocaleString()} pipelines of 100 HGETALL/s`);
+      for (const r of results) {
+        const [ceiling, what] = r.scenario.startsWith("like") ? [rawLikes, "like scripts"] : r.scenario === "feed100" ? [rawFeeds, "pipelines of 100 HGETALL"] : [null, ""];
+        if (ceiling) console.log(`  ${r.scenario} (${r.mode}): ${r.requestsPerSecond.toLocaleString()} req/s = ${((100 * r.requestsPerSecond) / ceiling).toFixed(1)}% of Redis alone's ${what}`);
+      }
     }
   }
 
-  if (results.length > 0) {
-    const pipeline = process.env.BENCH_PIPELINE === "embedded" ? "with the persistence pipeline in the same process" : "the API alone (PIPELINE=off)";
-    console.log(`\nService over HTTP, ${pipeline}, ${connections} connections, this machine (2 cores shared by load generator, service and Redis):`);
-  }
-  if (results.length > 0) console.table(results.map((r) => ({
-    scenario: r.scenario,
-    "req/s": r.requestsPerSecond,
-    "p50 ms": r.p50Ms,
-    "p99 ms": r.p99Ms,
-    "Redis round trips/req": r.redisRoundTripsPerRequest,
-    failures: r.failures,
-    requests: r.requests,
-  })));
-  for (const r of results) console.log(`  ${r.scenario}: ${r.note}`);
-  if (raw !== null) {
-    console.log(`\nRaw like script, redis-benchmark EVALSHA, ${connections} connections: ${raw} calls/s`);
-    for (const r of results.filter((x) => x.scenario.startsWith("like"))) {
-      console.log(`  ${r.scenario}: ${r.requestsPerSecond} req/s = ${((100 * r.requestsPerSecond) / raw).toFixed(1)}% of the raw script`);
-    }
-  }
   if (chosen.has("persist")) {
     console.error("persist: outbox → RabbitMQ → PostgreSQL through a worker process ...");
-    const p = await persist(redis, sql, databaseUrl, loadConfig().amqpUrl);
+    const p = await persist(redis, sql, databaseUrl, amqp);
     console.log("\nPersistence into PostgreSQL (worker process, batches of up to 1,000):");
     console.table([{
       "drained likes": p.drainedLikes,
@@ -91,8 +189,7 @@ try {
   }
   if (chosen.has("reconcile")) {
     console.error("reconcile: 1,000,000 likes over 10,000 posts ...");
-    if (!chosen.has("feed100") && !chosen.has("like-hot") && !chosen.has("like-spread")) await seed(sql, redis.client, likers, 10_000);
-    const r = await reconcileScenario(redis, sql, databaseUrl, loadConfig().amqpUrl);
+    const r = await reconcileScenario(redis, sql, databaseUrl, amqp);
     console.log("\nRebuild and reconcile, 1,000,000 likes over 10,000 posts (Zipf), every post held by Redis:");
     console.table([{
       likes: r.likes,
@@ -103,20 +200,6 @@ try {
       "reconcile peak RSS (MB)": r.reconcilePeakRssMb,
     }]);
     console.log(r.summary);
-  }
-  if (chosen.has("memory")) {
-    console.error("memory: 1,000,000 likes over 10,000 posts (Zipf) ...");
-    const m = await memory(redis);
-    console.log("\nRedis memory, 1,000,000 likes over 10,000 posts (Zipf, s = 1):");
-    console.table([{
-      "likes": m.likes,
-      "bytes/like (membership)": m.bytesPerLike,
-      "bytes/counter hash": m.bytesPerCounterHash,
-      "bytes/new counter hash": m.bytesPerNewCounterHash,
-      "membership keys": m.membershipKeys,
-      "largest key (members)": m.largestKeyMembers,
-      "hottest post (likes)": m.hottestTargetLikes,
-    }]);
   }
 } finally {
   await sql.end();

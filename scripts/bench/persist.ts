@@ -1,6 +1,6 @@
 // The persist scenario: like changes from the Redis outbox into PostgreSQL through
 // RabbitMQ, with the pipeline in a worker process of its own (npm run worker).
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
@@ -20,9 +20,6 @@ export interface PersistFigures {
   readonly lagP50Ms: number;
   readonly lagP99Ms: number;
 }
-
-const vhost = "likes_bench";
-const rabbitmqctl = (...args: string[]) => execFileSync("rabbitmqctl", args, { stdio: "pipe" });
 
 async function startWorker(env: Record<string, string>) {
   const metricsPort = await freePort();
@@ -50,17 +47,8 @@ async function startWorker(env: Record<string, string>) {
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 
-export async function persist(redis: PrivateRedis, sql: pg.Client, databaseUrl: string, amqpBase: string): Promise<PersistFigures> {
-  try {
-    rabbitmqctl("delete_vhost", vhost);
-  } catch {
-    // Not there yet.
-  }
-  rabbitmqctl("add_vhost", vhost);
-  rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
-  const url = new URL(amqpBase);
-  url.pathname = `/${vhost}`;
-  const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: url.toString() };
+export async function persist(redis: PrivateRedis, sql: pg.Client, databaseUrl: string, amqpUrl: string): Promise<PersistFigures> {
+  const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqpUrl, RABBITMQ_PREFIX: "likes_bench_persist" };
 
   await redis.client.flushall();
   await sql.query("TRUNCATE likes, like_versions, counters");
@@ -134,7 +122,6 @@ export async function persist(redis: PrivateRedis, sql: pg.Client, databaseUrl: 
     };
   } finally {
     await worker.stop();
-    rabbitmqctl("delete_vhost", vhost);
   }
   return figures;
 }

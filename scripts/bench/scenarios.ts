@@ -1,229 +1,354 @@
+// The HTTP scenarios of `npm run bench`, run against the service on the
+// realistic data set, and the raw Redis figures they are compared with.
 import { execFileSync } from "node:child_process";
+import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
-import type { LikeableTarget as Target } from "../../src/domain/model.js";
 import type { Redis } from "ioredis";
-import { createCounterStore } from "../../src/stores/redis/counter-store.js";
+import type { LikeableTarget as Target } from "../../src/domain/model.js";
 import { createRedisKeys, membershipGenerations } from "../../src/stores/redis/keys.js";
 import { createLikeStore } from "../../src/stores/redis/like-store.js";
 import { loadScript } from "../../src/stores/redis/scripts.js";
-import { partitions, type PrivateRedis, type Seed } from "./harness.js";
+import type { Dataset } from "./dataset.js";
+import { partitions, type PrivateRedis, type RedisCounters, type RunningService } from "./harness.js";
 
 export const connections = 64;
 
 export interface HttpFigures {
   readonly scenario: string;
+  readonly mode: string;
   readonly requests: number;
   readonly requestsPerSecond: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
-  readonly redisRoundTripsPerRequest: number;
+  readonly maxMs: number;
   readonly failures: number;
-  readonly note: string;
+  readonly redisCommandsPerRequest: number;
+  readonly redisRoundTripsPerRequest: number;
+  readonly redisBytesPerRequest: number;
+  readonly redisCpuUsPerRequest: number;
+  readonly apiCpuMsPerRequest: number;
+  readonly pipelineCpuMsPerRequest: number;
+  readonly loadCpuMsPerRequest: number;
+  /** Whether counts moved by exactly the acknowledged changes, where the scenario changes any. */
+  readonly exact: string;
 }
 
-interface LoadOptions {
+/** A like one request asks for. */
+interface LikePair {
+  readonly user: bigint;
+  readonly post: bigint;
+}
+
+/** What one request of a scenario sends, and the like it asks for, if any. */
+interface Request {
+  readonly body: string;
+  readonly token: string;
+  readonly like?: LikePair;
+}
+
+interface Load {
   readonly scenario: string;
-  readonly url: string;
+  readonly mode: string;
+  readonly service: RunningService;
   readonly redis: PrivateRedis;
-  /** Request body and bearer token of the n-th request. */
-  readonly request: (n: number) => { body: string; token: string };
-  readonly amount?: number;
-  readonly durationSeconds?: number;
+  readonly request: (n: number) => Request;
+  readonly durationSeconds: number;
+  /** Stops after this many requests even before the duration is over. */
+  readonly maxRequests?: number;
+  /** Sees every answered like request with its body. */
+  readonly onLikeAnswered?: (like: LikePair, body: string) => void;
 }
 
-async function load(options: LoadOptions): Promise<Omit<HttpFigures, "note">> {
+const round = (n: number, digits = 0) => Number(n.toFixed(digits));
+
+async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
   let next = 0;
   let failures = 0;
-  const readsBefore = await options.redis.readsProcessed();
-  const result = await autocannon({
-    url: options.url,
-    connections,
-    ...(options.amount ? { amount: options.amount } : { duration: options.durationSeconds ?? 10 }),
-    requests: [
+  const redisBefore: RedisCounters = await load.redis.counters();
+  const cpuBefore = load.service.cpu();
+  const ownBefore = process.cpuUsage();
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon(
       {
-        method: "POST",
-        setupRequest: (req) => {
-          const { body, token } = options.request(next++);
-          return { ...req, body, headers: { "content-type": "application/json", authorization: `Bearer ${token}` } };
-        },
-        onResponse: (status, body) => {
-          if (status !== 200 || body.includes('"errors"')) failures++;
-        },
+        url: load.service.url,
+        connections,
+        duration: load.durationSeconds,
+        requests: [
+          {
+            method: "POST",
+            // One request in flight per connection, so the connection's context tells which like an answer is for.
+            setupRequest: (req, context: { like?: LikePair }) => {
+              const { body, token, like } = load.request(next++);
+              context.like = like;
+              return { ...req, body, headers: { "content-type": "application/json", authorization: `Bearer ${token}` } };
+            },
+            onResponse: (status, body, context: { like?: LikePair }) => {
+              if (status !== 200 || body.includes('"errors"')) failures++;
+              if (context.like) load.onLikeAnswered?.(context.like, body);
+            },
+          },
+        ],
       },
-    ],
+      // autocannon types its error as any; it is an Error when set.
+      (error: Error | null, result) => (error ? reject(error) : resolve(result)),
+    );
+    const cap = load.maxRequests;
+    if (cap !== undefined) {
+      instance.on("response", () => {
+        if (next >= cap) instance.stop();
+      });
+    }
   });
-  const readsAfter = await options.redis.readsProcessed();
+  const own = process.cpuUsage(ownBefore);
+  const cpuAfter = load.service.cpu();
+  const redisAfter = await load.redis.counters();
   const requests = result.requests.total;
+  const per = (n: number) => n / Math.max(1, requests);
   return {
-    scenario: options.scenario,
+    scenario: load.scenario,
+    mode: load.mode,
     requests,
     requestsPerSecond: Math.round(requests / result.duration),
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
-    redisRoundTripsPerRequest: Number(((readsAfter - readsBefore - 1) / Math.max(1, requests)).toFixed(2)),
-    failures: failures + result.errors + result.timeouts,
+    maxMs: result.latency.max,
+    failures: failures + result.errors + result.timeouts + result.non2xx,
+    // The INFO call after the run is one command and one read of the bench's own.
+    redisCommandsPerRequest: round(per(redisAfter.commands - redisBefore.commands - 1), 1),
+    redisRoundTripsPerRequest: round(per(redisAfter.reads - redisBefore.reads - 1), 2),
+    redisBytesPerRequest: Math.round(per(redisAfter.bytesIn - redisBefore.bytesIn + redisAfter.bytesOut - redisBefore.bytesOut)),
+    redisCpuUsPerRequest: round(per((redisAfter.cpuSeconds - redisBefore.cpuSeconds) * 1e6)),
+    apiCpuMsPerRequest: round(per((cpuAfter.api - cpuBefore.api) * 1e3), 3),
+    pipelineCpuMsPerRequest: round(per((cpuAfter.pipeline - cpuBefore.pipeline) * 1e3), 3),
+    loadCpuMsPerRequest: round(per((own.user + own.system) / 1e3), 3),
   };
 }
 
-const feedQuery = `query($ids: [ID!]!) { posts(ids: $ids) { id title counts { likes reads comments collects } viewerHasLiked } }`;
-
-export async function feed100(url: string, redis: PrivateRedis, seed: Seed): Promise<HttpFigures> {
-  // 50 different pages of 100 random posts, each asked by many viewers.
-  const pages = Array.from({ length: 50 }, () =>
-    JSON.stringify({
-      query: feedQuery,
-      variables: { ids: Array.from({ length: 100 }, () => String(seed.postIds[Math.floor(Math.random() * seed.postIds.length)])) },
-    }),
-  );
-  const viewers = seed.tokens.slice(0, 1_000);
-  // Warm-up: the first sight of a post row costs SQL; steady state serves rows from the process cache.
-  await load({ scenario: "warm-up", url, redis, request: (n) => ({ body: pages[n % pages.length] as string, token: viewers[0] as string }), amount: 500 });
-  const figures = await load({
-    scenario: "feed100",
-    url,
-    redis,
-    durationSeconds: 10,
-    request: (n) => ({ body: pages[n % pages.length] as string, token: viewers[n % viewers.length] as string }),
-  });
-  return { ...figures, note: "posts(ids) of 100 posts: title, 4 counts, viewerHasLiked" };
+export interface ScenarioContext {
+  readonly data: Dataset;
+  readonly redis: PrivateRedis;
+  readonly service: RunningService;
+  readonly mode: string;
+  readonly durationSeconds: number;
+  /** Bearer tokens by user id. */
+  readonly token: (userId: bigint) => string;
+  /** Fresh (user, post) pairs no scenario has used yet. */
+  readonly fresh: FreshPairs;
 }
 
-const likeMutation = `mutation($id: ID!) { likePost(postId: $id) { changed post { counts { likes } viewerHasLiked } } }`;
-const likeBody = (postId: bigint) => JSON.stringify({ query: likeMutation, variables: { id: String(postId) } });
+const random = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)] as T;
 
-export async function likeHot(url: string, redis: PrivateRedis, seed: Seed, likers: number): Promise<HttpFigures> {
-  const hot = seed.postIds[0] as bigint;
-  const body = likeBody(hot);
-  const figures = await load({ scenario: "like-hot", url, redis, amount: likers, request: (n) => ({ body, token: seed.tokens[n] as string }) });
-  const counted = Number(await redis.client.hget(createRedisKeys(partitions).counters({ type: "post", id: hot }), "like"));
-  const exact = counted === figures.requests - figures.failures;
-  return { ...figures, note: `${likers} distinct users on one post; count ${counted} ${exact ? "= acknowledged (exact)" : "!= acknowledged (NOT EXACT)"}` };
+/** `n` distinct random items. */
+function sample<T>(items: readonly T[], n: number): T[] {
+  const picked = new Set<T>();
+  while (picked.size < n) picked.add(random(items));
+  return [...picked];
 }
 
-/** Shows every post once through posts(ids), as a feed would before anyone likes them. */
-async function showAllPosts(url: string, seed: Seed): Promise<void> {
-  for (let i = 0; i < seed.postIds.length; i += 100) {
-    const ids = seed.postIds.slice(i, i + 100).map(String);
-    await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: "query($ids: [ID!]!) { posts(ids: $ids) { id } }", variables: { ids } }) });
+const feedQuery = "query($ids: [ID!]!) { posts(ids: $ids) { id counts { likes reads comments } viewerHasLiked } }";
+const feedBody = (posts: readonly bigint[]) => JSON.stringify({ query: feedQuery, variables: { ids: posts.map(String) } });
+const likeMutation = "mutation($id: ID!) { likePost(postId: $id) { changed post { id counts { likes } viewerHasLiked } } }";
+const likeBody = (post: bigint) => JSON.stringify({ query: likeMutation, variables: { id: String(post) } });
+
+/**
+ * Pairs of a user who has liked nothing and a post, each handed out once per
+ * bench run: every like of the like scenarios is a first like.
+ */
+export class FreshPairs {
+  private nextHot = 0;
+  private nextSpread = 0;
+
+  constructor(private readonly data: Dataset) {}
+
+  /** How many users have not liked the hot post yet. */
+  get hotLeft(): number {
+    return this.data.idleIds.length - this.nextHot;
+  }
+
+  /** A user who has not liked post 1 (which every liker of the data set likes). */
+  hotLiker(): bigint {
+    const user = this.data.idleIds[this.nextHot++];
+    if (user === undefined) throw new Error("every idle user has liked the hot post; run fewer like-hot rounds");
+    return user;
+  }
+
+  /** A user and a post other than post 1 they have not liked, spread over users and posts. */
+  spreadPair(): { user: bigint; post: bigint } {
+    const n = this.nextSpread++;
+    const users = this.data.idleIds.length;
+    const others = this.data.postIds.length - 1;
+    const u = n % users;
+    const round = Math.floor(n / users);
+    if (round >= others) throw new Error("every (idle user, post) pair has been liked");
+    // The same user comes back only after every other idle user, each time to another post.
+    return { user: this.data.idleIds[u] as bigint, post: this.data.postIds[1 + ((u * 7_919 + round) % others)] as bigint };
   }
 }
 
-export async function likeSpread(url: string, redis: PrivateRedis, seed: Seed, likers: number): Promise<HttpFigures> {
-  await showAllPosts(url, seed);
-  const spread = seed.postIds.slice(1);
-  const postOf = (n: number) => spread[(n * 7_919) % spread.length] as bigint;
-  const bodies = new Map<bigint, string>();
-  const figures = await load({
-    scenario: "like-spread",
-    url,
-    redis,
-    amount: likers,
-    request: (n) => {
-      const post = postOf(n);
-      let body = bodies.get(post);
-      if (!body) bodies.set(post, (body = likeBody(post)));
-      return { body, token: seed.tokens[n] as string };
-    },
-  });
+async function likeCounts(redis: Redis, posts: readonly bigint[]): Promise<number[]> {
   const keys = createRedisKeys(partitions);
-  const counts = await Promise.all(spread.map((id) => redis.client.hget(keys.counters({ type: "post", id }), "like")));
-  const total = counts.reduce((sum, c) => sum + Number(c ?? 0), 0);
-  const exact = total === figures.requests - figures.failures;
-  return { ...figures, note: `distinct (user, post) pairs over ${spread.length} posts already shown in a feed; sum ${total} ${exact ? "= acknowledged (exact)" : "!= acknowledged (NOT EXACT)"}` };
+  const pipeline = redis.pipeline();
+  for (const id of posts) pipeline.hget(keys.counters({ type: "post", id }), "like");
+  return ((await pipeline.exec()) ?? []).map(([, value]) => Number(value ?? 0));
+}
+
+/** Like counts once requests left in flight when the load stopped have been applied: unchanged for half a second. */
+async function settledLikeCounts(redis: Redis, posts: readonly bigint[]): Promise<number[]> {
+  const sum = (counts: number[]) => counts.reduce((a, b) => a + b, 0);
+  let counts = await likeCounts(redis, posts);
+  for (let i = 0; i < 60; i++) {
+    await sleep(500);
+    const again = await likeCounts(redis, posts);
+    if (sum(again) === sum(counts)) return again;
+    counts = again;
+  }
+  throw new Error("like counts were still moving 30 s after the load stopped");
+}
+
+/** Which of the pairs Redis holds as likes. */
+async function members(redis: Redis, pairs: readonly LikePair[]): Promise<boolean[]> {
+  const store = createLikeStore(redis, createRedisKeys(partitions));
+  const liked: boolean[] = [];
+  for (let i = 0; i < pairs.length; i += 1_000) {
+    const chunk = pairs.slice(i, i + 1_000);
+    liked.push(...(await Promise.all(chunk.map(async ({ user, post }) => (await store.hasLiked([{ type: "post", id: post }], user))[0] === true))));
+  }
+  return liked;
+}
+
+const pairKey = ({ user, post }: LikePair) => `${user}:${post}`;
+
+/**
+ * Runs a like-making load, then checks exactness against Redis itself: every
+ * like answered `changed: true` is held, and the counts moved by exactly the
+ * sent likes that are held now and were not before (a load that stops at its
+ * duration leaves some requests unanswered, though the service applied them).
+ */
+async function countedLikes(ctx: ScenarioContext, load: Omit<Load, "onLikeAnswered" | "redis" | "service" | "mode">, heldBefore: (pairs: readonly LikePair[]) => Promise<boolean[]>): Promise<HttpFigures> {
+  const before = await likeCounts(ctx.redis.client, ctx.data.postIds);
+  const sent = new Map<string, LikePair>();
+  const acknowledged: LikePair[] = [];
+  const figures = await run({
+    ...load,
+    redis: ctx.redis,
+    service: ctx.service,
+    mode: ctx.mode,
+    request: (n) => {
+      const request = load.request(n);
+      if (request.like) sent.set(pairKey(request.like), request.like);
+      return request;
+    },
+    onLikeAnswered: (like, body) => void (body.includes('"changed":true') && acknowledged.push(like)),
+  });
+  const after = await settledLikeCounts(ctx.redis.client, ctx.data.postIds);
+  const moved = after.reduce((sum, n, i) => sum + n - (before[i] as number), 0);
+  const pairs = [...sent.values()];
+  const [was, is, ackHeld] = await Promise.all([heldBefore(pairs), members(ctx.redis.client, pairs), members(ctx.redis.client, acknowledged)]);
+  const gained = pairs.filter((_, i) => is[i] && !was[i]).length;
+  const lostAcks = ackHeld.filter((held) => !held).length;
+  const exact = moved === gained && lostAcks === 0 && acknowledged.length <= gained;
+  return {
+    ...figures,
+    exact: exact ? `yes (+${moved}, ${acknowledged.length} answered changed)` : `NO: counts moved ${moved}, likes gained ${gained}, answered changed ${acknowledged.length}, of them not held ${lostAcks}`,
+  };
+}
+
+/** posts(ids) of 100 random distinct posts, new ids every request, for a random viewer who likes things. */
+export async function feed100(ctx: ScenarioContext): Promise<HttpFigures> {
+  const request = () => ({ body: feedBody(sample(ctx.data.postIds, 100)), token: ctx.token(random(ctx.data.likerIds)) });
+  // Each API process caches post rows as it meets them; warm it as production would be.
+  await run({ scenario: "warm-up", mode: ctx.mode, service: ctx.service, redis: ctx.redis, durationSeconds: 3, request });
+  return { ...(await run({ scenario: "feed100", mode: ctx.mode, service: ctx.service, redis: ctx.redis, durationSeconds: ctx.durationSeconds, request })), exact: "n/a" };
+}
+
+/** Users who have liked nothing like post 1, the hottest post, each once. */
+export async function likeHot(ctx: ScenarioContext, maxRequests: number): Promise<HttpFigures> {
+  const hot = ctx.data.postIds[0] as bigint;
+  const body = likeBody(hot);
+  const none = async (pairs: readonly LikePair[]) => pairs.map(() => false);
+  return countedLikes(ctx, {
+    scenario: "like-hot",
+    durationSeconds: ctx.durationSeconds,
+    maxRequests: Math.min(maxRequests, ctx.fresh.hotLeft),
+    request: () => {
+      const user = ctx.fresh.hotLiker();
+      return { body, token: ctx.token(user), like: { user, post: hot } };
+    },
+  }, none);
+}
+
+/** Users who have liked nothing like random posts, each (user, post) pair once. */
+export async function likeSpread(ctx: ScenarioContext): Promise<HttpFigures> {
+  return countedLikes(ctx, {
+    scenario: "like-spread",
+    durationSeconds: ctx.durationSeconds,
+    request: () => {
+      const like = ctx.fresh.spreadPair();
+      return { body: likeBody(like.post), token: ctx.token(like.user), like };
+    },
+  }, async (pairs) => pairs.map(() => false));
+}
+
+/**
+ * 90% feeds of 20 random posts, 10% likes of a random post, all by random
+ * viewers who like things (so some likes find the post already liked). The
+ * likes are drawn before the run, so which were held before is known.
+ */
+export async function mixed(ctx: ScenarioContext): Promise<HttpFigures> {
+  const likes: LikePair[] = Array.from({ length: 5_000 * ctx.durationSeconds }, () => ({ user: random(ctx.data.likerIds), post: random(ctx.data.postIds) }));
+  const heldAtStart = new Map((await members(ctx.redis.client, likes)).map((held, i) => [pairKey(likes[i] as LikePair), held]));
+  let nextLike = 0;
+  return countedLikes(ctx, {
+    scenario: "mixed",
+    durationSeconds: ctx.durationSeconds,
+    request: () => {
+      if (Math.random() < 0.1) {
+        const like = likes[nextLike++ % likes.length] as LikePair;
+        return { body: likeBody(like.post), token: ctx.token(like.user), like };
+      }
+      return { body: feedBody(sample(ctx.data.postIds, 20)), token: ctx.token(random(ctx.data.likerIds)) };
+    },
+  }, async (pairs) => pairs.map((pair) => heldAtStart.get(pairKey(pair)) === true));
+}
+
+const cli = (redis: PrivateRedis, ...args: string[]) => execFileSync("redis-cli", ["-p", String(redis.port), ...args], { encoding: "utf8" }).trim();
+
+function redisBenchmark(redis: PrivateRedis, args: readonly string[]): number {
+  const output = execFileSync("redis-benchmark", ["-p", String(redis.port), "-c", String(connections), "-q", ...args], { encoding: "utf8" });
+  const match = /([\d.]+) requests per second/.exec(output);
+  if (!match?.[1]) throw new Error(`could not read redis-benchmark's output: ${output}`);
+  return Number(match[1]);
 }
 
 /** redis-benchmark running the like script itself by EVALSHA: the ceiling for like mutations here. */
 export function rawLikeScript(redis: PrivateRedis): number {
-  const cli = (...args: string[]) => execFileSync("redis-cli", ["-p", String(redis.port), ...args], { encoding: "utf8" }).trim();
-  const sha = cli("SCRIPT", "LOAD", loadScript("like"));
+  const sha = cli(redis, "SCRIPT", "LOAD", loadScript("like"));
   const target: Target = { type: "post", id: 999_999_999n };
   const keys = createRedisKeys(partitions);
-  cli("HSET", keys.counters(target), "like", "0");
+  cli(redis, "HSET", keys.counters(target), "like", "0");
   // One shard key per generation, as the service sends; a large capacity keeps every call a real insert.
   const shardKeys = keys.memberShards(target, 1n);
-  const output = execFileSync(
-    "redis-benchmark",
-    ["-p", String(redis.port), "-c", String(connections), "-n", "300000", "-r", "100000000", "-q",
-      "EVALSHA", sha, String(3 + membershipGenerations), keys.counters(target), keys.outbox(target), keys.touched(target), ...shardKeys, "1__rand_int__", "1000000000", "like", "post", String(target.id)],
-    { encoding: "utf8" },
-  );
-  const match = /([\d.]+) requests per second/.exec(output);
-  if (!match?.[1]) throw new Error(`could not read redis-benchmark's output: ${output}`);
-  return Math.round(Number(match[1]));
+  const perSecond = redisBenchmark(redis, [
+    "-n", "300000", "-r", "100000000",
+    "EVALSHA", sha, String(3 + membershipGenerations), keys.counters(target), keys.outbox(target), keys.touched(target), ...shardKeys, "1__rand_int__", "1000000000", "like", "post", String(target.id),
+  ]);
+  cli(redis, "DEL", keys.counters(target), keys.outbox(target), keys.touched(target), ...shardKeys);
+  return Math.round(perSecond);
 }
 
-export interface MemoryFigures {
-  readonly targets: number;
-  readonly likes: number;
-  readonly bytesPerCounterHash: number;
-  readonly bytesPerNewCounterHash: number;
-  readonly bytesPerLike: number;
-  readonly membershipKeys: number;
-  readonly largestKeyMembers: number;
-  readonly hottestTargetLikes: number;
-}
-
-async function usedMemory(client: Redis): Promise<number> {
-  return Number(/used_memory:(\d+)/.exec(await client.info("memory"))?.[1]);
-}
-
-/** 1,000,000 likes over 10,000 posts, Zipf-distributed (s = 1), written through the like script. */
-export async function memory(redis: PrivateRedis, targets = 10_000, likes = 1_000_000, userPool = 2_000_000): Promise<MemoryFigures> {
-  const client = redis.client;
-  await client.flushall();
+/**
+ * redis-benchmark reading counter hashes as the service's hashes stand, in
+ * pipelines of 100 HGETALL: the ceiling of a feed of 100 posts read from Redis.
+ * The hashes are copies of the first 10,000 posts' (redis-benchmark can only
+ * name keys by a zero-padded random number).
+ */
+export async function rawFeedPipelines(redis: PrivateRedis, posts: readonly bigint[]): Promise<number> {
   const keys = createRedisKeys(partitions);
-  const counters = createCounterStore(client, keys);
-  const store = createLikeStore(client, keys);
-  const posts: Target[] = Array.from({ length: targets }, (_, i) => ({ type: "post", id: BigInt(i + 1) }));
-
-  const base = await usedMemory(client);
-  for (let i = 0; i < posts.length; i += 1_000) {
-    await Promise.all(posts.slice(i, i + 1_000).map((t) => counters.init(t, { like: 0 }, 1n + (t.id % 100_000n))));
-  }
-  const afterHashes = await usedMemory(client);
-
-  const harmonic = posts.reduce((sum, _, r) => sum + 1 / (r + 1), 0);
-  const perPost = posts.map((_, r) => Math.max(1, Math.round((likes * (1 / (r + 1))) / harmonic)));
-  let written = 0;
-  const started = Date.now();
-  for (const [r, target] of posts.entries()) {
-    // Distinct users per post: a random start and a stride coprime to the pool.
-    const n = perPost[r] as number;
-    const start = Math.floor(Math.random() * userPool);
-    for (let k = 0; k < n; k += 5_000) {
-      const batch = Array.from({ length: Math.min(5_000, n - k) }, (_, j) => BigInt(1 + ((start + (k + j) * 7_919) % userPool)));
-      await Promise.all(batch.map((u) => store.like(target, u)));
-    }
-    written += n;
-    if (r % 1_000 === 0) process.stderr.write(`\r  memory: ${written.toLocaleString()} likes written (${Math.round(written / ((Date.now() - started) / 1000 + 1e-3))}/s)   `);
-  }
-  process.stderr.write("\n");
-  // The relay deletes outbox entries once RabbitMQ confirmed them; none runs here, so drop them.
-  await client.del(...keys.outboxes());
-  const afterLikes = await usedMemory(client);
-  // Counter hashes as they stand after their likes, version fields included.
-  let hashBytes = 0;
-  for (let i = 0; i < posts.length; i += 1_000) {
-    const sizes = await Promise.all(posts.slice(i, i + 1_000).map((t) => client.memory("USAGE", keys.counters(t))));
-    hashBytes += sizes.reduce<number>((sum, n) => sum + Number(n ?? 0), 0);
-  }
-
-  let membershipKeys = 0;
-  let largest = 0;
-  for await (const found of client.scanStream({ match: "lk:*", count: 1_000 })) {
-    const batch = found as string[];
-    membershipKeys += batch.length;
-    const sizes = await Promise.all(batch.map((k) => client.scard(k)));
-    largest = Math.max(largest, ...sizes);
-  }
-  return {
-    targets,
-    likes: written,
-    bytesPerCounterHash: Math.round(hashBytes / targets),
-    bytesPerNewCounterHash: Math.round((afterHashes - base) / targets),
-    bytesPerLike: Number(((afterLikes - afterHashes) / written).toFixed(2)),
-    membershipKeys,
-    largestKeyMembers: largest,
-    hottestTargetLikes: perPost[0] as number,
-  };
+  const copies = posts.slice(0, 10_000).map((_, i) => `bench:cnt:${String(i).padStart(12, "0")}`);
+  const copy = redis.client.pipeline();
+  posts.slice(0, 10_000).forEach((id, i) => copy.copy(keys.counters({ type: "post", id }), copies[i] as string, "REPLACE"));
+  await copy.exec();
+  const perSecond = redisBenchmark(redis, ["-n", "2000000", "-P", "100", "-r", String(copies.length), "HGETALL", "bench:cnt:__rand_int__"]);
+  await redis.client.del(...copies);
+  return Math.round(perSecond / 100);
 }
