@@ -1,4 +1,5 @@
 // The only reader of process.env: every setting parsed, validated, typed and frozen.
+import { availableParallelism } from "node:os";
 import { z } from "zod";
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
@@ -17,8 +18,10 @@ const schema = z.object({
   // Redis key partitions: fixed per deployment, since every key embeds its partition.
   REDIS_PARTITIONS: positiveInt(1024),
   TOKEN_TTL_SECONDS: positiveInt(7 * 24 * 3600),
-  // Whether `npm start` also runs the persistence pipeline in the API process.
+  // Whether `npm start` also runs the persistence pipeline, in one process beside the API's.
   PIPELINE: z.enum(["embedded", "off"]).default("embedded"),
+  // API processes `npm start` runs, sharing the port: one per core unless set.
+  WEB_CONCURRENCY: z.coerce.number().int().min(1).max(256).optional(),
   // Prefix of the exchange, queues and routing keys, so deployments can share a broker.
   RABBITMQ_PREFIX: z.string().regex(/^[a-z][a-z0-9_-]*$/, "RABBITMQ_PREFIX must be lower-case letters, digits, _ or -").default("likes"),
   RABBITMQ_QUEUE_TYPE: z.enum(["quorum", "classic"]).default("quorum"),
@@ -53,6 +56,7 @@ export interface Config {
   readonly redisPartitions: number;
   readonly tokenTtlSeconds: number;
   readonly pipeline: "embedded" | "off";
+  readonly webConcurrency: number;
   readonly rabbitmq: {
     readonly prefix: string;
     readonly queueType: "quorum" | "classic";
@@ -99,6 +103,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisPartitions: e.REDIS_PARTITIONS,
     tokenTtlSeconds: e.TOKEN_TTL_SECONDS,
     pipeline: e.PIPELINE,
+    webConcurrency: e.WEB_CONCURRENCY ?? availableParallelism(),
     rabbitmq: Object.freeze({ prefix: e.RABBITMQ_PREFIX, queueType: e.RABBITMQ_QUEUE_TYPE }),
     persist: Object.freeze({
       queues: e.PERSIST_QUEUES,

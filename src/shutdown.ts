@@ -7,7 +7,8 @@ export interface Shutdown {
 
 /**
  * Listens for SIGTERM and SIGINT from the start, so a signal during start-up
- * closes what has opened so far. Exits 0 when everything closed, 1 when not.
+ * closes what has opened so far, and for the loss of the supervisor that started
+ * the process. Exits 0 when everything closed, 1 when not.
  */
 export function onTermination(logger: Logger): Shutdown {
   const closers: (() => Promise<void>)[] = [];
@@ -31,5 +32,7 @@ export function onTermination(logger: Logger): Shutdown {
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
+  // Started by `npm start`'s supervisor: when it is gone (killed, say), nothing would stop this process.
+  if (process.send) process.once("disconnect", () => shutdown("supervisor gone"));
   return { add: (close) => closers.push(close) };
 }

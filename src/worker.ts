@@ -1,6 +1,7 @@
 // Entry point of `npm run worker`: the persistence pipeline alone (outbox relay,
 // persist and repair consumers, reconcile schedule), for running it apart from
-// the API. SIGTERM and SIGINT close it in reverse order.
+// the API; `npm start` runs it beside the API processes. SIGTERM and SIGINT
+// close it in reverse order.
 import { compose } from "./compose.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
@@ -8,10 +9,10 @@ import { onTermination } from "./shutdown.js";
 import { openClients } from "./stores/clients.js";
 
 const config = loadConfig();
-const logger = createLogger(config.logLevel, "worker");
+const logger = createLogger(config.logLevel, "pipeline");
 const shutdown = onTermination(logger);
 const clients = await openClients(config, logger, { rabbit: true, relay: true });
 shutdown.add(() => clients.close());
 const pipeline = await compose(config, clients, logger).startPipeline();
 shutdown.add(() => pipeline.close());
-logger.info("worker running");
+logger.info("pipeline running");

@@ -1,0 +1,121 @@
+// The process layout of `npm start`: API processes on every core sharing one
+// port (node:cluster), and the persistence pipeline once beside them, as the
+// same process `npm run worker` runs. The supervisor itself serves nothing; it
+// starts the others, restarts one that dies, and on SIGTERM or SIGINT stops them
+// all and exits 0 only when every one of them stopped cleanly.
+import cluster, { type Worker } from "node:cluster";
+import { fork, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { Logger } from "pino";
+
+export interface SupervisorOptions {
+  readonly logger: Logger;
+  /** API processes to run. */
+  readonly apiProcesses: number;
+  /** Whether to run the persistence pipeline beside them. */
+  readonly pipeline: boolean;
+  /** Entry file of one API process. */
+  readonly apiEntry: URL;
+  /** Entry file of the pipeline process. */
+  readonly pipelineEntry: URL;
+  /** How long stopping may take before what is left is killed, in milliseconds. */
+  readonly stopTimeoutMs?: number;
+}
+
+/** A child that dies this soon after starting, this many times running, is not started again. */
+const crashLoop = { withinMs: 10_000, times: 5 };
+
+interface Supervised {
+  readonly role: "api" | "pipeline";
+  /** Starts the child; `exited` runs once when it is gone. */
+  start(exited: (code: number | null, signal: string | null) => void): Child;
+}
+
+interface Child {
+  readonly pid: number | undefined;
+  readonly kill: (signal: NodeJS.Signals) => void;
+}
+
+export function startSupervisor(options: SupervisorOptions): void {
+  const { logger } = options;
+  const stopTimeoutMs = options.stopTimeoutMs ?? 30_000;
+  let stopping = false;
+  let failed = false;
+  const running = new Map<number, Child & { readonly role: string }>();
+  let announced = false;
+
+  cluster.setupPrimary({ exec: fileURLToPath(options.apiEntry) });
+  cluster.on("listening", (_worker: Worker, address) => {
+    // Every API process listens on the same port; the first to listen tells where.
+    if (announced) return;
+    announced = true;
+    const host = address.address?.includes(":") ? `[${address.address}]` : (address.address ?? "127.0.0.1");
+    logger.info({ url: `http://${host}:${address.port}/graphql`, apiProcesses: options.apiProcesses, pipeline: options.pipeline }, "serving GraphQL");
+  });
+
+  const api: Supervised = {
+    role: "api",
+    start(exited) {
+      const worker = cluster.fork();
+      worker.once("exit", (code, signal) => exited(code, signal));
+      return { pid: worker.process.pid, kill: (signal) => worker.process.kill(signal) };
+    },
+  };
+  const pipeline: Supervised = {
+    role: "pipeline",
+    start(exited) {
+      // The same process as `npm run worker`, with an IPC channel so it stops when the supervisor is gone.
+      const child: ChildProcess = fork(fileURLToPath(options.pipelineEntry), { stdio: "inherit" });
+      child.once("exit", (code, signal) => exited(code, signal));
+      return { pid: child.pid, kill: (signal) => child.kill(signal) };
+    },
+  };
+
+  function supervise(what: Supervised, crashes: number[] = []): void {
+    const startedAt = Date.now();
+    const child: Child = what.start((code, signal) => {
+      const pid = child.pid;
+      if (pid !== undefined) running.delete(pid);
+      if (stopping) {
+        if (code !== 0) failed = true;
+        logger.info({ role: what.role, childPid: pid, code, signal }, "process stopped");
+        if (running.size === 0) finish();
+        return;
+      }
+      const recent = [...crashes, Date.now()].filter((at) => Date.now() - at < crashLoop.withinMs * crashLoop.times);
+      const quick = Date.now() - startedAt < crashLoop.withinMs;
+      if (quick && recent.length >= crashLoop.times) {
+        logger.fatal({ role: what.role, childPid: pid, code, signal }, "process keeps dying right after start; stopping everything");
+        failed = true;
+        stop("crash loop");
+        return;
+      }
+      logger.error({ role: what.role, childPid: pid, code, signal }, "process died; starting another");
+      setTimeout(() => !stopping && supervise(what, quick ? recent : []), 1_000).unref();
+    });
+    if (child.pid !== undefined) running.set(child.pid, { ...child, role: what.role });
+  }
+
+  function finish(): void {
+    logger.info(failed ? "stopped, not cleanly" : "stopped");
+    process.exit(failed ? 1 : 0);
+  }
+
+  function stop(reason: string): void {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ reason }, "shutting down");
+    if (running.size === 0) return finish();
+    for (const child of running.values()) child.kill("SIGTERM");
+    setTimeout(() => {
+      logger.error({ left: [...running.values()].map((c) => c.role) }, `processes still running after ${stopTimeoutMs} ms; killing them`);
+      failed = true;
+      for (const child of running.values()) child.kill("SIGKILL");
+    }, stopTimeoutMs).unref();
+  }
+
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  for (let i = 0; i < options.apiProcesses; i++) supervise(api);
+  if (options.pipeline) supervise(pipeline);
+}
