@@ -1,4 +1,3 @@
-import type { IncomingMessage } from "node:http";
 import type { Viewer } from "../domain/identity.js";
 import type { Services } from "../domain/services.js";
 import { unauthenticated } from "../errors.js";
@@ -13,8 +12,8 @@ export interface Context {
   readonly services: Services;
 }
 
-export async function createContext(services: Services, req: IncomingMessage): Promise<Context> {
-  const header = req.headers.authorization;
+/** A request's context, from its Authorization header. */
+export function createContext(services: Services, header: string | undefined): Context {
   let viewer: Viewer | null = null;
   let tokenProblem: string | null = null;
   if (header) {

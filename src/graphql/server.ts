@@ -1,40 +1,20 @@
-import { readFileSync } from "node:fs";
+// GraphQL over HTTP: Apollo Server on Fastify, executing with graphql-jit.
+// Fastify rather than Apollo's standalone server: health endpoints, body limits
+// and a WebSocket endpoint share the port with /graphql.
 import { ApolloServer } from "@apollo/server";
 import { ApolloServerPluginCacheControlDisabled } from "@apollo/server/plugin/disabled";
-import { startStandaloneServer } from "@apollo/server/standalone";
+import fastifyApollo, { fastifyApolloDrainPlugin } from "@as-integrations/fastify";
+import Fastify from "fastify";
 import type { Logger } from "pino";
 import type { Services } from "../domain/services.js";
 import { createContext, type Context } from "./context.js";
 import { createFormatError } from "./format-error.js";
-import { Mutation } from "./resolvers/mutation.js";
-import { Query } from "./resolvers/query.js";
-import { DateTime } from "./resolvers/scalars.js";
-import { Comment, CommentCounts, Post, PostCounts, User, UserCounts } from "./resolvers/types.js";
-
-export const typeDefs = readFileSync(new URL("../../schema.graphql", import.meta.url), "utf8");
-
-export const resolvers = { DateTime, Query, Mutation, Post, PostCounts, Comment, CommentCounts, User, UserCounts };
+import { jitGateway } from "./jit-executor.js";
+import { createSchema } from "./schema.js";
 
 export interface GraphQLServerOptions {
   readonly logger: Logger;
   readonly introspection: boolean;
-}
-
-export function createGraphQLServer({ logger, introspection }: GraphQLServerOptions): ApolloServer<Context> {
-  return new ApolloServer<Context>({
-    typeDefs,
-    resolvers,
-    introspection,
-    includeStacktraceInErrorResponses: false,
-    // The entry point owns signals and closes everything in order; Apollo's own handler would race it.
-    stopOnTerminationSignals: false,
-    formatError: createFormatError(logger),
-    // A bound on document size: no legitimate query of this schema comes near it.
-    parseOptions: { maxTokens: 5_000 },
-    // Counts change every moment, so no response carries cache hints; the plugin
-    // would otherwise hook every resolved field (some 800 in a feed of 100 posts).
-    plugins: [ApolloServerPluginCacheControlDisabled()],
-  });
 }
 
 export interface ServingApi {
@@ -49,10 +29,28 @@ export async function serveGraphQL(
   services: Services,
   options: GraphQLServerOptions & { readonly host: string; readonly port: number },
 ): Promise<ServingApi> {
-  const apollo = createGraphQLServer(options);
-  const { url } = await startStandaloneServer(apollo, {
-    listen: { port: options.port, host: options.host },
-    context: ({ req }) => createContext(services, req),
+  const http = Fastify();
+  const apollo = new ApolloServer<Context>({
+    gateway: jitGateway(createSchema()),
+    introspection: options.introspection,
+    includeStacktraceInErrorResponses: false,
+    // The entry point owns signals and closes everything in order; Apollo's own handler would race it.
+    stopOnTerminationSignals: false,
+    formatError: createFormatError(options.logger),
+    // A bound on document size: no legitimate query of this schema comes near it.
+    parseOptions: { maxTokens: 5_000 },
+    plugins: [
+      // Stopping Apollo closes Fastify, letting requests in flight finish.
+      fastifyApolloDrainPlugin(http),
+      // Counts change every moment, so no response carries cache hints; the plugin
+      // would otherwise wrap every field resolver, compiled ones included.
+      ApolloServerPluginCacheControlDisabled(),
+    ],
   });
-  return { url, close: () => apollo.stop() };
+  await apollo.start();
+  await http.register(fastifyApollo(apollo), { context: async (request) => createContext(services, request.headers.authorization) });
+  await http.listen({ host: options.host, port: options.port });
+  const address = http.server.address();
+  const port = typeof address === "object" && address ? address.port : options.port;
+  return { url: `http://${options.host}:${port}/`, close: () => apollo.stop() };
 }
