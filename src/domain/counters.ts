@@ -2,7 +2,7 @@
 // Redis does not hold a target (a new Redis, a flush, an evicted cold target).
 import { setTimeout as sleep } from "node:timers/promises";
 import { LRUCache } from "lru-cache";
-import { counterNames, targetKey, zeroCounts, type CounterName, type Counts, type Target, type TargetKey } from "./model.js";
+import { counterNames, isLikeable, targetKey, zeroCounts, type CounterName, type Counts, type Target, type TargetKey, type TargetType, type TargetView } from "./model.js";
 import type { CounterStore, RebuildStore, SnapshotStore } from "./ports.js";
 
 /** What PostgreSQL knows of a target: whether it exists and who wrote it. */
@@ -11,6 +11,12 @@ export type TargetLookup = (target: Target) => Promise<{ authorId: bigint | null
 export interface CounterService {
   /** Counts of existing targets, in order; one Redis round trip when Redis holds them all. */
   read(targets: readonly Target[]): Promise<Counts[]>;
+  /**
+   * What a feed shows of each target, in order: its counts and whether the
+   * viewer likes it (never for a null viewer). Targets Redis does not hold are
+   * rebuilt from PostgreSQL first; one that does not exist reads as all zeros.
+   */
+  view(targets: readonly Target[], viewerId: bigint | null): Promise<TargetView[]>;
   /**
    * Puts a target back into Redis from PostgreSQL (counts and membership), one
    * rebuild at a time across processes; false when the target does not exist.
@@ -99,17 +105,37 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     return pending;
   };
 
+  /** One store read per type (all in the same round trip), in the order given. */
+  async function viewHeld(targets: readonly Target[], viewerId: bigint | null): Promise<(TargetView | null)[]> {
+    const byType = new Map<TargetType, number[]>();
+    targets.forEach((t, i) => byType.set(t.type, [...(byType.get(t.type) ?? []), i]));
+    const views: (TargetView | null)[] = new Array<TargetView | null>(targets.length).fill(null);
+    await Promise.all(
+      [...byType].map(async ([type, indexes]) => {
+        const group = indexes.map((i) => targets[i] as Target);
+        const found = await counterStore.view(group, { names: counterNames[type], viewerId: isLikeable(group[0] as Target) ? viewerId : null });
+        indexes.forEach((i, j) => (views[i] = found[j] ?? null));
+      }),
+    );
+    return views;
+  }
+
+  async function view(targets: readonly Target[], viewerId: bigint | null): Promise<TargetView[]> {
+    const found = await viewHeld(targets, viewerId);
+    const misses = targets.filter((_, i) => found[i] === null);
+    if (misses.length === 0) return found as TargetView[];
+    await Promise.all(misses.map(rebuild));
+    const reread = await viewHeld(misses, viewerId);
+    let next = 0;
+    // A target that does not exist reads as all zeros.
+    return found.map((v, i) => v ?? reread[next++] ?? { counts: zeroCounts((targets[i] as Target).type), viewerLikes: false });
+  }
+
   return {
     rebuild,
+    view,
     async read(targets) {
-      const found = await counterStore.read(targets);
-      const misses = targets.filter((_, i) => found[i] === null);
-      if (misses.length === 0) return found as Counts[];
-      await Promise.all(misses.map(rebuild));
-      const reread = await counterStore.read(misses);
-      let next = 0;
-      // A target that does not exist reads as all zeros.
-      return found.map((counts, i) => counts ?? reread[next++] ?? zeroCounts((targets[i] as Target).type));
+      return (await view(targets, null)).map((v) => v.counts);
     },
     async mirror(target, name, delta) {
       await counterStore.bump(target, name, delta);

@@ -53,6 +53,13 @@ export function zeroCounts(type: TargetType): Counts {
   return Object.fromEntries(counterNames[type].map((name) => [name, 0]));
 }
 
+/** What a feed shows of a target beside its row: its counts, and whether the viewer likes it. */
+export interface TargetView {
+  readonly counts: Counts;
+  /** False without a viewer, and for targets that cannot be liked. */
+  readonly viewerLikes: boolean;
+}
+
 /** A change to one counter, as PostgreSQL and Redis both apply it. */
 export interface CounterDelta {
   readonly target: Target;

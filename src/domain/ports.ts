@@ -20,6 +20,7 @@ import type {
   Repair,
   Target,
   TargetSnapshot,
+  TargetView,
   User,
 } from "./model.js";
 
@@ -79,9 +80,24 @@ export interface DatabaseReconcileStore {
   countTargets(): Promise<number>;
 }
 
+/** What to read of targets of one type. */
+export interface ViewRequest {
+  /** The counters to read: those of the targets' type. */
+  readonly names: readonly CounterName[];
+  /** Whose likes to look up (likeable targets only); null for none. */
+  readonly viewerId: bigint | null;
+}
+
 export interface CounterStore {
   /** Each target's counts in the order given, or null where Redis does not hold the target. One round trip. */
   read(targets: readonly Target[]): Promise<(Counts | null)[]>;
+  /**
+   * What a feed shows of targets of one type: the counters named and the
+   * viewer's like, in the order given, or null where Redis does not hold the
+   * target. One round trip per Redis node in steady state; one more when a
+   * target has grown since this process last read it.
+   */
+  view(targets: readonly Target[], request: ViewRequest): Promise<(TargetView | null)[]>;
   /**
    * Creates the target in Redis with these counts unless Redis holds it; true when created.
    * `authorId` is who likes of the target credit.

@@ -1,8 +1,8 @@
 // One set of DataLoaders per request: a feed's many fields become one Redis
-// round trip for counts (and membership), one SQL query for unseen rows.
+// round trip for counts and the viewer's likes, one SQL query for unseen rows.
 import DataLoader from "dataloader";
 import type { Viewer } from "../domain/identity.js";
-import type { Comment, Counts, LikeableTarget, Post, Target, TargetType, User } from "../domain/model.js";
+import type { Comment, Counts, LikeableTarget, Post, Target, TargetType, TargetView, User } from "../domain/model.js";
 import type { Services } from "../domain/services.js";
 
 /**
@@ -42,9 +42,15 @@ export class SettledLoader<V, T extends Target = Target> {
     return this.of(target.type).loader.load(target.id);
   }
 
-  /** Loads many in one batch; afterwards `get` answers them synchronously. */
+  /** Loads those not loaded yet in one batch (targets of one type); afterwards `get` answers them synchronously. */
   async prefetch(targets: readonly T[]): Promise<void> {
-    await Promise.all(targets.map((t) => this.load(t)));
+    const first = targets[0];
+    if (!first) return;
+    const { settled } = this.of(first.type);
+    const missing = targets.filter((t) => !settled.has(t.id));
+    if (missing.length === 0) return;
+    const values = await this.batch(missing);
+    values.forEach((value, i) => settled.set((missing[i] as T).id, value));
   }
 
   /** Replaces a value, e.g. with a mutation's own result. */
@@ -59,28 +65,21 @@ export interface Loaders {
   readonly user: DataLoader<bigint, User | null>;
   readonly post: DataLoader<bigint, Post | null>;
   readonly comment: DataLoader<bigint, Comment | null>;
-  readonly counts: SettledLoader<Counts>;
-  /** Whether the viewer likes a target (false without a viewer). */
-  readonly liked: SettledLoader<boolean, LikeableTarget>;
+  /** Counts of a target and whether the viewer likes it, read together. */
+  readonly views: SettledLoader<TargetView>;
 }
 
 export function createLoaders(services: Services, viewer: Viewer | null): Loaders {
-  const { catalog, counters, likes } = services;
-  const counts = new SettledLoader<Counts>((targets) => counters.read(targets));
-  const liked = new SettledLoader<boolean, LikeableTarget>((targets) =>
-    viewer ? likes.hasLiked(targets, viewer.userId) : Promise.resolve(targets.map(() => false)),
-  );
+  const { catalog, counters } = services;
   return {
     user: new DataLoader((ids) => catalog.users(ids)),
     post: new DataLoader((ids) => catalog.posts(ids)),
     comment: new DataLoader((ids) => catalog.comments(ids)),
-    counts,
-    liked,
+    views: new SettledLoader<TargetView>((targets) => counters.view(targets, viewer?.userId ?? null)),
   };
 }
 
 /** Seeds the loaders with a like's own result, so the payload needs no second read. */
 export function primeAfterLike(loaders: Loaders, target: LikeableTarget, counts: Counts, liked: boolean): void {
-  loaders.counts.set(target, counts);
-  loaders.liked.set(target, liked);
+  loaders.views.set(target, { counts, viewerLikes: liked });
 }

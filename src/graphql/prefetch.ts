@@ -4,7 +4,7 @@ import { selects } from "./look-ahead.js";
 
 /**
  * Before a list of posts or comments is returned: when its items select
- * `counts` or `viewerHasLiked`, load them for the whole list in one round trip,
+ * `counts` or `viewerHasLiked`, load both for the whole list in one round trip,
  * so each item answers synchronously.
  */
 export async function prefetchCounts(
@@ -15,9 +15,7 @@ export async function prefetchCounts(
   itemPath: readonly string[] = [],
 ): Promise<void> {
   if (ids.length === 0) return;
-  const targets = ids.map((id) => ({ type, id }));
-  await Promise.all([
-    selects(info, [...itemPath, "counts"]) ? ctx.loaders.counts.prefetch(targets) : undefined,
-    ctx.viewer && selects(info, [...itemPath, "viewerHasLiked"]) ? ctx.loaders.liked.prefetch(targets) : undefined,
-  ]);
+  if (selects(info, [...itemPath, "counts"]) || selects(info, [...itemPath, "viewerHasLiked"])) {
+    await ctx.loaders.views.prefetch(ids.map((id) => ({ type, id })));
+  }
 }

@@ -8,6 +8,8 @@ import {
   type Counts,
   type LikeableTarget,
   type Page,
+  type Target,
+  type TargetView,
   type Post as PostEntity,
   type User as UserEntity,
 } from "../../domain/model.js";
@@ -23,7 +25,14 @@ interface PageArgs {
 }
 
 const id = (row: { id: bigint }) => row.id.toString();
-const viewerHasLiked = (target: LikeableTarget, ctx: Context) => (ctx.viewer ? ctx.loaders.liked.get(target) : false);
+
+/** A target's view, read through `pick`: synchronously once its list prefetched it. */
+function viewOf<R>(target: Target, ctx: Context, pick: (view: TargetView) => R): R | Promise<R> {
+  const view = ctx.loaders.views.get(target);
+  return view instanceof Promise ? view.then(pick) : pick(view);
+}
+const counts = (target: Target, ctx: Context) => viewOf(target, ctx, (v) => v.counts);
+const viewerHasLiked = (target: LikeableTarget, ctx: Context) => (ctx.viewer ? viewOf(target, ctx, (v) => v.viewerLikes) : false);
 const counter = (name: CounterName) => (counts: Counts) => countOf(counts, name);
 
 /** A page of comments as a connection, their counts prefetched when selected. */
@@ -45,7 +54,7 @@ function author(row: { authorId: bigint }, _: unknown, ctx: Context) {
 export const Post = {
   id,
   author,
-  counts: (post: PostEntity, _: unknown, ctx: Context) => ctx.loaders.counts.get({ type: "post", id: post.id }),
+  counts: (post: PostEntity, _: unknown, ctx: Context) => counts({ type: "post", id: post.id }, ctx),
   viewerHasLiked: (post: PostEntity, _: unknown, ctx: Context) => viewerHasLiked({ type: "post", id: post.id }, ctx),
   async likers(post: PostEntity, args: PageArgs, ctx: Context) {
     const first = parsePageSize(args.first);
@@ -75,7 +84,7 @@ export const Comment = {
   post: (comment: CommentEntity, _: unknown, ctx: Context) => ctx.loaders.post.load(comment.postId),
   parent: (comment: CommentEntity, _: unknown, ctx: Context) =>
     comment.parentId === null ? null : ctx.loaders.comment.load(comment.parentId),
-  counts: (comment: CommentEntity, _: unknown, ctx: Context) => ctx.loaders.counts.get({ type: "comment", id: comment.id }),
+  counts: (comment: CommentEntity, _: unknown, ctx: Context) => counts({ type: "comment", id: comment.id }, ctx),
   viewerHasLiked: (comment: CommentEntity, _: unknown, ctx: Context) =>
     viewerHasLiked({ type: "comment", id: comment.id }, ctx),
   replies: (comment: CommentEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
@@ -93,7 +102,7 @@ export const User = {
     if (ctx.viewer?.userId !== user.id) throw forbidden("Only the user themself may read their email.");
     return user.email;
   },
-  counts: (user: UserEntity, _: unknown, ctx: Context) => ctx.loaders.counts.get({ type: "user", id: user.id }),
+  counts: (user: UserEntity, _: unknown, ctx: Context) => counts({ type: "user", id: user.id }, ctx),
 };
 
 export const UserCounts = {

@@ -1,4 +1,4 @@
-import { Cluster, Redis } from "ioredis";
+import { Cluster, Redis, type ChainableCommander } from "ioredis";
 import { defineScripts } from "./scripts.js";
 
 export type RedisClient = Redis | Cluster;
@@ -31,9 +31,11 @@ type BatchCommand = "hgetall" | "hget" | "sismember";
 type Reply<C extends BatchCommand> = C extends "hgetall" ? Record<string, string> : C extends "hget" ? string | null : number;
 type Call = readonly [key: string, ...args: string[]];
 
+/** Adds a request's commands to a pipeline. */
+export type PipelineCommands = (pipeline: ChainableCommander) => void;
+
 interface PendingGroup {
-  readonly command: BatchCommand;
-  readonly calls: readonly Call[];
+  readonly add: PipelineCommands;
   resolve(replies: unknown[]): void;
   reject(error: unknown): void;
 }
@@ -49,10 +51,10 @@ class TickPipeline {
 
   constructor(private readonly redis: Redis) {}
 
-  read(command: BatchCommand, calls: readonly Call[]): Promise<unknown[]> {
+  run(add: PipelineCommands): Promise<unknown[]> {
     return new Promise((resolve, reject) => {
       if (this.pending.length === 0) process.nextTick(() => this.flush());
-      this.pending.push({ command, calls, resolve, reject });
+      this.pending.push({ add, resolve, reject });
     });
   }
 
@@ -60,25 +62,27 @@ class TickPipeline {
     const groups = this.pending;
     this.pending = [];
     const pipeline = this.redis.pipeline();
-    for (const { command, calls } of groups) {
-      for (const [key, ...args] of calls) {
-        send(pipeline, command, key, args[0] ?? "");
-      }
+    const ends: number[] = [];
+    for (const group of groups) {
+      group.add(pipeline);
+      ends.push(pipeline.length);
     }
     pipeline.exec().then(
       (results) => {
-        let next = 0;
-        for (const group of groups) {
+        let start = 0;
+        groups.forEach((group, g) => {
+          const end = ends[g] as number;
           const replies: unknown[] = [];
           let failure: unknown = null;
-          for (let i = 0; i < group.calls.length; i++) {
-            const [error, value] = results?.[next++] ?? [new Error("missing pipeline reply"), null];
+          for (let i = start; i < end; i++) {
+            const [error, value] = results?.[i] ?? [new Error("missing pipeline reply"), null];
             if (error) failure ??= error;
             replies.push(value);
           }
+          start = end;
           if (failure) group.reject(failure);
           else group.resolve(replies);
-        }
+        });
       },
       (error: unknown) => groups.forEach((group) => group.reject(error)),
     );
@@ -105,6 +109,13 @@ function send(target: Sender, command: BatchCommand, key: string, arg: string): 
 
 const tickPipelines = new WeakMap<Redis, TickPipeline>();
 
+/** Sends a request's commands in the pipeline of the current tick, with every other request's; resolves with their replies. */
+export function inTickPipeline(redis: Redis, add: PipelineCommands): Promise<unknown[]> {
+  let tick = tickPipelines.get(redis);
+  if (!tick) tickPipelines.set(redis, (tick = new TickPipeline(redis)));
+  return tick.run(add);
+}
+
 /**
  * Runs one command over many keys in one round trip (one per node in a
  * cluster, where ioredis's auto-pipelining groups commands per node).
@@ -118,7 +129,7 @@ export async function batchRead<C extends BatchCommand>(
   if (redis instanceof Cluster) {
     return (await Promise.all(calls.map(([key, ...args]) => send(redis, command, key, args[0] ?? "")))) as Reply<C>[];
   }
-  let tick = tickPipelines.get(redis);
-  if (!tick) tickPipelines.set(redis, (tick = new TickPipeline(redis)));
-  return (await tick.read(command, calls)) as Reply<C>[];
+  return (await inTickPipeline(redis, (pipeline) => {
+    for (const [key, ...args] of calls) send(pipeline, command, key, args[0] ?? "");
+  })) as Reply<C>[];
 }

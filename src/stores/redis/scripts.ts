@@ -44,6 +44,7 @@ const definitions = {
   releaseLock: { file: "release-lock", numberOfKeys: 1 },
   evictTarget: { file: "evict-target", numberOfKeys: undefined },
   recountLikes: { file: "recount-likes", numberOfKeys: undefined },
+  readTargets: { file: "read-targets", numberOfKeys: undefined, readOnly: true },
 } as const;
 
 declare module "ioredis" {
@@ -66,12 +67,16 @@ declare module "ioredis" {
     releaseLock(key: string, token: string): Result<ScriptReply, Context>;
     /** scripts/bump-counter.lua */
     bumpCounter(key: string, field: string, delta: number): Result<ScriptReply<number>, Context>;
+    /** scripts/read-targets.lua: the number of keys, the keys, then ARGV. */
+    readTargets(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<string>, Context>;
   }
 }
 
 export function defineScripts(redis: Redis | Cluster): void {
-  for (const [command, { file, numberOfKeys }] of Object.entries(definitions)) {
+  for (const [command, definition] of Object.entries(definitions)) {
+    const { file, numberOfKeys } = definition;
+    const readOnly = "readOnly" in definition && definition.readOnly;
     // Without numberOfKeys the caller passes the key count first (eviction takes a varying number).
-    redis.defineCommand(command, numberOfKeys === undefined ? { lua: loadScript(file) } : { lua: loadScript(file), numberOfKeys });
+    redis.defineCommand(command, { lua: loadScript(file), readOnly, ...(numberOfKeys === undefined ? {} : { numberOfKeys }) });
   }
 }

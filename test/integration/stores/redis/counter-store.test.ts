@@ -1,0 +1,85 @@
+// The feed read (read-targets.lua on a standalone Redis, pipelines on a cluster)
+// answers what plain commands read of the same targets.
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { Counts, LikeableTarget, Target, TargetView } from "../../../../src/domain/model.js";
+import type { RedisClient } from "../../../../src/stores/redis/client.js";
+import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
+import { createRedisKeys, generationField } from "../../../../src/stores/redis/keys.js";
+import { createLikeStore } from "../../../../src/stores/redis/like-store.js";
+import { openRedis } from "../../../support/env.js";
+
+const keys = createRedisKeys(1024);
+const postCounters = ["like", "read", "comment", "collect"] as const;
+// Small shards, so a few hundred likers take a target through several generations.
+const shardCapacity = 16;
+let nextId = BigInt(Date.now()) * 1000n;
+
+describe.each([
+  ["a standalone Redis", () => openRedis()],
+  ["a Redis Cluster", () => openRedis({ clusterNodes: inject("clusterNodes") })],
+])("feed reads on %s", (_, open) => {
+  let redis: RedisClient;
+  beforeAll(async () => {
+    redis = await open();
+  });
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  async function post(likers: number, counts: Counts = { like: 0 }): Promise<LikeableTarget> {
+    const target: LikeableTarget = { type: "post", id: nextId++ };
+    await createCounterStore(redis, keys).init(target, counts, 1n);
+    const likes = createLikeStore(redis, keys, shardCapacity);
+    for (let u = 1; u <= likers; u++) await likes.like(target, BigInt(u));
+    return target;
+  }
+
+  /** The same facts read with HGETALL and SISMEMBER, one target at a time. */
+  async function plainly(targets: readonly LikeableTarget[], viewer: bigint | null): Promise<(TargetView | null)[]> {
+    const counters = createCounterStore(redis, keys);
+    const likes = createLikeStore(redis, keys, shardCapacity);
+    return Promise.all(
+      targets.map(async (t) => {
+        const [all] = await counters.read([t]);
+        if (!all) return null;
+        const counts = Object.fromEntries(postCounters.filter((n) => all[n] !== undefined).map((n) => [n, all[n]]));
+        return { counts, viewerLikes: viewer === null ? false : ((await likes.hasLiked([t], viewer))[0] as boolean) };
+      }),
+    );
+  }
+
+  it("when targets are absent, small or grown through generations, then every viewer's view equals the plain commands' answer", async () => {
+    const small = await post(3, { like: 0, read: 7, comment: 2 });
+    const grown = await post(300);
+    const absent: LikeableTarget = { type: "post", id: nextId++ };
+    const empty = await post(0);
+    const targets = [small, grown, absent, empty, grown];
+    expect(Number(await redis.hget(keys.counters(grown), generationField))).toBeGreaterThanOrEqual(2);
+
+    for (const viewer of [1n, 2n, 150n, 299n, 300n, 9_999n, null]) {
+      const store = createCounterStore(redis, keys);
+      const views = await store.view(targets, { names: postCounters, viewerId: viewer });
+      expect(views).toEqual(await plainly(targets, viewer));
+    }
+    const [view] = await createCounterStore(redis, keys).view([small], { names: postCounters, viewerId: 2n });
+    expect(view).toEqual({ counts: { like: 3, read: 7, comment: 2 }, viewerLikes: true });
+  });
+
+  it("when a target grows after this process last read it, then a like in the new generation is still found", async () => {
+    const target = await post(10);
+    const store = createCounterStore(redis, keys);
+    const late = 250n;
+    expect((await store.view([target], { names: postCounters, viewerId: late }))[0]?.viewerLikes).toBe(false);
+    const likes = createLikeStore(redis, keys, shardCapacity);
+    for (let u = 11n; u <= late; u++) await likes.like(target, u);
+    expect(Number(await redis.hget(keys.counters(target), generationField))).toBeGreaterThan(0);
+    expect((await store.view([target], { names: postCounters, viewerId: late }))[0]).toEqual({ counts: { like: 250 }, viewerLikes: true });
+  });
+
+  it("when targets of another type are read, then their own counters come back and nobody likes them", async () => {
+    const user: Target = { type: "user", id: nextId++ };
+    await createCounterStore(redis, keys).init(user, { followers: 4, posts: 2 });
+    const [view] = await createCounterStore(redis, keys).view([user], { names: ["followers", "following", "posts"], viewerId: null });
+    expect(view).toEqual({ counts: { followers: 4, posts: 2 }, viewerLikes: false });
+  });
+});
