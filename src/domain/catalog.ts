@@ -15,9 +15,12 @@ export type BatchReader<T> = (ids: readonly bigint[]) => Promise<(T | null)[]>;
 export function cachedReader<T extends Identified>(fetch: (ids: readonly bigint[]) => Promise<T[]>, max: number): BatchReader<T> {
   const cache = new LRUCache<bigint, T>({ max });
   return async (ids) => {
-    const unknown = [...new Set(ids.filter((id) => !cache.has(id)))];
-    if (unknown.length > 0) for (const row of await fetch(unknown)) cache.set(row.id, row);
-    return ids.map((id) => cache.get(id) ?? null);
+    const rows = ids.map((id) => cache.get(id) ?? null);
+    const unknown = [...new Set(ids.filter((_, i) => rows[i] === null))];
+    if (unknown.length === 0) return rows;
+    const found = new Map((await fetch(unknown)).map((row) => [row.id, row]));
+    for (const [id, row] of found) cache.set(id, row);
+    return ids.map((id, i) => rows[i] ?? found.get(id) ?? null);
   };
 }
 

@@ -105,15 +105,20 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     return pending;
   };
 
+  const viewOfType = (targets: readonly Target[], viewerId: bigint | null) =>
+    counterStore.view(targets, { names: counterNames[(targets[0] as Target).type], viewerId: isLikeable(targets[0] as Target) ? viewerId : null });
+
   /** One store read per type (all in the same round trip), in the order given. */
   async function viewHeld(targets: readonly Target[], viewerId: bigint | null): Promise<(TargetView | null)[]> {
+    if (targets.length === 0) return [];
+    // A list is of one type nearly always: no grouping then.
+    if (targets.every((t) => t.type === (targets[0] as Target).type)) return viewOfType(targets, viewerId);
     const byType = new Map<TargetType, number[]>();
     targets.forEach((t, i) => byType.set(t.type, [...(byType.get(t.type) ?? []), i]));
     const views: (TargetView | null)[] = new Array<TargetView | null>(targets.length).fill(null);
     await Promise.all(
-      [...byType].map(async ([type, indexes]) => {
-        const group = indexes.map((i) => targets[i] as Target);
-        const found = await counterStore.view(group, { names: counterNames[type], viewerId: isLikeable(group[0] as Target) ? viewerId : null });
+      [...byType.values()].map(async (indexes) => {
+        const found = await viewOfType(indexes.map((i) => targets[i] as Target), viewerId);
         indexes.forEach((i, j) => (views[i] = found[j] ?? null));
       }),
     );

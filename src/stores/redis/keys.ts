@@ -69,6 +69,8 @@ export interface RedisKeys {
   parseLikeableCounters(key: string): LikeableTarget | null;
   /** The member shard of `userId` in generation `generation`. */
   memberShard(target: Target, userId: bigint, generation: number): string;
+  /** memberShard for one user over many targets, hashing the user once. */
+  memberShardsOf(userId: bigint): (target: Target, generation: number) => string;
   /** The user's shard in every generation, oldest first: the KEYS a like script needs. */
   memberShards(target: Target, userId: bigint): string[];
   /** Every shard of one generation, in shard order. */
@@ -79,12 +81,12 @@ const likeableCountersKey = /^cnt:\{\d+\}:(post|comment):([1-9]\d{0,18})$/;
 
 export function createRedisKeys(partitions: number): RedisKeys {
   const outboxOf = (partition: number) => `ob:{${partition}}`;
-  const partitionOf = (target: Target) => Number(target.id % BigInt(partitions));
+  const bigPartitions = BigInt(partitions);
+  const partitionOf = (target: Target) => Number(target.id % bigPartitions);
   const base = (prefix: string, target: Target) =>
     `${prefix}:{${partitionOf(target)}}:${target.type}:${target.id}`;
-  const shardIndex = (userId: bigint, generation: number) => mix32(userId) % membershipFanout ** generation;
-  const memberShard = (target: Target, userId: bigint, generation: number) =>
-    `${base("lk", target)}:${generation}:${shardIndex(userId, generation)}`;
+  const shardOf = (hash: number) => (target: Target, generation: number) => `${base("lk", target)}:${generation}:${hash % membershipFanout ** generation}`;
+  const memberShard = (target: Target, userId: bigint, generation: number) => shardOf(mix32(userId))(target, generation);
 
   return {
     partitions,
@@ -102,8 +104,11 @@ export function createRedisKeys(partitions: number): RedisKeys {
       return match ? { type: match[1] as LikeableTarget["type"], id: BigInt(match[2] as string) } : null;
     },
     memberShard,
-    memberShards: (target, userId) =>
-      Array.from({ length: membershipGenerations }, (_, g) => memberShard(target, userId, g)),
+    memberShardsOf: (userId) => shardOf(mix32(userId)),
+    memberShards: (target, userId) => {
+      const shard = shardOf(mix32(userId));
+      return Array.from({ length: membershipGenerations }, (_, g) => shard(target, g));
+    },
     generationShards: (target, generation) => {
       const prefix = `${base("lk", target)}:${generation}:`;
       return Array.from({ length: membershipFanout ** generation }, (_, s) => prefix + s);
