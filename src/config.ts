@@ -31,6 +31,8 @@ const schema = z.object({
   // Likes applied to PostgreSQL per second at most; 0 means no cap.
   PERSIST_MAX_EVENTS_PER_SECOND: z.coerce.number().int().min(0).default(0),
   RELAY_BATCH_SIZE: positiveInt(1000),
+  // After a read that did not fill a batch, the relay waits this long for more entries.
+  RELAY_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(50),
   // Outbox entries pending longer than this on a relay that stopped are taken over.
   RELAY_CLAIM_IDLE_MS: positiveInt(30_000),
   OUTBOX_WARN_LENGTH: positiveInt(10_000),
@@ -69,6 +71,7 @@ export interface Config {
   };
   readonly relay: {
     readonly batchSize: number;
+    readonly lingerMs: number;
     readonly claimIdleMs: number;
     readonly outboxWarnLength: number;
   };
@@ -113,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     relay: Object.freeze({
       batchSize: e.RELAY_BATCH_SIZE,
+      lingerMs: e.RELAY_LINGER_MS,
       claimIdleMs: e.RELAY_CLAIM_IDLE_MS,
       outboxWarnLength: e.OUTBOX_WARN_LENGTH,
     }),

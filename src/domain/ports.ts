@@ -213,19 +213,23 @@ export interface Subscription {
 }
 
 export interface ConsumeOptions {
-  /** Messages handed to the handler at once, at most. */
+  /** Messages handed to the handler at once, at most: the broker delivers no more until one is settled. */
   readonly concurrency: number;
 }
 
 export interface MessageBus {
-  /** Publishes changes durably; resolves once the broker confirmed every one. */
+  /** Publishes changes durably, in batches that keep each partition's order; resolves once the broker confirmed every one. */
   publishLikeChanges(entries: readonly OutboxEntry[]): Promise<void>;
   /** Publishes repairs durably; resolves once the broker confirmed every one. */
   publishRepairs(repairs: readonly Repair[]): Promise<void>;
   /** Parks what can never be applied in the dead-letter queue, with the reason. */
   deadLetter(body: unknown, reason: string, origin: string): Promise<void>;
-  /** Hands every persist queue's changes to `handle`; a thrown error requeues the message. */
-  consumeLikeChanges(options: ConsumeOptions, handle: (delivery: Delivery<LikeChange>) => Promise<Disposition>): Subscription;
+  /**
+   * Hands every persist queue's changes to `handle`, a message's changes at a time,
+   * each read or refused on its own; `handle` answers a disposition per change, and
+   * those dead-lettered go alone. A thrown error requeues the whole message.
+   */
+  consumeLikeChanges(options: ConsumeOptions, handle: (deliveries: readonly Delivery<LikeChange>[]) => Promise<Disposition[]>): Subscription;
   consumeRepairs(options: ConsumeOptions, handle: (delivery: Delivery<Repair>) => Promise<Disposition>): Subscription;
   close(): Promise<void>;
 }

@@ -45,6 +45,11 @@ export class Batcher<T, R> {
     });
   }
 
+  /** Hands what is buffered to `flush` now, without waiting for the linger. */
+  flush(): void {
+    this.cut();
+  }
+
   /** Flushes what is buffered, waits for every batch in hand, and takes no more items. */
   async close(): Promise<void> {
     this.closed = true;

@@ -21,6 +21,12 @@ export interface OutboxRelayOptions {
   readonly logger: Logger;
   /** Entries published per confirm round at most. */
   readonly batchSize: number;
+  /**
+   * After a read of new entries that did not fill a batch, how long to wait for
+   * more, in milliseconds. A read names every partition's stream, which costs the
+   * relay and Redis far more than a few entries are worth under a steady trickle.
+   */
+  readonly lingerMs: number;
   /** Pending entries idle this long on another relay are taken over, in milliseconds. */
   readonly claimIdleMs: number;
   /** Outbox length above which growth is logged as a warning. */
@@ -75,7 +81,8 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
           if ((await outbox.claimAbandoned(options.claimIdleMs)) > 0) pendingFirst = true;
           nextClaimAt = Date.now() + options.claimIdleMs / 2;
         }
-        const { entries, reopened } = await outbox.read(pendingFirst ? "pending" : "new");
+        const which = pendingFirst ? "pending" : "new";
+        const { entries, reopened } = await outbox.read(which);
         if (reopened) logger.warn("the outbox was gone (Redis lost its data) and was opened again");
         if (pendingFirst && entries.length === 0) pendingFirst = false;
         // A backlog comes back in one read; publishing it a batch at a time bounds what is in flight.
@@ -83,6 +90,7 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
           await relay(entries.slice(i, i + options.batchSize));
         }
         failures = 0;
+        if (which === "new" && entries.length > 0 && entries.length < options.batchSize && !stopping) await sleep(options.lingerMs);
       } catch (err) {
         if (stopping) break;
         failures++;

@@ -60,6 +60,7 @@ export async function startPipeline(parts: PipelineParts, settings: PipelineSett
     metrics,
     logger: logger.child({ part: "relay" }),
     batchSize: settings.relay.batchSize,
+    lingerMs: settings.relay.lingerMs,
     claimIdleMs: settings.relay.claimIdleMs,
     warnLength: settings.relay.outboxWarnLength,
   });

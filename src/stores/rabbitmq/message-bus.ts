@@ -3,8 +3,9 @@
 // dead-letter queue. Handlers see model types; wire formats stay in messages.ts.
 import type { Logger } from "pino";
 import { ConsumerStatus, type Connection, type Consumer } from "rabbitmq-client";
+import type { LikeChange, OutboxEntry, Repair } from "../../domain/model.js";
 import type { ConsumeOptions, Delivery, Disposition, MessageBus } from "../../domain/ports.js";
-import { eventIdOf, parseLikeChange, parseRepair, toLikeChangeMessage, toRepairMessage } from "./messages.js";
+import { eventIdOf, parseLikeChanges, parseRepair, toLikeChangeBatchMessage, toRepairMessage } from "./messages.js";
 import type { QueueDeclaration, Topology } from "./topology.js";
 
 export function createMessageBus(connection: Connection, topology: Topology, logger: Logger): MessageBus {
@@ -22,16 +23,17 @@ export function createMessageBus(connection: Connection, topology: Topology, log
   };
 
   /**
-   * One consumer on `queue`: every message is parsed, handed to `handle`, and
-   * acknowledged once handled, after a trip to the dead-letter queue when the
-   * handler says so. A handler that throws has its message requeued and retried;
-   * the broker's delivery limit dead-letters a message that never succeeds.
+   * One consumer on `queue`: every message is parsed into its items, handed to
+   * `handle`, and acknowledged once handled, after each item the handler refuses
+   * went to the dead-letter queue alone. A handler that throws has its message
+   * requeued and retried; the broker's delivery limit dead-letters a message that
+   * never succeeds.
    */
   function consume<T>(
     queue: QueueDeclaration,
     options: ConsumeOptions,
-    parse: (body: unknown) => Delivery<T>,
-    handle: (delivery: Delivery<T>) => Promise<Disposition>,
+    parse: (body: unknown) => { readonly delivery: Delivery<T>; readonly body: unknown }[],
+    handle: (deliveries: readonly Delivery<T>[]) => Promise<Disposition[]>,
   ): Consumer {
     const name = queue.queueOptions.queue as string;
     const consumer = connection.createConsumer(
@@ -45,8 +47,11 @@ export function createMessageBus(connection: Connection, topology: Topology, log
         requeue: true,
       },
       async (message) => {
-        const disposition = await handle(parse(message.body));
-        if (disposition !== "ack") await deadLetter(message.body, disposition.deadLetter, name);
+        const items = parse(message.body);
+        const dispositions = await handle(items.map((item) => item.delivery));
+        for (const [i, disposition] of dispositions.entries()) {
+          if (disposition !== "ack") await deadLetter(items[i]?.body, disposition.deadLetter, name);
+        }
         return ConsumerStatus.ACK;
       },
     );
@@ -62,17 +67,26 @@ export function createMessageBus(connection: Connection, topology: Topology, log
 
   return {
     async publishLikeChanges(entries) {
+      // One message per persist queue, its entries in outbox order (so per partition too).
+      const byQueue = new Map<number, OutboxEntry[]>();
+      for (const entry of entries) {
+        const queue = topology.queueOf(entry.partition);
+        const group = byQueue.get(queue);
+        if (group) group.push(entry);
+        else byQueue.set(queue, [entry]);
+      }
       await Promise.all(
-        entries.map((entry) =>
+        [...byQueue].map(([queue, group]) =>
           publisher.send(
             {
               exchange: topology.exchange,
-              routingKey: topology.eventRoutingKey(entry.partition),
+              routingKey: topology.batchRoutingKey(queue),
               durable: true,
               contentType: "application/json",
-              messageId: eventIdOf(entry),
+              // The same whoever publishes the batch: brokers and consumers may deduplicate on it.
+              messageId: `${eventIdOf(group[0] as OutboxEntry)}+${group.length}`,
             },
-            toLikeChangeMessage(entry),
+            toLikeChangeBatchMessage(group),
           ),
         ),
       );
@@ -88,8 +102,16 @@ export function createMessageBus(connection: Connection, topology: Topology, log
       );
     },
     deadLetter,
-    consumeLikeChanges: (options, handle) => subscription(persistQueues.map((queue) => consume(queue, options, parseLikeChange, handle))),
-    consumeRepairs: (options, handle) => subscription([consume(topology.repairQueue, options, parseRepair, handle)]),
+    consumeLikeChanges: (options, handle) => subscription(persistQueues.map((queue) => consume<LikeChange>(queue, options, parseLikeChanges, handle))),
+    consumeRepairs: (options, handle) =>
+      subscription([
+        consume<Repair>(
+          topology.repairQueue,
+          options,
+          (body) => [{ delivery: parseRepair(body), body }],
+          async ([delivery]) => [await handle(delivery as Delivery<Repair>)],
+        ),
+      ]),
     close: () => publisher.close(),
   };
 }

@@ -23,6 +23,16 @@ export const likeChangeMessage = z.object({
 
 export type LikeChangeMessage = z.infer<typeof likeChangeMessage>;
 
+/**
+ * What the relay publishes: the changes of one relay round bound for one persist
+ * queue, in outbox order. One message per like cost the broker and the consumers
+ * more than the like itself; a single change (the message above, which an older
+ * relay publishes) is still read.
+ */
+export const likeChangeBatchMessage = z.object({ changes: z.array(z.unknown()).min(1) });
+
+export type LikeChangeBatchMessage = { readonly changes: LikeChangeMessage[] };
+
 export const repairMessage = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("alignDatabase"), target, observedVersion: version, add: z.array(id), remove: z.array(id) }),
   z.object({ kind: z.literal("recountDatabase"), target }),
@@ -45,6 +55,10 @@ export function toLikeChangeMessage(entry: OutboxEntry): LikeChangeMessage {
     version: change.version.toString(),
     at: change.at.toISOString(),
   };
+}
+
+export function toLikeChangeBatchMessage(entries: readonly OutboxEntry[]): LikeChangeBatchMessage {
+  return { changes: entries.map(toLikeChangeMessage) };
 }
 
 export function fromLikeChangeMessage(m: LikeChangeMessage): LikeChange {
@@ -82,20 +96,24 @@ export function fromRepairMessage(m: RepairMessage): Repair {
   }
 }
 
+/** A message body as JSON: rabbitmq-client decodes JSON bodies itself, but a Buffer or string may arrive. */
+function jsonOf(body: unknown): { json: unknown } | { problem: string } {
+  if (typeof body !== "string" && !Buffer.isBuffer(body)) return { json: body };
+  try {
+    return { json: JSON.parse(body.toString()) as unknown };
+  } catch {
+    return { problem: "body is not JSON" };
+  }
+}
+
 /**
  * A message body (a Buffer or string of JSON, or JSON rabbitmq-client already
  * decoded) read with `schema` and turned into the model, or the reason it cannot be.
  */
 export function parseMessage<S extends z.ZodType, T>(schema: S, convert: (message: z.infer<S>) => T, body: unknown): Delivery<T> {
-  let value = body;
-  if (typeof body === "string" || Buffer.isBuffer(body)) {
-    try {
-      value = JSON.parse(body.toString());
-    } catch {
-      return { kind: "invalid", reason: "body is not JSON" };
-    }
-  }
-  const parsed = schema.safeParse(value);
+  const read = jsonOf(body);
+  if ("problem" in read) return { kind: "invalid", reason: read.problem };
+  const parsed = schema.safeParse(read.json);
   if (!parsed.success) {
     return { kind: "invalid", reason: parsed.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ") };
   }
@@ -103,4 +121,23 @@ export function parseMessage<S extends z.ZodType, T>(schema: S, convert: (messag
 }
 
 export const parseLikeChange = (body: unknown) => parseMessage(likeChangeMessage, fromLikeChangeMessage, body);
+
+/** One change of a message, read or refused, with its own part of the body (what goes to the dead-letter queue). */
+export interface ChangeDelivery {
+  readonly delivery: Delivery<LikeChange>;
+  readonly body: unknown;
+}
+
+/**
+ * The changes a message carries, each read on its own so one bad change does not
+ * hold back the rest: a batch's changes in order, or the single change of an
+ * older relay's message. A body that is neither is one refused delivery.
+ */
+export function parseLikeChanges(body: unknown): ChangeDelivery[] {
+  const read = jsonOf(body);
+  if ("problem" in read) return [{ delivery: { kind: "invalid", reason: read.problem }, body }];
+  const batch = likeChangeBatchMessage.safeParse(read.json);
+  if (!batch.success) return [{ delivery: parseLikeChange(read.json), body: read.json }];
+  return batch.data.changes.map((change) => ({ delivery: parseLikeChange(change), body: change }));
+}
 export const parseRepair = (body: unknown) => parseMessage(repairMessage, fromRepairMessage, body);

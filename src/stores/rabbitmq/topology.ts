@@ -1,14 +1,17 @@
 // Every exchange, queue and routing key name, and how they are declared.
 //
 //   <prefix>                       topic exchange, durable
-//   <prefix>.event.<q>.<partition> routing key of a like change; q = partition mod queues
+//   <prefix>.event.<q>.batch       routing key of a batch of like changes, all of partitions
+//                                  whose queue is q (q = partition mod queues)
+//   <prefix>.event.<q>.<partition> routing key of a single like change (older relays)
 //   <prefix>.persist.<q>           queue of like changes, bound to <prefix>.event.<q>.*
 //   <prefix>.dead                  changes that can never be applied, with the reason
 //   <prefix>.repair                routing key of a reconcile repair
 //   <prefix>.repairs               queue of reconcile repairs
 //
-// A partition always routes to the same queue, and each queue has a single active
-// consumer, so one target's changes are applied in the order they were published.
+// A partition always routes to the same queue, batches keep the outbox order of each
+// partition, and each queue has a single active consumer, so one target's changes
+// are applied in the order they were published.
 // Persistence does not depend on that order (changes carry versions); it keeps
 // batches from carrying superseded changes.
 import type { ConsumerProps } from "rabbitmq-client";
@@ -33,7 +36,11 @@ export interface Topology {
   readonly exchange: string;
   readonly deadQueue: string;
   readonly persistQueues: readonly string[];
+  /** The persist queue (its index) a partition's changes go to. */
+  queueOf(partition: number): number;
   eventRoutingKey(partition: number): string;
+  /** Routing key of a batch of changes bound for one persist queue. */
+  batchRoutingKey(queue: number): string;
   readonly exchanges: ExchangeDeclare[];
   /** Declaration of a persist queue. */
   persistQueue(index: number): QueueDeclaration;
@@ -55,7 +62,9 @@ export function createTopology({ prefix, persistQueues, queueType }: TopologyOpt
     exchange,
     deadQueue,
     persistQueues: names,
+    queueOf: (partition) => partition % persistQueues,
     eventRoutingKey: (partition) => `${prefix}.event.${partition % persistQueues}.${partition}`,
+    batchRoutingKey: (queue) => `${prefix}.event.${queue}.batch`,
     exchanges: [{ exchange, type: "topic", durable: true }],
     persistQueue: (q) => ({
       queueOptions: {

@@ -118,17 +118,29 @@ export function createOutboxStore(redis: RedisClient, keys: RedisKeys, options: 
       const byStream = new Map<string, string[]>();
       for (const e of entries) {
         const stream = keys.outboxOf(e.partition);
-        byStream.set(stream, [...(byStream.get(stream) ?? []), e.entryId]);
+        const ids = byStream.get(stream);
+        if (ids) ids.push(e.entryId);
+        else byStream.set(stream, [e.entryId]);
       }
-      // Per stream, so it works on a cluster too.
-      await Promise.all(
-        [...byStream].map(async ([stream, ids]) => {
-          await redis.xack(stream, relayGroup, ...ids);
-          await redis.xdel(stream, ...ids);
-        }),
-      ).catch((err: unknown) => {
+      try {
+        if (redis instanceof Cluster) {
+          // Per stream, each on the node that holds it.
+          await Promise.all(
+            [...byStream].map(async ([stream, ids]) => {
+              await redis.xack(stream, relayGroup, ...ids);
+              await redis.xdel(stream, ...ids);
+            }),
+          );
+          return;
+        }
+        // One round trip for every stream touched (a round may touch hundreds).
+        const pipeline = redis.pipeline();
+        for (const [stream, ids] of byStream) pipeline.xack(stream, relayGroup, ...ids).xdel(stream, ...ids);
+        const failed = ((await pipeline.exec()) ?? []).find(([error]) => error)?.[0];
+        if (failed) throw failed;
+      } catch (err) {
         throw concise(err);
-      });
+      }
     },
     async claimAbandoned(idleMs) {
       const claimed = await Promise.all(

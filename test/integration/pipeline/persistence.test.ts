@@ -5,6 +5,7 @@ import type { Services } from "../../../src/domain/services.js";
 import type { LikeableTarget } from "../../../src/domain/model.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { createRabbitConnection } from "../../../src/stores/rabbitmq/connection.js";
+import { toLikeChangeMessage } from "../../../src/stores/rabbitmq/messages.js";
 import { createTopology } from "../../../src/stores/rabbitmq/topology.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { silentLogger, testConfig, type TestUser } from "../../support/env.js";
@@ -136,6 +137,41 @@ describe("persistence pipeline", () => {
       expect(dead?.body).toEqual({ eventId: "poison-1", target: { type: "planet", id: "x" } });
       expect(String(dead?.headers?.["x-reason"])).toMatch(/invalid like change: .*target\.type/);
       expect((await pipeline.metrics.deadLettered.get()).values[0]?.value).toBe(1);
+    } finally {
+      await publisher.close();
+      await rabbit.close();
+      await pipeline.stop();
+    }
+  });
+
+  it("when many small messages wait and batches linger long, then the consumer cuts a batch once it holds all it may and nothing stalls", async () => {
+    // 200 single-change messages (as an older relay sends them) against a 5 s linger: a consumer
+    // that waited out the linger with 16 messages in hand would need over a minute.
+    const config = testConfig({ PERSIST_LINGER_MS: "5000" });
+    const pipeline = await startTestPipeline(config);
+    const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
+    const topology = createTopology({ prefix: config.rabbitmq.prefix, persistQueues: config.persist.queues, queueType: config.rabbitmq.queueType });
+    const declared = topology.persistQueues.map((_, q) => topology.persistQueue(q));
+    // Declared before publishing: a message no queue is bound for yet would be dropped.
+    const publisher = rabbit.createPublisher({
+      confirm: true,
+      exchanges: topology.exchanges,
+      queues: declared.map((d) => d.queueOptions),
+      queueBindings: declared.flatMap((d) => d.queueBindings),
+    });
+    try {
+      const [post] = await createPosts({ db, redis }, config, author.id, 1);
+      const target = post as LikeableTarget;
+      const partition = Number(target.id % BigInt(config.redisPartitions));
+      await Promise.all(
+        Array.from({ length: 200 }, (_, i) => {
+          const user = BigInt(i + 1);
+          const change = { target, userId: user, authorId: author.id, liked: true, version: 1_000_000n + user, at: new Date() };
+          return publisher.send({ exchange: topology.exchange, routingKey: topology.eventRoutingKey(partition), durable: true }, toLikeChangeMessage({ partition, entryId: `${user}-0`, change }));
+        }),
+      );
+      const rows = () => db.like.count({ where: { targetType: "post", targetId: target.id } });
+      await eventually(async () => (await rows()) === 200, 20_000, async () => `${await rows()} of 200 likes persisted`);
     } finally {
       await publisher.close();
       await rabbit.close();
