@@ -127,6 +127,26 @@ function processTree(root: number): number[] {
   return tree;
 }
 
+/** Pids of the processes whose command line contains `pattern`, with their descendants (PostgreSQL's backends). */
+function processesMatching(pattern: string): number[] {
+  const roots: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(pattern)) roots.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return [...new Set(roots.flatMap(processTree))];
+}
+
+/** CPU seconds used so far by the machine's RabbitMQ and PostgreSQL servers, which share the cores with the service. */
+export function brokerAndDatabaseCpu(): { rabbitmq: number; postgres: number } {
+  const sum = (pids: number[]) => pids.reduce((total, pid) => total + cpuSecondsOf(pid), 0);
+  return { rabbitmq: sum(processesMatching("beam.smp")), postgres: sum(processesMatching("bin/postgres")) };
+}
+
 const isPipelineProcess = (pid: number) => {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("src/worker.ts");
@@ -155,9 +175,11 @@ export type ServiceMode = "npm start" | "API only";
  * the API on every core and the persistence pipeline beside it), or with
  * `PIPELINE=off` for the API alone; production settings, quiet logs.
  */
-export async function startService(mode: ServiceMode, env: Record<string, string>): Promise<RunningService> {
+export async function startService(mode: ServiceMode, env: Record<string, string>, profileDir?: string): Promise<RunningService> {
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+  // Every process of the service inherits these flags, so each writes its own CPU profile when it stops.
+  const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
+  const child: ChildProcess = spawn(process.execPath, [...profile, "--import", "tsx", "src/server.ts"], {
     cwd: projectRoot,
     env: {
       ...process.env,

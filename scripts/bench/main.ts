@@ -1,4 +1,4 @@
-// npm run bench [-- [--quick] [--mode npm-start|api-only] [scenario ...]]
+// npm run bench [-- [--quick] [--mode npm-start|api-only] [--profile dir] [scenario ...]]
 //
 // Measures the service on realistic data (scripts/bench/dataset.ts) and prints
 // figures and same-run ratios to Redis alone. Scenarios:
@@ -9,6 +9,7 @@
 //   reconcile                               rebuild and a full reconcile pass over 1,000,000 likes
 // With no scenario named, the four HTTP scenarios and memory run. `--quick` loads a
 // tenth of the data for development; the README's figures come from the full set.
+// `--profile dir` has every process of the service write a CPU profile into dir.
 import { parseArgs } from "node:util";
 import { SingleBar, Presets } from "cli-progress";
 import { compose } from "../../src/compose.js";
@@ -31,17 +32,18 @@ type Scenario = (typeof all)[number];
 
 const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
-  options: { quick: { type: "boolean", default: false }, mode: { type: "string" } },
+  options: { quick: { type: "boolean", default: false }, mode: { type: "string" }, profile: { type: "string" } },
 });
 const unknown = positionals.filter((s) => !(all as readonly string[]).includes(s));
 const modes: ServiceMode[] = flags.mode === undefined ? ["npm start", "API only"] : flags.mode === "npm-start" ? ["npm start"] : flags.mode === "api-only" ? ["API only"] : [];
 if (unknown.length || modes.length === 0) {
-  console.error(`Usage: npm run bench -- [--quick] [--mode npm-start|api-only] [${all.join("|")} ...]`);
+  console.error(`Usage: npm run bench -- [--quick] [--mode npm-start|api-only] [--profile dir] [${all.join("|")} ...]`);
   process.exit(2);
 }
 const chosen = new Set<Scenario>(positionals.length ? (positionals as Scenario[]) : [...httpScenarios, "memory"]);
 const shape = flags.quick ? quick : realistic;
 const durationSeconds = flags.quick ? 5 : 10;
+const warmUpSeconds = flags.quick ? 2 : 3;
 
 const config = loadConfig();
 const databaseUrl = (() => {
@@ -126,9 +128,9 @@ try {
       const token = (id: bigint) => tokens.get(id) as string;
       const fresh = new FreshPairs(data);
       for (const mode of modes) {
-        const service = await startService(mode, { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqp });
+        const service = await startService(mode, { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqp }, flags.profile);
         try {
-          const ctx: ScenarioContext = { data, redis, service, mode, durationSeconds, token, fresh };
+          const ctx: ScenarioContext = { data, redis, service, mode, durationSeconds, warmUpSeconds, token, fresh };
           // Each mode may use half of the users who have not liked the hot post.
           const hotBudget = Math.floor(data.idleIds.length / modes.length) - 2 * connections;
           for (const scenario of httpScenarios) {
@@ -161,6 +163,8 @@ try {
         exact: r.exact,
         "API CPU ms/req": r.apiCpuMsPerRequest,
         "pipeline CPU ms/req": r.pipelineCpuMsPerRequest,
+        "RabbitMQ CPU ms/req": r.rabbitmqCpuMsPerRequest,
+        "PostgreSQL CPU ms/req": r.postgresCpuMsPerRequest,
         "load CPU ms/req": r.loadCpuMsPerRequest,
         "Redis cmds/req": r.redisCommandsPerRequest,
         "round trips/req": r.redisRoundTripsPerRequest,

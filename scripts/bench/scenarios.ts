@@ -9,7 +9,7 @@ import { createRedisKeys, membershipGenerations } from "../../src/stores/redis/k
 import { createLikeStore } from "../../src/stores/redis/like-store.js";
 import { loadScript } from "../../src/stores/redis/scripts.js";
 import type { Dataset } from "./dataset.js";
-import { partitions, type PrivateRedis, type RedisCounters, type RunningService } from "./harness.js";
+import { brokerAndDatabaseCpu, partitions, type PrivateRedis, type RedisCounters, type RunningService } from "./harness.js";
 
 export const connections = 64;
 
@@ -28,6 +28,8 @@ export interface HttpFigures {
   readonly redisCpuUsPerRequest: number;
   readonly apiCpuMsPerRequest: number;
   readonly pipelineCpuMsPerRequest: number;
+  readonly rabbitmqCpuMsPerRequest: number;
+  readonly postgresCpuMsPerRequest: number;
   readonly loadCpuMsPerRequest: number;
   /** Whether counts moved by exactly the acknowledged changes, where the scenario changes any. */
   readonly exact: string;
@@ -66,6 +68,7 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
   let failures = 0;
   const redisBefore: RedisCounters = await load.redis.counters();
   const cpuBefore = load.service.cpu();
+  const othersBefore = brokerAndDatabaseCpu();
   const ownBefore = process.cpuUsage();
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(
@@ -101,6 +104,7 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
   });
   const own = process.cpuUsage(ownBefore);
   const cpuAfter = load.service.cpu();
+  const othersAfter = brokerAndDatabaseCpu();
   const redisAfter = await load.redis.counters();
   const requests = result.requests.total;
   const per = (n: number) => n / Math.max(1, requests);
@@ -120,6 +124,8 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
     redisCpuUsPerRequest: round(per((redisAfter.cpuSeconds - redisBefore.cpuSeconds) * 1e6)),
     apiCpuMsPerRequest: round(per((cpuAfter.api - cpuBefore.api) * 1e3), 3),
     pipelineCpuMsPerRequest: round(per((cpuAfter.pipeline - cpuBefore.pipeline) * 1e3), 3),
+    rabbitmqCpuMsPerRequest: round(per((othersAfter.rabbitmq - othersBefore.rabbitmq) * 1e3), 3),
+    postgresCpuMsPerRequest: round(per((othersAfter.postgres - othersBefore.postgres) * 1e3), 3),
     loadCpuMsPerRequest: round(per((own.user + own.system) / 1e3), 3),
   };
 }
@@ -130,6 +136,7 @@ export interface ScenarioContext {
   readonly service: RunningService;
   readonly mode: string;
   readonly durationSeconds: number;
+  readonly warmUpSeconds: number;
   /** Bearer tokens by user id. */
   readonly token: (userId: bigint) => string;
   /** Fresh (user, post) pairs no scenario has used yet. */
@@ -225,7 +232,8 @@ const pairKey = ({ user, post }: LikePair) => `${user}:${post}`;
  * duration leaves some requests unanswered, though the service applied them).
  */
 async function countedLikes(ctx: ScenarioContext, load: Omit<Load, "onLikeAnswered" | "redis" | "service" | "mode">, heldBefore: (pairs: readonly LikePair[]) => Promise<boolean[]>): Promise<HttpFigures> {
-  const before = await likeCounts(ctx.redis.client, ctx.data.postIds);
+  // The warm-up's last requests may still be landing.
+  const before = await settledLikeCounts(ctx.redis.client, ctx.data.postIds);
   const sent = new Map<string, LikePair>();
   const acknowledged: LikePair[] = [];
   const figures = await run({
@@ -253,16 +261,31 @@ async function countedLikes(ctx: ScenarioContext, load: Omit<Load, "onLikeAnswer
   };
 }
 
+/**
+ * Load of the same kind, unmeasured, before each scenario: the service's processes
+ * compile and optimise their code, open connections and cache post rows on first
+ * use, as they would long before production traffic peaks. Like scenarios warm up
+ * with spread likes, so the hot post's fresh users are kept for the measurement.
+ */
+async function warmUp(ctx: ScenarioContext, request: (n: number) => Request): Promise<void> {
+  await run({ scenario: "warm-up", mode: ctx.mode, service: ctx.service, redis: ctx.redis, durationSeconds: ctx.warmUpSeconds, request });
+}
+
+function spreadLike(ctx: ScenarioContext): Request {
+  const like = ctx.fresh.spreadPair();
+  return { body: likeBody(like.post), token: ctx.token(like.user), like };
+}
+
 /** posts(ids) of 100 random distinct posts, new ids every request, for a random viewer who likes things. */
 export async function feed100(ctx: ScenarioContext): Promise<HttpFigures> {
   const request = () => ({ body: feedBody(sample(ctx.data.postIds, 100)), token: ctx.token(random(ctx.data.likerIds)) });
-  // Each API process caches post rows as it meets them; warm it as production would be.
-  await run({ scenario: "warm-up", mode: ctx.mode, service: ctx.service, redis: ctx.redis, durationSeconds: 3, request });
+  await warmUp(ctx, request);
   return { ...(await run({ scenario: "feed100", mode: ctx.mode, service: ctx.service, redis: ctx.redis, durationSeconds: ctx.durationSeconds, request })), exact: "n/a" };
 }
 
 /** Users who have liked nothing like post 1, the hottest post, each once. */
 export async function likeHot(ctx: ScenarioContext, maxRequests: number): Promise<HttpFigures> {
+  await warmUp(ctx, () => spreadLike(ctx));
   const hot = ctx.data.postIds[0] as bigint;
   const body = likeBody(hot);
   const none = async (pairs: readonly LikePair[]) => pairs.map(() => false);
@@ -279,14 +302,8 @@ export async function likeHot(ctx: ScenarioContext, maxRequests: number): Promis
 
 /** Users who have liked nothing like random posts, each (user, post) pair once. */
 export async function likeSpread(ctx: ScenarioContext): Promise<HttpFigures> {
-  return countedLikes(ctx, {
-    scenario: "like-spread",
-    durationSeconds: ctx.durationSeconds,
-    request: () => {
-      const like = ctx.fresh.spreadPair();
-      return { body: likeBody(like.post), token: ctx.token(like.user), like };
-    },
-  }, async (pairs) => pairs.map(() => false));
+  await warmUp(ctx, () => spreadLike(ctx));
+  return countedLikes(ctx, { scenario: "like-spread", durationSeconds: ctx.durationSeconds, request: () => spreadLike(ctx) }, async (pairs) => pairs.map(() => false));
 }
 
 /**
@@ -298,6 +315,8 @@ export async function mixed(ctx: ScenarioContext): Promise<HttpFigures> {
   const likes: LikePair[] = Array.from({ length: 5_000 * ctx.durationSeconds }, () => ({ user: random(ctx.data.likerIds), post: random(ctx.data.postIds) }));
   const heldAtStart = new Map((await members(ctx.redis.client, likes)).map((held, i) => [pairKey(likes[i] as LikePair), held]));
   let nextLike = 0;
+  const feed20 = () => ({ body: feedBody(sample(ctx.data.postIds, 20)), token: ctx.token(random(ctx.data.likerIds)) });
+  await warmUp(ctx, () => (Math.random() < 0.1 ? spreadLike(ctx) : feed20()));
   return countedLikes(ctx, {
     scenario: "mixed",
     durationSeconds: ctx.durationSeconds,
@@ -306,7 +325,7 @@ export async function mixed(ctx: ScenarioContext): Promise<HttpFigures> {
         const like = likes[nextLike++ % likes.length] as LikePair;
         return { body: likeBody(like.post), token: ctx.token(like.user), like };
       }
-      return { body: feedBody(sample(ctx.data.postIds, 20)), token: ctx.token(random(ctx.data.likerIds)) };
+      return feed20();
     },
   }, async (pairs) => pairs.map((pair) => heldAtStart.get(pairKey(pair)) === true));
 }
