@@ -7,9 +7,9 @@ import { authorField, generationField, type RedisKeys } from "./keys.js";
 import { ScriptStatus, toError } from "./statuses.js";
 
 /**
- * One target as Redis answered, usable as its view: counters, the viewer's like,
- * the newest generation, and whether the like is unknown because the target has
- * grown past the shards asked.
+ * One target as Redis answered: counters, the viewer's like, the newest
+ * generation, and whether the like is unknown because the target has grown past
+ * the shards asked.
  */
 interface Read extends TargetView {
   readonly generation: number;
@@ -156,7 +156,7 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys): Counter
         );
         unsure.forEach((i, j) => (first[i] = again[j] ?? null));
       }
-      return first;
+      return first.map((read) => (read ? { counts: read.counts, viewerLikes: read.viewerLikes } : null));
     },
     async init(target, counts, authorId) {
       const fields: (string | number)[] = Object.entries(counts).flat();
