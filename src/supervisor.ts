@@ -22,6 +22,21 @@ export interface SupervisorOptions {
   readonly stopTimeoutMs?: number;
 }
 
+/**
+ * V8's young generation for the API processes. A feed request allocates
+ * a few hundred kilobytes that die with it; with the default young generation many
+ * survive long enough to be promoted and collected as old objects. Measured on a
+ * feed of 100 posts in one API process: 1.9 ms of CPU per request by default,
+ * 0.9–1.0 ms with 16 or 32 MB semi-spaces, worse again at 64 MB and above.
+ */
+const youngGeneration = "--max-semi-space-size=32";
+
+/** Node flags for an API process: the supervisor's, and the young generation size unless one was given. */
+function apiFlags(): string[] {
+  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)].some((flag) => flag.startsWith("--max-semi-space-size"));
+  return given ? process.execArgv : [...process.execArgv, youngGeneration];
+}
+
 /** A child that dies this soon after starting, this many times running, is not started again. */
 const crashLoop = { withinMs: 10_000, times: 5 };
 
@@ -44,7 +59,7 @@ export function startSupervisor(options: SupervisorOptions): void {
   const running = new Map<number, Child & { readonly role: string }>();
   let announced = false;
 
-  cluster.setupPrimary({ exec: fileURLToPath(options.apiEntry) });
+  cluster.setupPrimary({ exec: fileURLToPath(options.apiEntry), execArgv: apiFlags() });
   cluster.on("listening", (_worker: Worker, address) => {
     // Every API process listens on the same port; the first to listen tells where.
     if (announced) return;
