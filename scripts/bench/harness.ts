@@ -64,6 +64,9 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"],
     { stdio: "ignore" },
   );
+  // Nor the private Redis.
+  const orphaned = () => child.kill("SIGTERM");
+  process.once("exit", orphaned);
   const url = `redis://127.0.0.1:${port}`;
   const client = createRedisClient({ url });
   if (!(client instanceof Redis)) throw new Error("expected a standalone Redis client");
@@ -79,6 +82,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     client,
     counters: async () => parseRedisCounters(await client.info("all")),
     async stop() {
+      process.off("exit", orphaned);
       client.disconnect();
       child.kill("SIGTERM");
       await once(child, "exit");
@@ -171,16 +175,17 @@ export interface RunningService {
 export type ServiceMode = "npm start" | "API only";
 
 /**
- * Starts the service the way `npm start` does (`node --import tsx src/server.ts`,
+ * Starts the service the way `npm start` does (`node --import tsx/esm src/server.ts`,
  * the API on every core and the persistence pipeline beside it), or with
  * `PIPELINE=off` for the API alone; production settings, quiet logs.
  */
-export async function startService(mode: ServiceMode, env: Record<string, string>, profileDir?: string): Promise<RunningService> {
+export async function startService(mode: ServiceMode, env: Record<string, string>, options: { readonly profileDir?: string; readonly directory?: string } = {}): Promise<RunningService> {
+  const { profileDir, directory = projectRoot } = options;
   const port = await freePort();
   // Every process of the service inherits these flags, so each writes its own CPU profile when it stops.
   const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
-  const child: ChildProcess = spawn(process.execPath, [...profile, "--import", "tsx", "src/server.ts"], {
-    cwd: projectRoot,
+  const child: ChildProcess = spawn(process.execPath, [...profile, "--import", "tsx/esm", "src/server.ts"], {
+    cwd: directory,
     env: {
       ...process.env,
       RABBITMQ_PREFIX: "likes_bench",
@@ -196,6 +201,9 @@ export async function startService(mode: ServiceMode, env: Record<string, string
     stdio: ["ignore", "inherit", "inherit"],
   });
   const exited = once(child, "exit");
+  // A bench that dies on an error must not leave the service running.
+  const orphaned = () => child.kill("SIGTERM");
+  process.once("exit", orphaned);
   const url = `http://127.0.0.1:${port}/graphql`;
   await waitFor(async () => (await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: '{"query":"{__typename}"}' })).ok, "the service");
   return {
@@ -215,6 +223,7 @@ export async function startService(mode: ServiceMode, env: Record<string, string
       return { api, pipeline, apiProcesses };
     },
     async stop() {
+      process.off("exit", orphaned);
       child.kill("SIGTERM");
       await exited;
     },

@@ -23,7 +23,7 @@ export interface PersistFigures {
 
 async function startWorker(env: Record<string, string>) {
   const metricsPort = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", "src/worker.ts"], {
+  const child = spawn(process.execPath, ["--import", "tsx/esm", "src/worker.ts"], {
     cwd: projectRoot,
     env: { ...process.env, ...env, METRICS_PORT: String(metricsPort), LOG_LEVEL: "warn" },
     stdio: ["ignore", "inherit", "inherit"],

@@ -75,7 +75,7 @@ export async function reconcileScenario(redis: PrivateRedis, sql: pg.Client, dat
 
   process.stderr.write(`  reconcile: full pass (npm run reconcile) ...\n`);
   // The same command line as npm run reconcile.
-  const child = spawn(process.execPath, ["--max-old-space-size=160", "--import", "tsx", "src/reconcile.ts"], {
+  const child = spawn(process.execPath, ["--max-old-space-size=160", "--import", "tsx/esm", "src/reconcile.ts"], {
     cwd: projectRoot,
     env: { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqpUrl, RABBITMQ_PREFIX: "likes_bench", COLD_TARGET_IDLE_SECONDS: "0" },
     stdio: ["ignore", "pipe", "inherit"],

@@ -14,7 +14,7 @@ export interface ServiceProcess {
 /** Starts `src/server.ts` with the test configuration (and `env` on top) and waits until it serves. */
 export async function startServiceProcess(config: Config, env: Record<string, string> = {}): Promise<ServiceProcess> {
   // node itself with tsx's loader: one process, so a signal reaches the service and not a wrapper.
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+  const child = spawn(process.execPath, ["--import", "tsx/esm", "src/server.ts"], {
     env: {
       ...process.env,
       DATABASE_URL: config.databaseUrl,
