@@ -106,8 +106,9 @@ export function createRedisKeys(partitions: number): RedisKeys {
     memberShard,
     memberShardsOf: (userId) => shardOf(mix32(userId)),
     memberShards: (target, userId) => {
-      const shard = shardOf(mix32(userId));
-      return Array.from({ length: membershipGenerations }, (_, g) => shard(target, g));
+      const prefix = base("lk", target);
+      const hash = mix32(userId);
+      return Array.from({ length: membershipGenerations }, (_, g) => `${prefix}:${g}:${hash % membershipFanout ** g}`);
     },
     generationShards: (target, generation) => {
       const prefix = `${base("lk", target)}:${generation}:`;

@@ -1,6 +1,7 @@
 import type { LikeableTarget } from "../../domain/model.js";
 import type { LikeStore, MembershipChange } from "../../domain/ports.js";
-import { batchRead, type RedisClient } from "./client.js";
+import { Cluster } from "ioredis";
+import { batchRead, inTickPipeline, type RedisClient } from "./client.js";
 import { parseCounterHash } from "./counter-hash.js";
 import { defaultShardCapacity, generationField, type RedisKeys } from "./keys.js";
 import type { MembershipReply } from "./scripts.js";
@@ -19,16 +20,30 @@ function toChange(script: string, [status, counters]: MembershipReply, target: L
   }
 }
 
+type MembershipScript = "likeTarget" | "unlikeTarget";
+type ScriptArgs = [counters: string, ...keysAndArgs: (string | number)[]];
+
 export function createLikeStore(redis: RedisClient, keys: RedisKeys, shardCapacity = defaultShardCapacity): LikeStore {
+  /**
+   * On a standalone Redis a script call goes in the pipeline of the current tick:
+   * likes arriving together share one socket write, which was a tenth of a like's
+   * CPU when each went alone. A cluster routes each call to its node itself.
+   */
+  async function run(script: MembershipScript, args: ScriptArgs): Promise<MembershipReply> {
+    if (redis instanceof Cluster) return redis[script](...args);
+    const [reply] = await inTickPipeline(redis, (pipeline) => void pipeline[script](...args));
+    return reply as MembershipReply;
+  }
+
+  const keysOf = (target: LikeableTarget, userId: bigint): ScriptArgs => [keys.counters(target), keys.outbox(target), keys.touched(target), ...keys.memberShards(target, userId)];
+
   return {
     async like(target, userId) {
-      const shards = keys.memberShards(target, userId);
-      const reply = await redis.likeTarget(keys.counters(target), keys.outbox(target), keys.touched(target), ...shards, userId.toString(), shardCapacity, "like", target.type, target.id.toString());
+      const reply = await run("likeTarget", [...keysOf(target, userId), userId.toString(), shardCapacity, "like", target.type, target.id.toString()]);
       return toChange("like", reply, target);
     },
     async unlike(target, userId) {
-      const shards = keys.memberShards(target, userId);
-      const reply = await redis.unlikeTarget(keys.counters(target), keys.outbox(target), keys.touched(target), ...shards, userId.toString(), "like", target.type, target.id.toString());
+      const reply = await run("unlikeTarget", [...keysOf(target, userId), userId.toString(), "like", target.type, target.id.toString()]);
       return toChange("unlike", reply, target);
     },
     /**
