@@ -1,4 +1,4 @@
-// npm run bench [-- [--quick] [--mode npm-start|api-only] [--profile dir] [scenario ...]]
+// npm run bench [-- [--quick] [--mode npm-start|api-only] [--profile dir] [--against dir] [scenario ...]]
 //
 // Measures the service on realistic data (scripts/bench/dataset.ts) and prints
 // figures and same-run ratios to Redis alone. Scenarios:
@@ -10,6 +10,10 @@
 // With no scenario named, the four HTTP scenarios and memory run. `--quick` loads a
 // tenth of the data for development; the README's figures come from the full set.
 // `--profile dir` has every process of the service write a CPU profile into dir.
+// `--against dir` also runs the HTTP scenarios against the service of another
+// checkout (a git worktree of an earlier commit, with its npm ci done), each mode
+// this one then that one, so the two are compared on the same data in one run.
+import path from "node:path";
 import { parseArgs } from "node:util";
 import { SingleBar, Presets } from "cli-progress";
 import { compose } from "../../src/compose.js";
@@ -32,12 +36,12 @@ type Scenario = (typeof all)[number];
 
 const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
-  options: { quick: { type: "boolean", default: false }, mode: { type: "string" }, profile: { type: "string" } },
+  options: { quick: { type: "boolean", default: false }, mode: { type: "string" }, profile: { type: "string" }, against: { type: "string" } },
 });
 const unknown = positionals.filter((s) => !(all as readonly string[]).includes(s));
 const modes: ServiceMode[] = flags.mode === undefined ? ["npm start", "API only"] : flags.mode === "npm-start" ? ["npm start"] : flags.mode === "api-only" ? ["API only"] : [];
 if (unknown.length || modes.length === 0) {
-  console.error(`Usage: npm run bench -- [--quick] [--mode npm-start|api-only] [--profile dir] [${all.join("|")} ...]`);
+  console.error(`Usage: npm run bench -- [--quick] [--mode npm-start|api-only] [--profile dir] [--against dir] [${all.join("|")} ...]`);
   process.exit(2);
 }
 const chosen = new Set<Scenario>(positionals.length ? (positionals as Scenario[]) : [...httpScenarios, "memory"]);
@@ -127,18 +131,22 @@ try {
       const tokens = await issueTokens([...data.likerIds, ...data.idleIds]);
       const token = (id: bigint) => tokens.get(id) as string;
       const fresh = new FreshPairs(data);
-      for (const mode of modes) {
-        const service = await startService(mode, { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqp }, flags.profile);
+      const services = flags.against === undefined ? [{ label: "", directory: undefined }] : [{ label: "", directory: undefined }, { label: ` @ ${path.basename(path.resolve(flags.against))}`, directory: path.resolve(flags.against) }];
+      const runs = modes.flatMap((mode) => services.map((s) => ({ mode, ...s })));
+      for (const { mode, label, directory } of runs) {
+        // The other checkout gets queues of its own: its messages need not be readable by this one's consumers.
+        const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqp, ...(directory ? { RABBITMQ_PREFIX: "likes_bench_other" } : {}) };
+        const service = await startService(mode, env, { profileDir: flags.profile, directory });
         try {
-          const ctx: ScenarioContext = { data, redis, service, mode, durationSeconds, warmUpSeconds, token, fresh };
-          // Each mode may use half of the users who have not liked the hot post.
-          const hotBudget = Math.floor(data.idleIds.length / modes.length) - 2 * connections;
+          const ctx: ScenarioContext = { data, redis, service, mode: `${mode}${label}`, durationSeconds, warmUpSeconds, token, fresh };
+          // Each run may use its share of the users who have not liked the hot post, and 20,000 at most.
+          const hotLikes = Math.min(20_000, Math.floor(data.idleIds.length / runs.length));
           for (const scenario of httpScenarios) {
             if (!chosen.has(scenario)) continue;
-            console.error(`${scenario} (${mode}) ...`);
+            console.error(`${scenario} (${ctx.mode}) ...`);
             const figures =
               scenario === "feed100" ? await feed100(ctx)
-              : scenario === "like-hot" ? await likeHot(ctx, hotBudget)
+              : scenario === "like-hot" ? await likeHot(ctx, hotLikes)
               : scenario === "like-spread" ? await likeSpread(ctx)
               : await mixed(ctx);
             results.push(figures);

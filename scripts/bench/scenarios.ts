@@ -54,9 +54,10 @@ interface Load {
   readonly service: RunningService;
   readonly redis: PrivateRedis;
   readonly request: (n: number) => Request;
+  /** How long the load runs, unless `amount` is given. */
   readonly durationSeconds: number;
-  /** Stops after this many requests even before the duration is over. */
-  readonly maxRequests?: number;
+  /** Exactly this many requests instead of a duration. */
+  readonly amount?: number;
   /** Sees every answered like request with its body. */
   readonly onLikeAnswered?: (like: LikePair, body: string) => void;
 }
@@ -71,11 +72,12 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
   const othersBefore = brokerAndDatabaseCpu();
   const ownBefore = process.cpuUsage();
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon(
+    autocannon(
       {
         url: load.service.url,
         connections,
-        duration: load.durationSeconds,
+        // autocannon shares an amount out over the connections exactly; a duration it stops only at its next sample.
+        ...(load.amount === undefined ? { duration: load.durationSeconds } : { amount: load.amount }),
         requests: [
           {
             method: "POST",
@@ -95,12 +97,6 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
       // autocannon types its error as any; it is an Error when set.
       (error: Error | null, result) => (error ? reject(error) : resolve(result)),
     );
-    const cap = load.maxRequests;
-    if (cap !== undefined) {
-      instance.on("response", () => {
-        if (next >= cap) instance.stop();
-      });
-    }
   });
   const own = process.cpuUsage(ownBefore);
   const cpuAfter = load.service.cpu();
@@ -283,8 +279,8 @@ export async function feed100(ctx: ScenarioContext): Promise<HttpFigures> {
   return { ...(await run({ scenario: "feed100", mode: ctx.mode, service: ctx.service, redis: ctx.redis, durationSeconds: ctx.durationSeconds, request })), exact: "n/a" };
 }
 
-/** Users who have liked nothing like post 1, the hottest post, each once. */
-export async function likeHot(ctx: ScenarioContext, maxRequests: number): Promise<HttpFigures> {
+/** Users who have liked nothing like post 1, the hottest post, each once: `likes` of them (as many as the duration would take, about). */
+export async function likeHot(ctx: ScenarioContext, likes: number): Promise<HttpFigures> {
   await warmUp(ctx, () => spreadLike(ctx));
   const hot = ctx.data.postIds[0] as bigint;
   const body = likeBody(hot);
@@ -292,7 +288,7 @@ export async function likeHot(ctx: ScenarioContext, maxRequests: number): Promis
   return countedLikes(ctx, {
     scenario: "like-hot",
     durationSeconds: ctx.durationSeconds,
-    maxRequests: Math.min(maxRequests, ctx.fresh.hotLeft),
+    amount: Math.min(likes, ctx.fresh.hotLeft),
     request: () => {
       const user = ctx.fresh.hotLiker();
       return { body, token: ctx.token(user), like: { user, post: hot } };
