@@ -145,10 +145,22 @@ function processesMatching(pattern: string): number[] {
   return [...new Set(roots.flatMap(processTree))];
 }
 
-/** CPU seconds used so far by the machine's RabbitMQ and PostgreSQL servers, which share the cores with the service. */
-export function brokerAndDatabaseCpu(): { rabbitmq: number; postgres: number } {
-  const sum = (pids: number[]) => pids.reduce((total, pid) => total + cpuSecondsOf(pid), 0);
-  return { rabbitmq: sum(processesMatching("beam.smp")), postgres: sum(processesMatching("bin/postgres")) };
+/** CPU seconds per process, of the machine's RabbitMQ and PostgreSQL servers, which share the cores with the service. */
+export interface OtherServersCpu {
+  readonly rabbitmq: ReadonlyMap<number, number>;
+  readonly postgres: ReadonlyMap<number, number>;
+}
+
+export function otherServersCpu(): OtherServersCpu {
+  const of = (pids: number[]) => new Map(pids.map((pid) => [pid, cpuSecondsOf(pid)]));
+  return { rabbitmq: of(processesMatching("beam.smp")), postgres: of(processesMatching("bin/postgres")) };
+}
+
+/** CPU seconds used between two samples by the processes alive at both (a backend that exited took its count with it). */
+export function cpuBetween(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): number {
+  let total = 0;
+  for (const [pid, seconds] of after) total += before.has(pid) ? seconds - (before.get(pid) as number) : 0;
+  return total;
 }
 
 const isPipelineProcess = (pid: number) => {

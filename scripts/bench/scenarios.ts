@@ -9,7 +9,7 @@ import { createRedisKeys, membershipGenerations } from "../../src/stores/redis/k
 import { createLikeStore } from "../../src/stores/redis/like-store.js";
 import { loadScript } from "../../src/stores/redis/scripts.js";
 import type { Dataset } from "./dataset.js";
-import { brokerAndDatabaseCpu, partitions, type PrivateRedis, type RedisCounters, type RunningService } from "./harness.js";
+import { cpuBetween, otherServersCpu, partitions, type PrivateRedis, type RedisCounters, type RunningService } from "./harness.js";
 
 export const connections = 64;
 
@@ -69,7 +69,7 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
   let failures = 0;
   const redisBefore: RedisCounters = await load.redis.counters();
   const cpuBefore = load.service.cpu();
-  const othersBefore = brokerAndDatabaseCpu();
+  const othersBefore = otherServersCpu();
   const ownBefore = process.cpuUsage();
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     autocannon(
@@ -100,7 +100,7 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
   });
   const own = process.cpuUsage(ownBefore);
   const cpuAfter = load.service.cpu();
-  const othersAfter = brokerAndDatabaseCpu();
+  const othersAfter = otherServersCpu();
   const redisAfter = await load.redis.counters();
   const requests = result.requests.total;
   const per = (n: number) => n / Math.max(1, requests);
@@ -120,8 +120,8 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
     redisCpuUsPerRequest: round(per((redisAfter.cpuSeconds - redisBefore.cpuSeconds) * 1e6)),
     apiCpuMsPerRequest: round(per((cpuAfter.api - cpuBefore.api) * 1e3), 3),
     pipelineCpuMsPerRequest: round(per((cpuAfter.pipeline - cpuBefore.pipeline) * 1e3), 3),
-    rabbitmqCpuMsPerRequest: round(per((othersAfter.rabbitmq - othersBefore.rabbitmq) * 1e3), 3),
-    postgresCpuMsPerRequest: round(per((othersAfter.postgres - othersBefore.postgres) * 1e3), 3),
+    rabbitmqCpuMsPerRequest: round(per(cpuBetween(othersBefore.rabbitmq, othersAfter.rabbitmq) * 1e3), 3),
+    postgresCpuMsPerRequest: round(per(cpuBetween(othersBefore.postgres, othersAfter.postgres) * 1e3), 3),
     loadCpuMsPerRequest: round(per((own.user + own.system) / 1e3), 3),
   };
 }
