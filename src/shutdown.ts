@@ -8,15 +8,21 @@ export interface Shutdown {
 /**
  * Listens for SIGTERM and SIGINT from the start, so a signal during start-up
  * closes what has opened so far, and for the loss of the supervisor that started
- * the process. Exits 0 when everything closed, 1 when not.
+ * the process. Exits 0 when everything closed, 1 when not or when closing takes
+ * longer than `stopTimeoutMs` (under the supervisor's 30 s before it kills).
  */
-export function onTermination(logger: Logger): Shutdown {
+export function onTermination(logger: Logger, stopTimeoutMs = 25_000): Shutdown {
   const closers: (() => Promise<void>)[] = [];
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;
     closing = true;
     logger.info({ signal }, "shutting down");
+    // A close that hangs (a broker that never answers) must not keep the process alive for ever.
+    setTimeout(() => {
+      logger.error(`still closing after ${stopTimeoutMs} ms; exiting`);
+      process.exit(1);
+    }, stopTimeoutMs);
     (async () => {
       for (const close of closers.reverse()) await close();
     })().then(
@@ -32,7 +38,8 @@ export function onTermination(logger: Logger): Shutdown {
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
-  // Started by `npm start`'s supervisor: when it is gone (killed, say), nothing would stop this process.
+  // The pipeline process of `npm start`: when its supervisor is gone (killed, say), nothing else would
+  // stop it. (API processes are node:cluster workers, which Node itself ends on that disconnect.)
   if (process.send) process.once("disconnect", () => shutdown("supervisor gone"));
   return { add: (close) => closers.push(close) };
 }

@@ -68,11 +68,25 @@ export function startSupervisor(options: SupervisorOptions): void {
     logger.info({ url: `http://${host}:${address.port}/graphql`, apiProcesses: options.apiProcesses, pipeline: options.pipeline }, "serving GraphQL");
   });
 
+  /** Calls `exited` once, whether the child exits or could not be started at all. */
+  function watch(child: ChildProcess, role: string, exited: (code: number | null, signal: string | null) => void): void {
+    let done = false;
+    const end = (code: number | null, signal: string | null) => {
+      if (!done) exited(code, signal);
+      done = true;
+    };
+    child.once("exit", end);
+    child.once("error", (err) => {
+      logger.error({ err, role }, "a process could not be started or signalled");
+      if (child.pid === undefined || child.exitCode !== null) end(null, null);
+    });
+  }
+
   const api: Supervised = {
     role: "api",
     start(exited) {
       const worker = cluster.fork();
-      worker.once("exit", (code, signal) => exited(code, signal));
+      watch(worker.process, "api", exited);
       return { pid: worker.process.pid, kill: (signal) => worker.process.kill(signal) };
     },
   };
@@ -81,7 +95,7 @@ export function startSupervisor(options: SupervisorOptions): void {
     start(exited) {
       // The same process as `npm run worker`, with an IPC channel so it stops when the supervisor is gone.
       const child: ChildProcess = fork(fileURLToPath(options.pipelineEntry), { stdio: "inherit" });
-      child.once("exit", (code, signal) => exited(code, signal));
+      watch(child, "pipeline", exited);
       return { pid: child.pid, kill: (signal) => child.kill(signal) };
     },
   };
@@ -92,7 +106,8 @@ export function startSupervisor(options: SupervisorOptions): void {
       const pid = child.pid;
       if (pid !== undefined) running.delete(pid);
       if (stopping) {
-        if (code !== 0) failed = true;
+        // Our own SIGTERM ends a process that had not yet installed its handler (still starting): nothing was left undone.
+        if (code !== 0 && !(code === null && signal === "SIGTERM")) failed = true;
         logger.info({ role: what.role, childPid: pid, code, signal }, "process stopped");
         if (running.size === 0) finish();
         return;
@@ -106,7 +121,8 @@ export function startSupervisor(options: SupervisorOptions): void {
         return;
       }
       logger.error({ role: what.role, childPid: pid, code, signal }, "process died; starting another");
-      setTimeout(() => !stopping && supervise(what, quick ? recent : []), 1_000).unref();
+      // Not unref'd: when the last child is gone, this timer is what keeps the supervisor alive to start another.
+      setTimeout(() => !stopping && supervise(what, quick ? recent : []), 1_000);
     });
     if (child.pid !== undefined) running.set(child.pid, { ...child, role: what.role });
   }

@@ -3,6 +3,7 @@
 import { execFileSync } from "node:child_process";
 import { Agent, request } from "node:http";
 import { describe, expect, it } from "vitest";
+import { freePort } from "../../../scripts/lib/ports.js";
 import { graphqlClient, testConfig } from "../../support/env.js";
 import { eventually } from "../../support/pipeline.js";
 import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
@@ -81,6 +82,20 @@ describe("npm start's processes", () => {
       const gql = graphqlClient(service.url);
       const answers = await Promise.all(Array.from({ length: 20 }, () => gql(`{ __typename }`)));
       expect(answers.every((a) => a.data?.__typename === "Query")).toBe(true);
+    } finally {
+      expect(await service.stop("SIGTERM")).toBe(0);
+    }
+  });
+
+  it("when its only process dies, then the supervisor stays and starts another", async () => {
+    // A port of its own: with port 0 a new process would listen elsewhere once the last one is gone.
+    const service = await startServiceProcess(testConfig(), { WEB_CONCURRENCY: "1", PIPELINE: "off", PORT: String(await freePort()) });
+    try {
+      const { api } = await readyProcesses(service, 1, 0);
+      process.kill(api[0] as number, "SIGKILL");
+      await eventually(async () => pidsOf(service, "API process ready").length >= 2, 30_000, () => service.output());
+      expect(service.child.exitCode).toBeNull();
+      expect((await graphqlClient(service.url)(`{ __typename }`)).data?.__typename).toBe("Query");
     } finally {
       expect(await service.stop("SIGTERM")).toBe(0);
     }
