@@ -213,8 +213,10 @@ export interface Subscription {
 }
 
 export interface ConsumeOptions {
-  /** Messages handed to the handler at once, at most: the broker delivers no more until one is settled. */
+  /** Messages of one queue handed to the handler at once, at most: the broker delivers no more until one is settled. */
   readonly concurrency: number;
+  /** Called when a queue's consumer holds `concurrency` messages: nothing more arrives from it until one is settled. */
+  readonly onFull?: () => void;
 }
 
 export interface MessageBus {

@@ -78,29 +78,24 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
     },
   });
 
-  // Messages in hand at most. The relay's messages carry up to a relay batch each, so
-  // this bounds what waits in memory; once every one of them is in hand the broker
-  // sends nothing more until some commit, so the batch is cut then rather than
-  // lingering (small messages would otherwise cap throughput at this many a linger).
+  // Messages of a queue in hand at most. The relay's messages carry up to a relay batch
+  // each, so this bounds what waits in memory. Once a queue's consumer holds all of
+  // them the broker sends it nothing more until some commit, so the batch is cut then
+  // rather than lingering: small messages would otherwise cap throughput at this many
+  // per linger.
   const messagesInHand = 16;
-  let inHand = 0;
-  const subscription = options.bus.consumeLikeChanges({ concurrency: messagesInHand }, async (deliveries) => {
-    inHand++;
-    try {
-      const pending = deliveries.map((delivery): Promise<Disposition> =>
+  const subscription = options.bus.consumeLikeChanges({ concurrency: messagesInHand, onFull: () => batcher.flush() }, async (deliveries) => {
+    const dispositions = await Promise.all(
+      deliveries.map((delivery): Promise<Disposition> =>
         delivery.kind === "valid" ? batcher.add(delivery.value) : Promise.resolve({ deadLetter: `invalid like change: ${delivery.reason}` }),
-      );
-      if (inHand >= messagesInHand) batcher.flush();
-      const dispositions = await Promise.all(pending);
-      for (const disposition of dispositions) {
-        if (disposition === "ack") continue;
-        metrics.deadLettered.inc();
-        logger.error({ reason: disposition.deadLetter }, "like change dead-lettered");
-      }
-      return dispositions;
-    } finally {
-      inHand--;
+      ),
+    );
+    for (const disposition of dispositions) {
+      if (disposition === "ack") continue;
+      metrics.deadLettered.inc();
+      logger.error({ reason: disposition.deadLetter }, "like change dead-lettered");
     }
+    return dispositions;
   });
 
   return {

@@ -27,7 +27,7 @@ export function createMessageBus(connection: Connection, topology: Topology, log
    * `handle`, and acknowledged once handled, after each item the handler refuses
    * went to the dead-letter queue alone. A handler that throws has its message
    * requeued and retried; the broker's delivery limit dead-letters a message that
-   * never succeeds.
+   * never succeeds. Once the consumer holds `concurrency` messages, `onFull` is told.
    */
   function consume<T>(
     queue: QueueDeclaration,
@@ -36,6 +36,7 @@ export function createMessageBus(connection: Connection, topology: Topology, log
     handle: (deliveries: readonly Delivery<T>[]) => Promise<Disposition[]>,
   ): Consumer {
     const name = queue.queueOptions.queue as string;
+    let inHand = 0;
     const consumer = connection.createConsumer(
       {
         queue: name,
@@ -47,12 +48,19 @@ export function createMessageBus(connection: Connection, topology: Topology, log
         requeue: true,
       },
       async (message) => {
-        const items = parse(message.body);
-        const dispositions = await handle(items.map((item) => item.delivery));
-        for (const [i, disposition] of dispositions.entries()) {
-          if (disposition !== "ack") await deadLetter(items[i]?.body, disposition.deadLetter, name);
+        inHand++;
+        try {
+          const items = parse(message.body);
+          const pending = handle(items.map((item) => item.delivery));
+          if (inHand >= options.concurrency) options.onFull?.();
+          const dispositions = await pending;
+          for (const [i, disposition] of dispositions.entries()) {
+            if (disposition !== "ack") await deadLetter(items[i]?.body, disposition.deadLetter, name);
+          }
+          return ConsumerStatus.ACK;
+        } finally {
+          inHand--;
         }
-        return ConsumerStatus.ACK;
       },
     );
     consumer.on("error", (err) => logger.warn({ err, queue: name }, "consumer problem; it reconnects"));
@@ -83,7 +91,8 @@ export function createMessageBus(connection: Connection, topology: Topology, log
               routingKey: topology.batchRoutingKey(queue),
               durable: true,
               contentType: "application/json",
-              // The same whoever publishes the batch: brokers and consumers may deduplicate on it.
+              // Names the batch in logs and the broker's tools; not unique enough to deduplicate on
+              // (a batch published again after a failed confirm may be cut differently).
               messageId: `${eventIdOf(group[0] as OutboxEntry)}+${group.length}`,
             },
             toLikeChangeBatchMessage(group),
