@@ -62,16 +62,25 @@ class TickPipeline {
     const groups = this.pending;
     this.pending = [];
     const pipeline = this.redis.pipeline();
-    const ends: number[] = [];
+    // Each group's slots in the pipeline; a group whose commands threw is answered at once
+    // and its slots (if any were queued) are skipped, so one request's bad arguments fail it alone.
+    const slots: { group: PendingGroup; start: number; end: number; failed: boolean }[] = [];
     for (const group of groups) {
-      group.add(pipeline);
-      ends.push(pipeline.length);
+      const start = pipeline.length;
+      let failed = false;
+      try {
+        group.add(pipeline);
+      } catch (error) {
+        failed = true;
+        group.reject(error);
+      }
+      slots.push({ group, start, end: pipeline.length, failed });
     }
+    if (pipeline.length === 0) return;
     pipeline.exec().then(
       (results) => {
-        let start = 0;
-        groups.forEach((group, g) => {
-          const end = ends[g] as number;
+        for (const { group, start, end, failed } of slots) {
+          if (failed) continue;
           const replies: unknown[] = [];
           let failure: unknown = null;
           for (let i = start; i < end; i++) {
@@ -79,12 +88,11 @@ class TickPipeline {
             if (error) failure ??= error;
             replies.push(value);
           }
-          start = end;
           if (failure) group.reject(failure);
           else group.resolve(replies);
-        });
+        }
       },
-      (error: unknown) => groups.forEach((group) => group.reject(error)),
+      (error: unknown) => slots.forEach(({ group, failed }) => failed || group.reject(error)),
     );
   }
 }
