@@ -81,7 +81,8 @@ const dayMs = 86_400_000;
 export async function loadDataset(sql: pg.Client, shape: DatasetShape, progress: (done: number, total: number) => void = () => {}): Promise<Dataset> {
   const random = seededRandom(20261124);
   const users = shape.likers + shape.idleUsers;
-  const start = Date.now() - 30 * dayMs;
+  const now = Date.now();
+  const start = now - 30 * dayMs;
   const postCreated = (k: number) => start + k * 60_000;
   const authorOf = (post: bigint) => 1n + ((post * 7_919n) % BigInt(shape.likers));
   // Liker j of post k: distinct users from a random start with a stride coprime to the liker count.
@@ -106,7 +107,6 @@ export async function loadDataset(sql: pg.Client, shape: DatasetShape, progress:
   // Likes and their applied versions: one pass each over the same deterministic pairs.
   function* pairs(): Generator<[post: number, user: number, atMs: number]> {
     let done = 0;
-    const now = Date.now();
     for (let k = 1; k <= shape.posts; k++) {
       const n = likersOf(shape, k);
       const from = postCreated(k);

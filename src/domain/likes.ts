@@ -18,8 +18,6 @@ export interface Liker {
 export interface LikeService {
   like(target: LikeableTarget, userId: bigint): Promise<LikeOutcome>;
   unlike(target: LikeableTarget, userId: bigint): Promise<LikeOutcome>;
-  /** Whether the user likes each target, in order. */
-  hasLiked(targets: readonly LikeableTarget[], userId: bigint): Promise<boolean[]>;
   /**
    * Likers of a target as PostgreSQL holds them, newest like first: `first` at
    * most, after the liker whose cursor is `after`. A like shows here once the
@@ -65,7 +63,6 @@ export function createLikeService(deps: { likeStore: LikeStore; likeHistory: Lik
   return {
     like: (target, userId) => apply(target, userId, (t, u) => likeStore.like(t, u)),
     unlike: (target, userId) => apply(target, userId, (t, u) => likeStore.unlike(t, u)),
-    hasLiked: (targets, userId) => likeStore.hasLiked(targets, userId),
     async likers(target, first, after) {
       const found = await likeHistory.likers(target, first + 1, after === null ? null : decodeLikerCursor(after));
       return {

@@ -34,7 +34,9 @@ export function jitGateway(schema: GraphQLSchema): GatewayInterface {
       query = compileQuery(schema, request.document, operation.name?.value);
       compiled.set(operation, query);
     }
-    if (!isCompiledQuery(query)) return { errors: (query.errors ?? []).map((e) => asGraphQLError(e)) };
+    // Apollo's validation rejects first anything graphql-jit refuses to compile; should one slip
+    // through, it is still the document's fault, not the server's.
+    if (!isCompiledQuery(query)) return { errors: (query.errors ?? []).map((e) => asGraphQLError(e, "GRAPHQL_VALIDATION_FAILED")) };
     const result = await query.query(undefined, request.context, request.request.variables ?? {});
     if (!result.errors?.length) return result;
     // A result without `data` means the variables did not coerce: the caller's mistake.

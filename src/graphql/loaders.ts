@@ -46,6 +46,7 @@ export class SettledLoader<V, T extends Target = Target> {
   async prefetch(targets: readonly T[]): Promise<void> {
     const first = targets[0];
     if (!first) return;
+    if (targets.some((t) => t.type !== first.type)) throw new Error("prefetch takes targets of one type at a time.");
     const { settled } = this.of(first.type);
     const missing = targets.filter((t) => !settled.has(t.id));
     if (missing.length === 0) return;

@@ -1,6 +1,6 @@
 // GraphQL over HTTP: Apollo Server on Fastify, executing with graphql-jit.
-// Fastify rather than Apollo's standalone server: health endpoints, body limits
-// and a WebSocket endpoint share the port with /graphql.
+// Fastify rather than Apollo's standalone server, so that other routes (health,
+// WebSockets) and limits such as the body's can share the port with /graphql.
 import { ApolloServer } from "@apollo/server";
 import { ApolloServerPluginCacheControlDisabled } from "@apollo/server/plugin/disabled";
 import fastifyApollo, { fastifyApolloDrainPlugin } from "@as-integrations/fastify";
