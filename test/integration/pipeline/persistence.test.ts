@@ -22,6 +22,24 @@ function servicesFor(config: Config): Services {
   return servicesOn({ db, redis }, config);
 }
 
+/**
+ * A publisher of the test's own onto the pipeline's exchange. The persist and
+ * dead-letter queues are declared before the first publish: a message no queue is
+ * bound for yet would be dropped.
+ */
+function publisherOf(config: Config) {
+  const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
+  const topology = createTopology({ prefix: config.rabbitmq.prefix, persistQueues: config.persist.queues, queueType: config.rabbitmq.queueType });
+  const declared = topology.persistQueues.map((_, q) => topology.persistQueue(q));
+  const publisher = rabbit.createPublisher({
+    confirm: true,
+    exchanges: topology.exchanges,
+    queues: [...declared.map((d) => d.queueOptions), topology.deadQueueOptions],
+    queueBindings: declared.flatMap((d) => d.queueBindings),
+  });
+  return { rabbit, topology, publisher };
+}
+
 
 
 describe("persistence pipeline", () => {
@@ -118,15 +136,7 @@ describe("persistence pipeline", () => {
     const config = testConfig();
     const services = servicesFor(config);
     const pipeline = await startTestPipeline(config);
-    const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
-    const topology = createTopology({ prefix: config.rabbitmq.prefix, persistQueues: config.persist.queues, queueType: config.rabbitmq.queueType });
-    const declared = topology.persistQueues.map((_, q) => topology.persistQueue(q));
-    const publisher = rabbit.createPublisher({
-      confirm: true,
-      exchanges: topology.exchanges,
-      queues: [...declared.map((d) => d.queueOptions), topology.deadQueueOptions],
-      queueBindings: declared.flatMap((d) => d.queueBindings),
-    });
+    const { rabbit, topology, publisher } = publisherOf(config);
     try {
       await publisher.send({ exchange: topology.exchange, routingKey: topology.eventRoutingKey(3), durable: true }, { eventId: "poison-1", target: { type: "planet", id: "x" } });
       const [post] = await createPosts({ db, redis }, config, author.id, 1);
@@ -149,16 +159,7 @@ describe("persistence pipeline", () => {
     // that waited out the linger with 16 messages in hand would need over a minute.
     const config = testConfig({ PERSIST_LINGER_MS: "5000" });
     const pipeline = await startTestPipeline(config);
-    const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
-    const topology = createTopology({ prefix: config.rabbitmq.prefix, persistQueues: config.persist.queues, queueType: config.rabbitmq.queueType });
-    const declared = topology.persistQueues.map((_, q) => topology.persistQueue(q));
-    // Declared before publishing: a message no queue is bound for yet would be dropped.
-    const publisher = rabbit.createPublisher({
-      confirm: true,
-      exchanges: topology.exchanges,
-      queues: declared.map((d) => d.queueOptions),
-      queueBindings: declared.flatMap((d) => d.queueBindings),
-    });
+    const { rabbit, topology, publisher } = publisherOf(config);
     try {
       const [post] = await createPosts({ db, redis }, config, author.id, 1);
       const target = post as LikeableTarget;
