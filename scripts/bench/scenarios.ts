@@ -343,9 +343,11 @@ export function rawLikeScript(redis: PrivateRedis): number {
   cli(redis, "HSET", keys.counters(target), "like", "0");
   // One shard key per generation, as the service sends; a large capacity keeps every call a real insert.
   const shardKeys = keys.memberShards(target, 1n);
+  // A receipt per call, as the service sends (redis-benchmark fills in __rand_int__ per call).
+  const receipt = `${keys.receipt(target)}__rand_int__`;
   const perSecond = redisBenchmark(redis, [
     "-n", "300000", "-r", "100000000",
-    "EVALSHA", sha, String(3 + membershipGenerations), keys.counters(target), keys.outbox(target), keys.touched(target), ...shardKeys, "1__rand_int__", "1000000000", "like", "post", String(target.id),
+    "EVALSHA", sha, String(4 + membershipGenerations), keys.counters(target), keys.outbox(target), keys.touched(target), receipt, ...shardKeys, "1__rand_int__", "1000000000", "like", "post", String(target.id),
   ]);
   cli(redis, "DEL", keys.counters(target), keys.outbox(target), keys.touched(target), ...shardKeys);
   return Math.round(perSecond);

@@ -166,8 +166,9 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys): Counter
       throw toError("init-counters", status, target);
     },
     async bump(target, name, delta) {
-      const [status] = await redis.bumpCounter(keys.counters(target), name, delta);
-      if (status === ScriptStatus.Applied || status === ScriptStatus.TargetAbsent) return status === ScriptStatus.Applied;
+      const [status] = await redis.bumpCounter(keys.counters(target), keys.receipt(target), name, delta);
+      if (status === ScriptStatus.Applied || status === ScriptStatus.Unchanged) return true;
+      if (status === ScriptStatus.TargetAbsent) return false;
       throw toError("bump-counter", status, target);
     },
   };

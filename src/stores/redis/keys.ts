@@ -6,6 +6,7 @@
 //   ob:{p}                         stream: outbox of like changes in partition p, read by the relay
 //   rt:{p}:<type>:<id>             hash: user → newest version known since a rebuild (scripts/includes/rebuild-window.lua)
 //   rbl:{p}:<type>:<id>            string: lock held by the process rebuilding the target from PostgreSQL
+//   rc:{p}:<operation>             string: the status a write first answered, kept 10 s (scripts/includes/receipts.lua)
 //   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
 //
 // Membership grows by generations instead of a fixed shard count, so small
@@ -13,6 +14,7 @@
 // `shardCapacity` members in a key: generation g has FANOUT^g shards, and a
 // user's shard in it is hash(user) mod FANOUT^g. New members go to the newest
 // generation; a lookup checks generations 0..newest (see scripts/like.lua).
+import { randomBytes } from "node:crypto";
 import type { LikeableTarget, Target } from "../../domain/model.js";
 
 export const membershipFanout = 8;
@@ -47,12 +49,29 @@ export function mix32(value: bigint): number {
   return h >>> 0;
 }
 
+/**
+ * An id per call, unique enough for a receipt's 10 seconds: 96 random bits,
+ * drawn from a pool because one randomBytes call per like cost a few percent.
+ */
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+function operationId(): string {
+  if (poolOffset + 12 > pool.length) {
+    pool = randomBytes(12 * 1024);
+    poolOffset = 0;
+  }
+  poolOffset += 12;
+  return pool.toString("base64url", poolOffset - 12, poolOffset);
+}
+
 export interface RedisKeys {
   readonly partitions: number;
   partitionOf(target: Target): number;
   counters(target: Target): string;
   /** Per user, the newest version of their change known since the target's rebuild. */
   touched(target: Target): string;
+  /** The receipt of one write to the target: a fresh operation id per call, in the target's slot. */
+  receipt(target: Target): string;
   /** The lock of a target's rebuild. */
   rebuildLock(target: Target): string;
   /** The lock of the scheduled reconcile pass, so one worker runs it at a time. */
@@ -95,6 +114,7 @@ export function createRedisKeys(partitions: number): RedisKeys {
     outbox: (target) => outboxOf(partitionOf(target)),
     outboxOf,
     touched: (target) => base("rt", target),
+    receipt: (target) => `rc:{${partitionOf(target)}}:${operationId()}`,
     reconcileLock: () => "reconcile:lock",
     rebuildLock: (target) => base("rbl", target),
     outboxes: () => Array.from({ length: partitions }, (_, p) => outboxOf(p)),

@@ -35,7 +35,7 @@ export function createLikeStore(redis: RedisClient, keys: RedisKeys, shardCapaci
     return reply as MembershipReply;
   }
 
-  const keysOf = (target: LikeableTarget, userId: bigint): ScriptArgs => [keys.counters(target), keys.outbox(target), keys.touched(target), ...keys.memberShards(target, userId)];
+  const keysOf = (target: LikeableTarget, userId: bigint): ScriptArgs => [keys.counters(target), keys.outbox(target), keys.touched(target), keys.receipt(target), ...keys.memberShards(target, userId)];
 
   return {
     async like(target, userId) {

@@ -81,7 +81,7 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
     },
     async replay({ target, userId, liked, version }) {
       const [status] = await redis.replayChange(
-        keys.counters(target), keys.outbox(target), keys.touched(target), ...keys.memberShards(target, userId),
+        keys.counters(target), keys.outbox(target), keys.touched(target), keys.receipt(target), ...keys.memberShards(target, userId),
         userId.toString(), liked ? "1" : "0", version.toString(), shardCapacity,
       );
       if (status === ScriptStatus.Applied || status === ScriptStatus.Unchanged) return status === ScriptStatus.Applied;

@@ -29,16 +29,16 @@ export function loadScript(name: string): string {
 /** The like and unlike scripts' data: the counter hash as field/value pairs. */
 export type MembershipReply = ScriptReply<string[]>;
 
-// Counter hash, outbox, touched-since-rebuild set, one shard per generation. A fixed key count puts the first
+// Counter hash, outbox, touched-since-rebuild set, the call's receipt, one shard per generation. A fixed key count puts the first
 // key first in the arguments, which is what ioredis's cluster auto-pipelining routes
 // by (it would route by the count otherwise).
-const membershipKeys = 3 + membershipGenerations;
+const membershipKeys = 4 + membershipGenerations;
 
 const definitions = {
   likeTarget: { file: "like", numberOfKeys: membershipKeys },
   unlikeTarget: { file: "unlike", numberOfKeys: membershipKeys },
   initCounters: { file: "init-counters", numberOfKeys: 1 },
-  bumpCounter: { file: "bump-counter", numberOfKeys: 1 },
+  bumpCounter: { file: "bump-counter", numberOfKeys: 2 },
   replayChange: { file: "replay-change", numberOfKeys: membershipKeys },
   finishRebuild: { file: "finish-rebuild", numberOfKeys: 1 },
   releaseLock: { file: "release-lock", numberOfKeys: 1 },
@@ -49,9 +49,9 @@ const definitions = {
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
-    /** scripts/like.lua: the counter hash, the outbox, the touched set, one member shard per generation, then ARGV. */
+    /** scripts/like.lua: the counter hash, the outbox, the touched set, the receipt, one member shard per generation, then ARGV. */
     likeTarget(counters: string, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
-    /** scripts/unlike.lua: the counter hash, the outbox, the touched set, one member shard per generation, then ARGV. */
+    /** scripts/unlike.lua: the counter hash, the outbox, the touched set, the receipt, one member shard per generation, then ARGV. */
     unlikeTarget(counters: string, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
     /** scripts/init-counters.lua */
     initCounters(key: string, ...fieldsAndValues: (string | number)[]): Result<ScriptReply, Context>;
@@ -66,7 +66,7 @@ declare module "ioredis" {
     /** scripts/release-lock.lua */
     releaseLock(key: string, token: string): Result<ScriptReply, Context>;
     /** scripts/bump-counter.lua */
-    bumpCounter(key: string, field: string, delta: number): Result<ScriptReply<number>, Context>;
+    bumpCounter(key: string, receipt: string, field: string, delta: number): Result<ScriptReply<number>, Context>;
     /** scripts/read-targets.lua: the number of keys, the keys, then ARGV. */
     readTargets(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<string>, Context>;
   }

@@ -6,15 +6,18 @@
 
   Input:
     KEYS[1]      counter hash of the target
+    KEYS[2]      this call's receipt (includes/receipts.lua), in the target's slot
     ARGV[1]      counter field
     ARGV[2]      integer delta
 
   Output:
     { APPLIED, new value }
+    { UNCHANGED, value }     this call already ran (re-sent after a lost reply): nothing added again
     { TARGET_ABSENT }        the hash is not in Redis (nothing written)
     { INVALID_ARGUMENTS }
 ]]
 --@include statuses
+--@include receipts
 
 local delta = tonumber(ARGV[2])
 if not ARGV[1] or ARGV[1] == '' or not delta or delta % 1 ~= 0 then
@@ -23,4 +26,8 @@ end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return { TARGET_ABSENT }
 end
+if firstAnswer(KEYS[2]) then
+  return { UNCHANGED, tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0') }
+end
+keepReceipt(KEYS[2], APPLIED)
 return { APPLIED, redis.call('HINCRBY', KEYS[1], ARGV[1], delta) }

@@ -12,7 +12,8 @@
     KEYS[1]       counter hash of the target; its existence marks a target Redis holds
     KEYS[2]       outbox stream of the target's partition
     KEYS[3]       per user, the newest version known since a rebuild (includes/rebuild-window.lua)
-    KEYS[4..n]    the user's membership shard in generations 0..n-4
+    KEYS[4]       this call's receipt (includes/receipts.lua)
+    KEYS[5..n]    the user's membership shard in generations 0..n-5
     ARGV[1]       user id
     ARGV[2]       shard capacity (members)
     ARGV[3]       counter field to increment ('like')
@@ -26,13 +27,16 @@
     { TARGET_FULL }          every generation of the target is full
     { INVALID_ARGUMENTS }
 
-  Safe to repeat: a repeated call finds the member and changes nothing.
+  Safe to repeat: a call run again (re-sent after a lost reply) finds its receipt,
+  changes nothing and answers as it did; another call finds the member and
+  changes nothing.
 ]]
 --@include statuses
 --@include check-user
 --@include membership
 --@include append-event
 --@include rebuild-window
+--@include receipts
 
 local counters = KEYS[1]
 local user = ARGV[1]
@@ -44,8 +48,15 @@ if redis.call('EXISTS', counters) == 0 then
   return { TARGET_ABSENT }
 end
 
+local receipt = KEYS[4]
+local answered = firstAnswer(receipt)
+if answered then
+  return { answered, redis.call('HGETALL', counters) }
+end
+
 local newest = tonumber(redis.call('HGET', counters, generationField) or '0')
 if findMember(newest, user) then
+  keepReceipt(receipt, UNCHANGED)
   return { UNCHANGED, redis.call('HGETALL', counters) }
 end
 
@@ -55,4 +66,5 @@ end
 redis.call('HINCRBY', counters, ARGV[3], 1)
 local version = appendEvent(counters, KEYS[2], ARGV[4], ARGV[5], user, '1')
 markTouched(counters, KEYS[3], user, version)
+keepReceipt(receipt, APPLIED)
 return { APPLIED, redis.call('HGETALL', counters) }

@@ -11,7 +11,8 @@
     KEYS[1]       counter hash of the target
     KEYS[2]       outbox stream of the target's partition (unused; keeps the key layout of like.lua)
     KEYS[3]       per user, the newest version known since the rebuild
-    KEYS[4..n]    the user's membership shard in generations 0..n-4
+    KEYS[4]       a receipt key (unused: a replay is safe to repeat by its version; keeps the key layout of like.lua)
+    KEYS[5..n]    the user's membership shard in generations 0..n-5
     ARGV[1]       user id
     ARGV[2]       state after the change: 1 liked, 0 not
     ARGV[3]       version of the change

@@ -6,7 +6,8 @@
     KEYS[1]       counter hash of the target; its existence marks a target Redis holds
     KEYS[2]       outbox stream of the target's partition
     KEYS[3]       per user, the newest version known since a rebuild (includes/rebuild-window.lua)
-    KEYS[4..n]    the user's membership shard in generations 0..n-4
+    KEYS[4]       this call's receipt (includes/receipts.lua)
+    KEYS[5..n]    the user's membership shard in generations 0..n-5
     ARGV[1]       user id
     ARGV[2]       counter field to decrement ('like')
     ARGV[3]       target type, for the event
@@ -18,13 +19,16 @@
     { TARGET_ABSENT }        the target's counter hash is not in Redis
     { INVALID_ARGUMENTS }
 
-  Safe to repeat: a repeated call finds no member and changes nothing.
+  Safe to repeat: a call run again (re-sent after a lost reply) finds its receipt,
+  changes nothing and answers as it did; another call finds no member and
+  changes nothing.
 ]]
 --@include statuses
 --@include check-user
 --@include membership
 --@include append-event
 --@include rebuild-window
+--@include receipts
 
 local counters = KEYS[1]
 local user = ARGV[1]
@@ -35,9 +39,16 @@ if redis.call('EXISTS', counters) == 0 then
   return { TARGET_ABSENT }
 end
 
+local receipt = KEYS[4]
+local answered = firstAnswer(receipt)
+if answered then
+  return { answered, redis.call('HGETALL', counters) }
+end
+
 local newest = tonumber(redis.call('HGET', counters, generationField) or '0')
 local shard = findMember(newest, user)
 if not shard then
+  keepReceipt(receipt, UNCHANGED)
   return { UNCHANGED, redis.call('HGETALL', counters) }
 end
 
@@ -45,4 +56,5 @@ redis.call('SREM', KEYS[shard], user)
 redis.call('HINCRBY', counters, ARGV[2], -1)
 local version = appendEvent(counters, KEYS[2], ARGV[3], ARGV[4], user, '0')
 markTouched(counters, KEYS[3], user, version)
+keepReceipt(receipt, APPLIED)
 return { APPLIED, redis.call('HGETALL', counters) }

@@ -71,7 +71,7 @@ describe("scripts on a Redis Cluster", () => {
   it("when a script is given keys of two slots, then it is refused", async () => {
     const [a, b] = [targets[0] as LikeableTarget, targets[1] as LikeableTarget];
     await expect(
-      cluster.likeTarget(keys.counters(a), keys.outbox(a), keys.touched(a), ...keys.memberShards(b, 1n), "1", 512, "like", "post", a.id.toString()),
+      cluster.likeTarget(keys.counters(a), keys.outbox(a), keys.touched(a), keys.receipt(a), ...keys.memberShards(b, 1n), "1", 512, "like", "post", a.id.toString()),
     ).rejects.toThrow(/CROSSSLOT|same slot/);
   });
 });

@@ -166,7 +166,7 @@ describe("like store on a real Redis", () => {
   it("when the script gets a malformed user id, then it refuses before any write", async () => {
     const target = await knownPost();
     const shards = keys.memberShards(target, 5n);
-    const reply = await redis.likeTarget(keys.counters(target), keys.outbox(target), keys.touched(target), ...shards, "5; DROP", 512, "like", "post", target.id.toString());
+    const reply = await redis.likeTarget(keys.counters(target), keys.outbox(target), keys.touched(target), keys.receipt(target), ...shards, "5; DROP", 512, "like", "post", target.id.toString());
     expect(reply).toEqual([-3]);
     expect(await redis.hget(keys.counters(target), "like")).toBe("0");
   });

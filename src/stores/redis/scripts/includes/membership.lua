@@ -5,7 +5,7 @@
 ]]
 --@include hash-fields
 
-local firstShard = 4
+local firstShard = 5
 
 -- The KEYS index of the shard holding the user, or nil.
 local function findMember(newestGeneration, user)

@@ -1,0 +1,22 @@
+--[[
+  A write's receipt: the status a call first answered, kept for a short while
+  under a key the caller names per call (an operation id). ioredis re-sends a
+  command whose reply a broken connection lost, so one call can run twice; the
+  second run finds the receipt, writes nothing, and answers as the first did.
+  The window only has to outlast a reconnect: ioredis re-sends within its
+  three reconnect attempts or fails the command.
+]]
+local receiptLifetimeMs = 10000
+
+-- The status this call already answered, or nil on its first run.
+local function firstAnswer(receipt)
+  local status = redis.call('GET', receipt)
+  if status then
+    return tonumber(status)
+  end
+  return nil
+end
+
+local function keepReceipt(receipt, status)
+  redis.call('SET', receipt, status, 'PX', receiptLifetimeMs)
+end

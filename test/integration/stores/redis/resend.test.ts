@@ -1,0 +1,104 @@
+// A reply lost with its connection: ioredis re-sends the command on the next
+// connection, so the script runs twice. It must change nothing the second time
+// and answer as the first time did.
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import type { LikeableTarget, Target } from "../../../../src/domain/model.js";
+import type { RedisClient } from "../../../../src/stores/redis/client.js";
+import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
+import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
+import { createLikeStore } from "../../../../src/stores/redis/like-store.js";
+import { openRedis } from "../../../support/env.js";
+import { startTcpProxy, type TcpProxy } from "../../../support/tcp-proxy.js";
+
+const keys = createRedisKeys(1024);
+let direct: RedisClient;
+let proxy: TcpProxy;
+let proxied: RedisClient;
+let nextId = BigInt(Date.now()) * 1000n + 500_000n;
+
+beforeAll(async () => {
+  direct = await openRedis();
+  const url = new URL(inject("redisUrl"));
+  proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
+  proxied = await openRedis({ url: proxy.url });
+  // The resets below are the point; ioredis reports each one.
+  proxied.on("error", () => undefined);
+});
+afterEach(() => proxy.resume());
+afterAll(async () => {
+  proxied.disconnect();
+  await proxy.close();
+  await direct.quit();
+});
+
+async function until(condition: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (await condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error("condition not met within 2 s");
+}
+
+/** Runs `call` through the proxy with its reply dropped, and resets the connection once `ran` says Redis executed it. */
+async function withLostReply<T>(call: () => Promise<T>, ran: () => Promise<boolean>): Promise<T> {
+  const accepted = proxy.accepted;
+  proxy.dropReplies();
+  const pending = call();
+  await until(ran);
+  proxy.reset();
+  const result = await pending;
+  // The answer came over a new connection: the command was re-sent.
+  expect(proxy.accepted).toBeGreaterThan(accepted);
+  return result;
+}
+
+async function knownPost(): Promise<LikeableTarget> {
+  const target: LikeableTarget = { type: "post", id: nextId++ };
+  await createCounterStore(direct, keys).init(target, { like: 0 }, 1n);
+  return target;
+}
+
+describe("writes re-sent after a lost reply", () => {
+  it("when a like's reply is lost and the like is re-sent, then it counts once and answers changed", async () => {
+    const target = await knownPost();
+    const likes = createLikeStore(proxied, keys);
+    const result = await withLostReply(
+      () => likes.like(target, 77n),
+      async () => (await direct.hget(keys.counters(target), "like")) === "1",
+    );
+    expect(result).toMatchObject({ kind: "applied", changed: true, counts: { like: 1 } });
+    expect(await direct.hget(keys.counters(target), "like")).toBe("1");
+    expect(await direct.xlen(keys.outbox(target))).toBeGreaterThan(0);
+  });
+
+  it("when an unlike's reply is lost and the unlike is re-sent, then it answers changed and the count drops once", async () => {
+    const target = await knownPost();
+    await createLikeStore(direct, keys).like(target, 78n);
+    await createLikeStore(direct, keys).like(target, 79n);
+    const result = await withLostReply(
+      () => createLikeStore(proxied, keys).unlike(target, 78n),
+      async () => (await direct.hget(keys.counters(target), "like")) === "1",
+    );
+    expect(result).toMatchObject({ kind: "applied", changed: true, counts: { like: 1 } });
+  });
+
+  it("when an author's credit is re-sent after a lost reply, then it is added once", async () => {
+    const author: Target = { type: "user", id: nextId++ };
+    await createCounterStore(direct, keys).init(author, { likesReceived: 10 });
+    const applied = await withLostReply(
+      () => createCounterStore(proxied, keys).bump(author, "likesReceived", 5),
+      async () => (await direct.hget(keys.counters(author), "likesReceived")) === "15",
+    );
+    expect(applied).toBe(true);
+    expect(await direct.hget(keys.counters(author), "likesReceived")).toBe("15");
+  });
+
+  it("when two calls add the same amount, then both count: each call has its own receipt", async () => {
+    const author: Target = { type: "user", id: nextId++ };
+    await createCounterStore(direct, keys).init(author, { likesReceived: 0 });
+    const store = createCounterStore(direct, keys);
+    await store.bump(author, "likesReceived", 1);
+    await store.bump(author, "likesReceived", 1);
+    expect(await direct.hget(keys.counters(author), "likesReceived")).toBe("2");
+  });
+});
