@@ -14,7 +14,7 @@ import type { Services } from "./domain/services.js";
 import { createUserService } from "./domain/users.js";
 import { startPipeline, type PipelineHooks, type RunningPipeline } from "./pipeline/pipeline.js";
 import { runReconcile, type ReconcileProgress, type ReconcileSummary } from "./pipeline/reconcile-pass.js";
-import type { Clients } from "./stores/clients.js";
+import { isStoreUnavailable, type Clients } from "./stores/clients.js";
 import { createCommentStore } from "./stores/postgres/comment-store.js";
 import { createLikeHistoryStore } from "./stores/postgres/like-history-store.js";
 import { createPostStore } from "./stores/postgres/post-store.js";
@@ -37,6 +37,8 @@ export type ComposedClients = Pick<Clients, "db" | "redis"> & Partial<Pick<Clien
 export interface App {
   /** The use cases the API serves. */
   readonly services: Services;
+  /** Whether an error says a store did not answer in time or could not be reached. */
+  readonly isUnavailable: (error: unknown) => boolean;
   /** Starts the persistence pipeline on its own message bus; closing it closes the bus too. */
   startPipeline(hooks?: PipelineHooks): Promise<RunningPipeline>;
   /** One full reconcile pass; its repairs are published for a running pipeline to apply. */
@@ -93,13 +95,18 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
 
   return {
     services,
+    isUnavailable: isStoreUnavailable,
     async startPipeline(hooks) {
       if (!clients.relayRedis) throw new Error("The pipeline needs the relay's own Redis client: open the clients with { relay: true }.");
       const bus = openBus();
       const pipelineLogger = logger.child({ component: "pipeline" });
       const running = await startPipeline(
         {
-          outbox: createOutboxStore(clients.relayRedis, keys, { batchSize: config.relay.batchSize }),
+          outbox: createOutboxStore(clients.relayRedis, keys, {
+            batchSize: config.relay.batchSize,
+            // A blocking read must return before the command timeout fails it.
+            blockMs: Math.min(500, Math.floor(config.redisCommandTimeoutMs / 2)),
+          }),
           bus,
           persistence: createLikePersistence({
             likeHistory,

@@ -9,6 +9,11 @@ const schema = z.object({
   REDIS_URL: z.url().default("redis://127.0.0.1:6379"),
   // Comma-separated seed nodes; when set, Redis is used in cluster mode.
   REDIS_CLUSTER_NODES: z.string().default(""),
+  // How long a Redis command may go unanswered before it fails (a stalled Redis answers nothing).
+  REDIS_COMMAND_TIMEOUT_MS: positiveInt(1000),
+  // How long one PostgreSQL statement may run, and how long getting a connection may take.
+  POSTGRES_STATEMENT_TIMEOUT_MS: positiveInt(10_000),
+  POSTGRES_CONNECT_TIMEOUT_MS: positiveInt(3000),
   AMQP_URL: z.url().default("amqp://guest:guest@127.0.0.1:5672"),
   JWT_SECRET: z.string().min(16, "JWT_SECRET must be at least 16 characters").default("dev-secret-change-me-in-production"),
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
@@ -49,6 +54,8 @@ export interface Config {
   readonly databaseUrl: string;
   readonly redisUrl: string;
   readonly redisClusterNodes: readonly string[];
+  readonly redisCommandTimeoutMs: number;
+  readonly postgresTimeouts: { readonly statementMs: number; readonly connectMs: number };
   readonly amqpUrl: string;
   readonly jwtSecret: string;
   readonly port: number;
@@ -97,6 +104,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     redisClusterNodes: Object.freeze(e.REDIS_CLUSTER_NODES.split(",").map((s) => s.trim()).filter(Boolean)),
+    redisCommandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
+    postgresTimeouts: Object.freeze({ statementMs: e.POSTGRES_STATEMENT_TIMEOUT_MS, connectMs: e.POSTGRES_CONNECT_TIMEOUT_MS }),
     amqpUrl: e.AMQP_URL,
     jwtSecret: e.JWT_SECRET,
     port: e.PORT,

@@ -12,6 +12,12 @@ export const ErrorCode = {
   FORBIDDEN: "FORBIDDEN",
   /** The caller sent more than its share; retry later. */
   RATE_LIMITED: "RATE_LIMITED",
+  /**
+   * A store the answer needs (Redis, PostgreSQL) did not answer in time or could not be
+   * reached. A mutation may or may not have taken effect; retrying is safe (liking twice
+   * counts once).
+   */
+  SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

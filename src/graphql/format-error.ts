@@ -1,8 +1,9 @@
-// Expected errors keep their code and message; everything else is masked as
-// INTERNAL_SERVER_ERROR and logged with its cause, never sent with a stack.
+// Expected errors keep their code and message; a store that did not answer is
+// SERVICE_UNAVAILABLE; everything else is masked as INTERNAL_SERVER_ERROR and
+// logged with its cause, never sent with a stack.
 import type { GraphQLFormattedError } from "graphql";
 import type { Logger } from "pino";
-import { DomainError } from "../errors.js";
+import { DomainError, ErrorCode } from "../errors.js";
 
 /** Codes Apollo and graphql-js give to problems with the request itself. */
 const requestErrorCodes = new Set([
@@ -24,7 +25,7 @@ function rootCause(error: unknown): unknown {
   return current;
 }
 
-export function createFormatError(logger: Logger) {
+export function createFormatError(logger: Logger, isUnavailable: (error: unknown) => boolean) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
     const original = rootCause(error);
     if (original instanceof DomainError) {
@@ -39,6 +40,14 @@ export function createFormatError(logger: Logger) {
     if (typeof code === "string" && requestErrorCodes.has(code)) {
       const { stacktrace: _, ...extensions } = formatted.extensions ?? {};
       return { ...formatted, extensions };
+    }
+    if (isUnavailable(original)) {
+      logger.warn({ err: original, path: formatted.path }, "a store did not answer in time");
+      return {
+        message: "The service could not reach its storage in time; retry shortly.",
+        path: formatted.path,
+        extensions: { code: ErrorCode.SERVICE_UNAVAILABLE },
+      };
     }
     logger.error({ err: original, path: formatted.path }, "internal error while answering a request");
     return { message: "Internal server error", path: formatted.path, extensions: { code: "INTERNAL_SERVER_ERROR" } };

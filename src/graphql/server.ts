@@ -15,6 +15,8 @@ import { createSchema } from "./schema.js";
 export interface GraphQLServerOptions {
   readonly logger: Logger;
   readonly introspection: boolean;
+  /** Tells errors of a store that did not answer (SERVICE_UNAVAILABLE) from faults. */
+  readonly isUnavailable: (error: unknown) => boolean;
 }
 
 export interface ServingApi {
@@ -36,7 +38,7 @@ export async function serveGraphQL(
     includeStacktraceInErrorResponses: false,
     // The entry point owns signals and closes everything in order; Apollo's own handler would race it.
     stopOnTerminationSignals: false,
-    formatError: createFormatError(options.logger),
+    formatError: createFormatError(options.logger, options.isUnavailable),
     // A bound on document size: no legitimate query of this schema comes near it.
     parseOptions: { maxTokens: 5_000 },
     plugins: [

@@ -2,9 +2,12 @@
 import type { Logger } from "pino";
 import type { Connection } from "rabbitmq-client";
 import type { Config } from "../config.js";
-import { createDatabase, type Database } from "./postgres/database.js";
+import { createDatabase, isPostgresUnavailable, type Database } from "./postgres/database.js";
 import { createRabbitConnection } from "./rabbitmq/connection.js";
-import { createRedisClient, type RedisClient } from "./redis/client.js";
+import { createRedisClient, isRedisUnavailable, type RedisClient } from "./redis/client.js";
+
+/** Whether an error says a store did not answer in time or could not be reached: the request may be retried. */
+export const isStoreUnavailable = (error: unknown): boolean => isRedisUnavailable(error) || isPostgresUnavailable(error);
 
 export interface Clients {
   readonly db: Database;
@@ -34,6 +37,8 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
   try {
     const db = createDatabase({
       url: config.databaseUrl,
+      statementTimeoutMs: config.postgresTimeouts.statementMs,
+      connectTimeoutMs: config.postgresTimeouts.connectMs,
       onQuery: needs.onSqlQuery,
       onConnectionError: (err) => logger.warn({ err }, "PostgreSQL connection lost; the pool reconnects"),
     });
@@ -41,7 +46,7 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     await db.$connect();
 
     const connectRedis = async () => {
-      const client = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes });
+      const client = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes, commandTimeoutMs: config.redisCommandTimeoutMs });
       client.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
       closers.push(async () => void (await client.quit().catch(() => client.disconnect())));
       await client.connect();

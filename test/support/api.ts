@@ -18,7 +18,8 @@ export async function startTestApi(overrides: Record<string, string> = {}): Prom
   const config = testConfig(overrides);
   let queries = 0;
   const clients = await openClients(config, silentLogger, { onSqlQuery: () => queries++ });
-  const api = await serveGraphQL(compose(config, clients, silentLogger).services, { logger: silentLogger, introspection: true, host: config.host, port: config.port });
+  const app = compose(config, clients, silentLogger);
+  const api = await serveGraphQL(app.services, { logger: silentLogger, isUnavailable: app.isUnavailable, introspection: true, host: config.host, port: config.port });
   return {
     config,
     url: api.url,

@@ -7,6 +7,9 @@ export interface DatabaseOptions {
   readonly url: string;
   /** Connections in the pool. */
   readonly poolSize?: number;
+  /** How long one statement may run (PostgreSQL's statement_timeout), and how long connecting may take. */
+  readonly statementTimeoutMs?: number;
+  readonly connectTimeoutMs?: number;
   /** Told about a dropped idle connection (PostgreSQL restarted); the pool replaces it. */
   readonly onConnectionError?: (error: Error) => void;
   /** Called for every SQL statement sent (metrics; tests count queries with it). */
@@ -18,7 +21,12 @@ export function createDatabase(options: DatabaseOptions): Database {
   // Without these listeners a PostgreSQL restart crashes the process with an
   // unhandled 'error' event from an idle pooled connection.
   const adapter = new PrismaPg(
-    { connectionString: options.url, max: options.poolSize ?? 10 },
+    {
+      connectionString: options.url,
+      max: options.poolSize ?? 10,
+      statement_timeout: options.statementTimeoutMs,
+      connectionTimeoutMillis: options.connectTimeoutMs,
+    },
     { onPoolError: report, onConnectionError: report },
   );
   if (!options.onQuery) return new PrismaClient({ adapter });
@@ -32,4 +40,19 @@ export function prismaCode(error: unknown): string | undefined {
   return typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
     ? error.code
     : undefined;
+}
+
+/**
+ * Whether an error says PostgreSQL did not answer in time or could not be
+ * reached (statement timeout, no connection), as opposed to a fault of the query.
+ */
+export function isPostgresUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = prismaCode(error);
+  // P1001 unreachable, P1017 connection closed, P2024 no connection from the pool in time.
+  if (code === "P1001" || code === "P1017" || code === "P2024") return true;
+  // 57014 query_canceled (statement_timeout), 57P01–57P03 the server is shutting down or starting.
+  return /\b(57014|57P0[123])\b|statement timeout|Connection terminated|timeout exceeded when trying to connect|ECONNREFUSED/i.test(
+    `${code ?? ""} ${error.message}`,
+  );
 }

@@ -7,6 +7,12 @@ export interface RedisConnectionOptions {
   readonly url: string;
   /** host:port seeds; when non-empty the client speaks Redis Cluster. */
   readonly clusterNodes?: readonly string[];
+  /**
+   * A command unanswered this long fails with "Command timed out" (ioredis has no
+   * default, so a stalled Redis would hold every request for as long as it stalls).
+   * Blocking reads must block for less.
+   */
+  readonly commandTimeoutMs?: number;
 }
 
 /** A client with the service's scripts defined. */
@@ -20,9 +26,9 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
           }),
           // A cluster pipeline may only hold keys of one node; auto-pipelining groups
           // each tick's commands per node, which is what a batch read needs there.
-          { enableAutoPipelining: true, lazyConnect: true },
+          { enableAutoPipelining: true, lazyConnect: true, redisOptions: { commandTimeout: options.commandTimeoutMs } },
         )
-      : new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 3, protocol: 2 });
+      : new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 3, protocol: 2, commandTimeout: options.commandTimeoutMs });
   defineScripts(client);
   return client;
 }
@@ -95,6 +101,21 @@ class TickPipeline {
       (error: unknown) => slots.forEach(({ group, failed }) => failed || group.reject(error)),
     );
   }
+}
+
+/**
+ * Whether an error says Redis did not answer (stalled, unreachable, connection
+ * lost), as opposed to a fault of the command: the request may be retried.
+ */
+export function isRedisUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return (
+    error.name === "MaxRetriesPerRequestError" ||
+    error.message === "Command timed out" ||
+    error.message === "Connection is closed." ||
+    error.message.startsWith("Stream isn't writeable") ||
+    /^(connect )?(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE)/.test(error.message)
+  );
 }
 
 /** What both a client and a pipeline can be sent. */

@@ -3,11 +3,12 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { badInput, notFound } from "../../../src/errors.js";
 import { createFormatError } from "../../../src/graphql/format-error.js";
+import { isStoreUnavailable } from "../../../src/stores/clients.js";
 
-function capture() {
+function capture(isUnavailable: (error: unknown) => boolean = () => false) {
   const logged: unknown[] = [];
-  const logger = pino({ level: "error" }, { write: (line: string) => logged.push(JSON.parse(line)) });
-  return { logged, format: createFormatError(logger) };
+  const logger = pino({ level: "warn" }, { write: (line: string) => logged.push(JSON.parse(line)) });
+  return { logged, format: createFormatError(logger, isUnavailable) };
 }
 
 const wrap = (original: Error) => new GraphQLError(original.message, { path: ["likePost"], originalError: original });
@@ -32,6 +33,17 @@ describe("formatError", () => {
     const formatted = format({ message: error.message, path: ["likePost"], extensions: { code: "INTERNAL_SERVER_ERROR", stacktrace: ["at x"] } }, error);
     expect(formatted).toEqual({ message: "Internal server error", path: ["likePost"], extensions: { code: "INTERNAL_SERVER_ERROR" } });
     expect(JSON.stringify(logged)).toContain("ECONNREFUSED");
+  });
+
+  it("when a store did not answer, then the client sees SERVICE_UNAVAILABLE and the log has the cause", () => {
+    const { format, logged } = capture(isStoreUnavailable);
+    const error = wrap(new Error("Command timed out"));
+    const formatted = format({ message: error.message, path: ["likePost"], extensions: { code: "INTERNAL_SERVER_ERROR" } }, error);
+    expect(formatted.extensions).toEqual({ code: "SERVICE_UNAVAILABLE" });
+    expect(formatted.message).not.toContain("timed out");
+    expect(JSON.stringify(logged)).toContain("Command timed out");
+    const fault = wrap(new Error("ERR unknown command"));
+    expect(format({ message: fault.message }, fault).extensions).toEqual({ code: "INTERNAL_SERVER_ERROR" });
   });
 
   it("when the request is invalid, then its own code passes without a stack trace", () => {

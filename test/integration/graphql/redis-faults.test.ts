@@ -1,0 +1,52 @@
+// Redis faults seen from a client of the API, injected by a TCP proxy between
+// the API and the test's Redis: a stall must answer a coded error within the
+// command timeout, not hold the request for as long as Redis stalls.
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { Database } from "../../../src/stores/postgres/database.js";
+import { startTestApi, type TestApi } from "../../support/api.js";
+import { codesOf, createUsers, dataOf, openDatabase, type TestUser } from "../../support/env.js";
+import { startTcpProxy, type TcpProxy } from "../../support/tcp-proxy.js";
+
+let proxy: TcpProxy;
+let api: TestApi;
+let db: Database;
+let user: TestUser;
+let postId: string;
+
+const likePost = `mutation($id: ID!) { likePost(postId: $id) { changed post { counts { likes } } } }`;
+const readPost = `query($id: ID!) { posts(ids: [$id]) { counts { likes } viewerHasLiked } }`;
+
+beforeAll(async () => {
+  const redisUrl = new URL(inject("redisUrl"));
+  proxy = await startTcpProxy({ host: redisUrl.hostname, port: Number(redisUrl.port) });
+  api = await startTestApi({ REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: "500" });
+  db = openDatabase(api.config);
+  user = (await createUsers(db, api.config, 1))[0] as TestUser;
+  const created = await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "t", body: "b") { id } }`, {}, user.token);
+  postId = dataOf(created).createPost.id;
+  // Warm: the post's counters are in Redis and its row in the process.
+  dataOf(await api.gql(readPost, { id: postId }, user.token));
+});
+afterAll(async () => {
+  proxy.resume();
+  await api.close();
+  await proxy.close();
+  await db.$disconnect();
+});
+
+describe("Redis faults through the API", () => {
+  it("when Redis stalls, then reads and likes answer SERVICE_UNAVAILABLE while it still stalls, and work again after", async () => {
+    proxy.stall();
+    try {
+      // Neither request can finish unless the command timeout answers it: the stall lasts until `finally`.
+      const [read, like] = await Promise.all([api.gql(readPost, { id: postId }, user.token), api.gql(likePost, { id: postId }, user.token)]);
+      expect(codesOf(read)).toEqual(["SERVICE_UNAVAILABLE"]);
+      expect(codesOf(like)).toEqual(["SERVICE_UNAVAILABLE"]);
+    } finally {
+      proxy.resume();
+    }
+    // The like sent during the stall may have run once Redis resumed; a retry is safe either way.
+    const retried = dataOf(await api.gql<{ likePost: { post: { counts: { likes: number } } } }>(likePost, { id: postId }, user.token));
+    expect(retried.likePost.post.counts.likes).toBe(1);
+  });
+});
