@@ -42,7 +42,9 @@ ensure_redis() {
   log "starting Redis"
   mkdir -p /var/lib/redis /var/log/redis
   # noeviction: Redis holds likes not yet persisted, which must never be evicted.
-  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+  # AOF, fsynced every second: a restart keeps the likes the outbox still holds.
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" \
+    --appendonly yes --appendfsync everysec \
     --maxmemory-policy noeviction --dir /var/lib/redis --logfile /var/log/redis/ci.log
   wait_port Redis 6379
 }

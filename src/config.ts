@@ -9,6 +9,9 @@ const schema = z.object({
   REDIS_URL: z.url().default("redis://127.0.0.1:6379"),
   // Comma-separated seed nodes; when set, Redis is used in cluster mode.
   REDIS_CLUSTER_NODES: z.string().default(""),
+  // "volatile": accept a Redis without AOF or replicas (a restart loses what the outbox holds).
+  // Otherwise such a Redis is warned about, and refused when NODE_ENV=production.
+  REDIS_DURABILITY: z.enum(["durable", "volatile"]).default("durable"),
   // How long a Redis command may go unanswered before it fails (a stalled Redis answers nothing).
   REDIS_COMMAND_TIMEOUT_MS: positiveInt(1000),
   // How long one PostgreSQL statement may run, and how long getting a connection may take.
@@ -55,6 +58,7 @@ export interface Config {
   readonly redisUrl: string;
   readonly redisClusterNodes: readonly string[];
   readonly redisCommandTimeoutMs: number;
+  readonly redisDurability: "durable" | "volatile";
   readonly postgresTimeouts: { readonly statementMs: number; readonly connectMs: number };
   readonly amqpUrl: string;
   readonly jwtSecret: string;
@@ -105,6 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: e.REDIS_URL,
     redisClusterNodes: Object.freeze(e.REDIS_CLUSTER_NODES.split(",").map((s) => s.trim()).filter(Boolean)),
     redisCommandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
+    redisDurability: e.REDIS_DURABILITY,
     postgresTimeouts: Object.freeze({ statementMs: e.POSTGRES_STATEMENT_TIMEOUT_MS, connectMs: e.POSTGRES_CONNECT_TIMEOUT_MS }),
     amqpUrl: e.AMQP_URL,
     jwtSecret: e.JWT_SECRET,

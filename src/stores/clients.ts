@@ -5,6 +5,7 @@ import type { Config } from "../config.js";
 import { createDatabase, isPostgresUnavailable, type Database } from "./postgres/database.js";
 import { createRabbitConnection } from "./rabbitmq/connection.js";
 import { createRedisClient, isRedisUnavailable, type RedisClient } from "./redis/client.js";
+import { checkDurability } from "./redis/durability.js";
 
 /** Whether an error says a store did not answer in time or could not be reached: the request may be retried. */
 export const isStoreUnavailable = (error: unknown): boolean => isRedisUnavailable(error) || isPostgresUnavailable(error);
@@ -53,6 +54,7 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
       return client;
     };
     const redis = await connectRedis();
+    await checkDurability(redis, { policy: config.redisDurability, refuse: config.production, logger });
     const relayRedis = needs.relay ? await connectRedis() : null;
 
     let rabbit: Connection | null = null;

@@ -1,0 +1,56 @@
+// What a Redis keeps when it restarts. Redis holds likes the outbox has not yet
+// handed to RabbitMQ: without AOF or a replica, a restart loses them silently
+// (both stores agree afterwards, so nothing would ever notice).
+import { Cluster } from "ioredis";
+import type { Logger } from "pino";
+import type { RedisClient } from "./client.js";
+
+export interface RedisDurability {
+  /** Every master appends to an AOF. */
+  readonly aof: boolean;
+  /** Every master has at least one connected replica. */
+  readonly replicated: boolean;
+}
+
+function field(info: string, name: string): string | undefined {
+  return new RegExp(`^${name}:(.*)$`, "m").exec(info)?.[1]?.trim();
+}
+
+async function durabilityOf(node: { info(section: string): Promise<string> }): Promise<RedisDurability> {
+  const [persistence, replication] = await Promise.all([node.info("persistence"), node.info("replication")]);
+  return { aof: field(persistence, "aof_enabled") === "1", replicated: Number(field(replication, "connected_slaves") ?? 0) > 0 };
+}
+
+export async function readDurability(redis: RedisClient): Promise<RedisDurability> {
+  const nodes = redis instanceof Cluster ? redis.nodes("master") : [redis];
+  const each = await Promise.all(nodes.map(durabilityOf));
+  return { aof: each.every((d) => d.aof), replicated: each.every((d) => d.replicated) };
+}
+
+/** "durable": Redis must keep what it acknowledged (AOF or a replica); "volatile": the operator accepts losing what the outbox holds. */
+export type DurabilityPolicy = "durable" | "volatile";
+
+export class VolatileRedisError extends Error {
+  override readonly name = "VolatileRedisError";
+}
+
+/**
+ * Checks at start that Redis keeps acknowledged likes across a restart. Without
+ * AOF or a replica it warns, and refuses to start when `refuse` is set (production)
+ * unless the policy is "volatile".
+ */
+export async function checkDurability(redis: RedisClient, options: { policy: DurabilityPolicy; refuse: boolean; logger: Logger }): Promise<RedisDurability> {
+  const durability = await readDurability(redis);
+  if (durability.aof || durability.replicated) return durability;
+  const risk =
+    "Redis runs without AOF and without replicas: a Redis restart loses the likes its outbox still holds (acknowledged, not yet in RabbitMQ). " +
+    "Run Redis with appendonly yes and appendfsync everysec, or set REDIS_DURABILITY=volatile to accept the loss.";
+  if (options.policy === "volatile") {
+    options.logger.warn({ durability, policy: options.policy }, "Redis keeps nothing across a restart; accepted by REDIS_DURABILITY=volatile");
+  } else if (options.refuse) {
+    throw new VolatileRedisError(risk);
+  } else {
+    options.logger.warn({ durability }, risk);
+  }
+  return durability;
+}

@@ -1,0 +1,49 @@
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RedisClient } from "../../../../src/stores/redis/client.js";
+import { checkDurability, readDurability, VolatileRedisError } from "../../../../src/stores/redis/durability.js";
+import { openRedis } from "../../../support/env.js";
+
+let redis: RedisClient;
+
+function capture() {
+  const lines: { level: number; msg: string }[] = [];
+  const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line) as { level: number; msg: string }) });
+  return { logger, warnings: () => lines.filter((l) => l.level === 40).map((l) => l.msg) };
+}
+
+beforeAll(async () => {
+  redis = await openRedis();
+});
+afterAll(async () => {
+  await redis.quit();
+});
+
+describe("Redis durability at start", () => {
+  it("when Redis has neither AOF nor replicas, then production refuses to start unless the loss is accepted, and elsewhere it warns", async () => {
+    // The suite's Redis runs without AOF and without replicas.
+    expect(await readDurability(redis)).toEqual({ aof: false, replicated: false });
+    const strict = capture();
+    await expect(checkDurability(redis, { policy: "durable", refuse: true, logger: strict.logger })).rejects.toBeInstanceOf(VolatileRedisError);
+
+    const accepted = capture();
+    await checkDurability(redis, { policy: "volatile", refuse: true, logger: accepted.logger });
+    expect(accepted.warnings().join()).toContain("REDIS_DURABILITY=volatile");
+
+    const development = capture();
+    await checkDurability(redis, { policy: "durable", refuse: false, logger: development.logger });
+    expect(development.warnings().join()).toMatch(/without AOF and without replicas/);
+  });
+
+  it("when Redis appends to an AOF, then it starts without a warning, in production too", async () => {
+    await redis.config("SET", "appendonly", "yes");
+    try {
+      expect((await readDurability(redis)).aof).toBe(true);
+      const quiet = capture();
+      await checkDurability(redis, { policy: "durable", refuse: true, logger: quiet.logger });
+      expect(quiet.warnings()).toEqual([]);
+    } finally {
+      await redis.config("SET", "appendonly", "no");
+    }
+  });
+});
