@@ -66,7 +66,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     counters,
     tokens,
     likes: createLikeService({ likeStore: createLikeStore(redis, keys), likeHistory, counters }),
-    users: createUserService({ users, tokens, counters }),
+    users: createUserService({ users, tokens, counters, catalog }),
     content: createContentService({
       posts,
       comments,

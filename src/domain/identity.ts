@@ -40,6 +40,8 @@ export interface TokenServiceOptions {
   readonly cacheSize?: number;
 }
 
+const maxUserId = 2n ** 63n - 1n;
+
 /** The only header this service issues, so the only one it accepts: no algorithm negotiation. */
 const expectedHeader = Buffer.from(JSON.stringify({ alg: "HS256" })).toString("base64url");
 
@@ -66,7 +68,8 @@ export function verifyHs256(token: string, secret: Buffer, nowSeconds: number): 
   }
   if (typeof claims !== "object" || claims === null) return null;
   const { sub, exp } = claims as { sub?: unknown; exp?: unknown };
-  if (typeof sub !== "string" || !/^[1-9][0-9]{0,18}$/.test(sub)) return null;
+  // A user id fits PostgreSQL's bigint: 19 digits may not.
+  if (typeof sub !== "string" || !/^[1-9][0-9]{0,18}$/.test(sub) || BigInt(sub) > maxUserId) return null;
   if (typeof exp !== "number" || exp <= nowSeconds) return null;
   return { sub, exp };
 }

@@ -1,7 +1,9 @@
-// Accounts: registration and sign-in.
+// Accounts: registration, sign-in, and who a bearer token names.
+import { LRUCache } from "lru-cache";
 import { badInput, DomainError, ErrorCode } from "../errors.js";
+import { findOne, type Catalog } from "./catalog.js";
 import type { CounterService } from "./counters.js";
-import { hashPassword, verifyPassword, type TokenService } from "./identity.js";
+import { hashPassword, verifyPassword, type TokenService, type Viewer } from "./identity.js";
 import type { User } from "./model.js";
 import type { UserStore } from "./ports.js";
 
@@ -10,9 +12,14 @@ export interface Session {
   readonly user: User;
 }
 
+/** A bearer token's viewer, or why it names none. */
+export type Authentication = { readonly viewer: Viewer } | { readonly problem: string };
+
 export interface UserService {
   register(username: string, email: string, password: string): Promise<Session>;
   login(username: string, password: string): Promise<Session>;
+  /** The viewer a bearer token names: validly signed, unexpired, and naming a user that exists. */
+  authenticate(token: string): Promise<Authentication>;
 }
 
 export function validateRegistration(username: string, email: string, password: string): void {
@@ -27,9 +34,21 @@ export function validateRegistration(username: string, email: string, password: 
   }
 }
 
-export function createUserService(deps: { users: UserStore; tokens: TokenService; counters: CounterService }): UserService {
-  const { users, tokens, counters } = deps;
+export function createUserService(deps: { users: UserStore; tokens: TokenService; counters: CounterService; catalog: Catalog; missingTtlMs?: number }): UserService {
+  const { users, tokens, counters, catalog } = deps;
+  // Users found missing, so a token naming none costs one query per 30 s, not one per request.
+  // Users that exist are remembered by the catalog: the steady state sends no SQL.
+  const missing = new LRUCache<bigint, true>({ max: 100_000, ttl: deps.missingTtlMs ?? 30_000 });
   return {
+    async authenticate(token) {
+      const viewer = tokens.verify(token);
+      if (!viewer) return { problem: "The bearer token is invalid or expired; sign in again." };
+      if (missing.has(viewer.userId) || !(await findOne(catalog.users, viewer.userId))) {
+        missing.set(viewer.userId, true);
+        return { problem: "The bearer token names no user of this service; sign in again." };
+      }
+      return { viewer };
+    },
     async register(username, email, password) {
       validateRegistration(username, email, password);
       const outcome = await users.create({ username, email: email.toLowerCase(), passwordHash: await hashPassword(password) });

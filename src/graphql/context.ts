@@ -13,13 +13,18 @@ export interface Context {
 }
 
 /** A request's context, from its Authorization header. */
-export function createContext(services: Services, header: string | undefined): Context {
+export async function createContext(services: Services, header: string | undefined): Promise<Context> {
   let viewer: Viewer | null = null;
   let tokenProblem: string | null = null;
   if (header) {
-    const match = /^Bearer\s+(\S+)$/i.exec(header);
-    viewer = match?.[1] ? services.tokens.verify(match[1]) : null;
-    if (!viewer) tokenProblem = match ? "The bearer token is invalid or expired; sign in again." : "The Authorization header must be \"Bearer <token>\".";
+    const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
+    if (token) {
+      const authentication = await services.users.authenticate(token);
+      if ("viewer" in authentication) viewer = authentication.viewer;
+      else tokenProblem = authentication.problem;
+    } else {
+      tokenProblem = 'The Authorization header must be "Bearer <token>".';
+    }
   }
   return { viewer, tokenProblem, loaders: createLoaders(services, viewer), services };
 }
