@@ -102,11 +102,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       const pipelineLogger = logger.child({ component: "pipeline" });
       const running = await startPipeline(
         {
-          outbox: createOutboxStore(clients.relayRedis, keys, {
-            batchSize: config.relay.batchSize,
-            // A blocking read must return before the command timeout fails it.
-            blockMs: Math.min(500, Math.floor(config.redisCommandTimeoutMs / 2)),
-          }),
+          outbox: createOutboxStore(clients.relayRedis, keys, { batchSize: config.relay.batchSize }),
           bus,
           persistence: createLikePersistence({
             likeHistory,

@@ -14,8 +14,7 @@ const schema = z.object({
   REDIS_DURABILITY: z.enum(["durable", "volatile"]).default("durable"),
   // How long a Redis command may go unanswered before it fails (a stalled Redis answers nothing).
   REDIS_COMMAND_TIMEOUT_MS: positiveInt(1000),
-  // How long one PostgreSQL statement may run, and how long getting a connection may take.
-  POSTGRES_STATEMENT_TIMEOUT_MS: positiveInt(10_000),
+  // How long getting a PostgreSQL connection may take.
   POSTGRES_CONNECT_TIMEOUT_MS: positiveInt(3000),
   AMQP_URL: z.url().default("amqp://guest:guest@127.0.0.1:5672"),
   JWT_SECRET: z.string().min(16, "JWT_SECRET must be at least 16 characters").default("dev-secret-change-me-in-production"),
@@ -59,7 +58,7 @@ export interface Config {
   readonly redisClusterNodes: readonly string[];
   readonly redisCommandTimeoutMs: number;
   readonly redisDurability: "durable" | "volatile";
-  readonly postgresTimeouts: { readonly statementMs: number; readonly connectMs: number };
+  readonly postgresConnectTimeoutMs: number;
   readonly amqpUrl: string;
   readonly jwtSecret: string;
   readonly port: number;
@@ -110,7 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisClusterNodes: Object.freeze(e.REDIS_CLUSTER_NODES.split(",").map((s) => s.trim()).filter(Boolean)),
     redisCommandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
     redisDurability: e.REDIS_DURABILITY,
-    postgresTimeouts: Object.freeze({ statementMs: e.POSTGRES_STATEMENT_TIMEOUT_MS, connectMs: e.POSTGRES_CONNECT_TIMEOUT_MS }),
+    postgresConnectTimeoutMs: e.POSTGRES_CONNECT_TIMEOUT_MS,
     amqpUrl: e.AMQP_URL,
     jwtSecret: e.JWT_SECRET,
     port: e.PORT,

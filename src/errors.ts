@@ -14,8 +14,8 @@ export const ErrorCode = {
   RATE_LIMITED: "RATE_LIMITED",
   /**
    * A store the answer needs (Redis, PostgreSQL) did not answer in time or could not be
-   * reached. A mutation may or may not have taken effect; retrying is safe (liking twice
-   * counts once).
+   * reached. A mutation may or may not have taken effect: retrying a like or unlike is
+   * safe (liking twice counts once); retrying createPost may create a second post.
    */
   SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
 } as const;

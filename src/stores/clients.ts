@@ -38,24 +38,25 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
   try {
     const db = createDatabase({
       url: config.databaseUrl,
-      statementTimeoutMs: config.postgresTimeouts.statementMs,
-      connectTimeoutMs: config.postgresTimeouts.connectMs,
+      connectTimeoutMs: config.postgresConnectTimeoutMs,
       onQuery: needs.onSqlQuery,
       onConnectionError: (err) => logger.warn({ err }, "PostgreSQL connection lost; the pool reconnects"),
     });
     closers.push(() => db.$disconnect());
     await db.$connect();
 
-    const connectRedis = async () => {
-      const client = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes, commandTimeoutMs: config.redisCommandTimeoutMs });
+    const connectRedis = async (commandTimeoutMs: number | undefined) => {
+      const client = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes, commandTimeoutMs });
       client.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
       closers.push(async () => void (await client.quit().catch(() => client.disconnect())));
       await client.connect();
       return client;
     };
-    const redis = await connectRedis();
+    const redis = await connectRedis(config.redisCommandTimeoutMs);
     await checkDurability(redis, { policy: config.redisDurability, refuse: config.production, logger });
-    const relayRedis = needs.relay ? await connectRedis() : null;
+    // The relay's reads block, and after an outage one read can return a large backlog that takes
+    // longer than a request's timeout to arrive: a timeout there would repeat the same read forever.
+    const relayRedis = needs.relay ? await connectRedis(undefined) : null;
 
     let rabbit: Connection | null = null;
     if (needs.rabbit) {

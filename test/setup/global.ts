@@ -2,6 +2,9 @@
 // instance (so counting round trips or flushing disturbs nobody) and a local
 // Redis Cluster for the script tests. The database is migrated by scripts/test.sh.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { freePort } from "../../scripts/lib/ports.js";
 
@@ -35,7 +38,7 @@ export default async function setup(project: TestProject): Promise<() => void> {
   const port = await freePort();
   redis = spawn(
     "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"],
+        ["--port", String(port), "--bind", "127.0.0.1", "--dir", mkdtempSync(path.join(tmpdir(), "likes-test-redis-")), "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"],
     { stdio: "ignore" },
   );
   await waitForRedis(port);

@@ -7,8 +7,7 @@ export interface DatabaseOptions {
   readonly url: string;
   /** Connections in the pool. */
   readonly poolSize?: number;
-  /** How long one statement may run (PostgreSQL's statement_timeout), and how long connecting may take. */
-  readonly statementTimeoutMs?: number;
+  /** How long getting a connection may take. */
   readonly connectTimeoutMs?: number;
   /** Told about a dropped idle connection (PostgreSQL restarted); the pool replaces it. */
   readonly onConnectionError?: (error: Error) => void;
@@ -24,7 +23,6 @@ export function createDatabase(options: DatabaseOptions): Database {
     {
       connectionString: options.url,
       max: options.poolSize ?? 10,
-      statement_timeout: options.statementTimeoutMs,
       connectionTimeoutMillis: options.connectTimeoutMs,
     },
     { onPoolError: report, onConnectionError: report },
@@ -49,10 +47,10 @@ export function prismaCode(error: unknown): string | undefined {
 export function isPostgresUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = prismaCode(error);
-  // P1001 unreachable, P1017 connection closed, P2024 no connection from the pool in time.
-  if (code === "P1001" || code === "P1017" || code === "P2024") return true;
+  // P1001 unreachable, P1008 timed out, P1017 connection closed, P2024 no connection from the pool in time, P2037 too many connections.
+  if (code === "P1001" || code === "P1008" || code === "P1017" || code === "P2024" || code === "P2037") return true;
   // 57014 query_canceled (statement_timeout), 57P01–57P03 the server is shutting down or starting.
-  return /\b(57014|57P0[123])\b|statement timeout|Connection terminated|timeout exceeded when trying to connect|ECONNREFUSED/i.test(
+  return /\b(57014|57P0[123]|53300)\b|statement timeout|Connection terminated|timeout exceeded when trying to connect|ECONNREFUSED/i.test(
     `${code ?? ""} ${error.message}`,
   );
 }

@@ -111,7 +111,11 @@ export function isRedisUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   return (
     error.name === "MaxRetriesPerRequestError" ||
+    error.name === "ClusterAllFailedError" ||
     error.message === "Command timed out" ||
+    error.message === "Command aborted due to connection close" ||
+    error.message === "Cluster is disconnected." ||
+    error.message.startsWith("None of startup nodes is available") ||
     error.message === "Connection is closed." ||
     error.message.startsWith("Stream isn't writeable") ||
     /^(connect )?(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE)/.test(error.message)

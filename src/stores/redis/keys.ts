@@ -6,7 +6,7 @@
 //   ob:{p}                         stream: outbox of like changes in partition p, read by the relay
 //   rt:{p}:<type>:<id>             hash: user → newest version known since a rebuild (scripts/includes/rebuild-window.lua)
 //   rbl:{p}:<type>:<id>            string: lock held by the process rebuilding the target from PostgreSQL
-//   rc:{p}:<operation>             string: the status a write first answered, kept 10 s (scripts/includes/receipts.lua)
+//   rc:{p}:<operation>             string: the status a write first answered, kept 60 s (scripts/includes/receipts.lua)
 //   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
 //
 // Membership grows by generations instead of a fixed shard count, so small
@@ -50,7 +50,7 @@ export function mix32(value: bigint): number {
 }
 
 /**
- * An id per call, unique enough for a receipt's 10 seconds: 96 random bits,
+ * An id per call, unique enough for a receipt's minute: 96 random bits,
  * drawn from a pool because one randomBytes call per like cost a few percent.
  */
 let pool = Buffer.alloc(0);

@@ -29,5 +29,6 @@ end
 if firstAnswer(KEYS[2]) then
   return { UNCHANGED, tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0') }
 end
+local value = redis.call('HINCRBY', KEYS[1], ARGV[1], delta)
 keepReceipt(KEYS[2], APPLIED)
-return { APPLIED, redis.call('HINCRBY', KEYS[1], ARGV[1], delta) }
+return { APPLIED, value }
