@@ -38,15 +38,17 @@ export default async function setup(project: TestProject): Promise<() => void> {
   const port = await freePort();
   redis = spawn(
     "redis-server",
-        ["--port", String(port), "--bind", "127.0.0.1", "--dir", mkdtempSync(path.join(tmpdir(), "likes-test-redis-")), "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"],
+    ["--port", String(port), "--bind", "127.0.0.1", "--dir", mkdtempSync(path.join(tmpdir(), "likes-test-redis-")), "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"],
     { stdio: "ignore" },
   );
   await waitForRedis(port);
-  execFileSync("bash", ["scripts/redis-cluster.sh", "start", "7101"], { stdio: "inherit" });
+  // TEST_CLUSTER_PORT lets two checkouts run their suites side by side.
+  const clusterPort = Number(process.env.TEST_CLUSTER_PORT ?? 7101);
+  execFileSync("bash", ["scripts/redis-cluster.sh", "start", String(clusterPort)], { stdio: "inherit" });
 
   project.provide("redisUrl", `redis://127.0.0.1:${port}`);
   project.provide("redisPort", port);
-  project.provide("clusterNodes", ["127.0.0.1:7101", "127.0.0.1:7102", "127.0.0.1:7103"]);
+  project.provide("clusterNodes", [0, 1, 2].map((i) => `127.0.0.1:${clusterPort + i}`));
   // A vhost of the run's own: queues and exchanges of the suite vanish with it.
   const vhost = `likes_test_${process.pid}`;
   rabbitmqctl("add_vhost", vhost);
