@@ -94,7 +94,7 @@ export async function loadDataset(sql: pg.Client, shape: DatasetShape, progress:
   for (let k = 1; k <= shape.posts; k++) likes += likersOf(shape, k);
 
   await sql.query("SET synchronous_commit = off");
-  await sql.query("TRUNCATE users, posts, comments, likes, like_versions, counters RESTART IDENTITY");
+  await sql.query("TRUNCATE users, posts, comments, likes, like_versions, target_epochs, counters RESTART IDENTITY");
   await copyRows(sql, "users", ["id", "username", "email", "password_hash", "created_at"], function* () {
     const created = new Date(start - dayMs).toISOString();
     for (let u = 1; u <= users; u++) yield `${u}\tbench_${u}\tbench_${u}@example.com\tscrypt$00$00\t${created}`;

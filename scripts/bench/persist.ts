@@ -51,7 +51,7 @@ export async function persist(redis: PrivateRedis, sql: pg.Client, databaseUrl: 
   const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqpUrl, RABBITMQ_PREFIX: "likes_bench_persist" };
 
   await redis.client.flushall();
-  await sql.query("TRUNCATE likes, like_versions, counters");
+  await sql.query("TRUNCATE likes, like_versions, target_epochs, counters");
   const keys = createRedisKeys(partitions);
   const counters = createCounterStore(redis.client, keys);
   const likes = createLikeStore(redis.client, keys);

@@ -43,7 +43,7 @@ function peakRss(pid: number, exited: Promise<unknown>): Promise<number> {
 
 export async function reconcileScenario(redis: PrivateRedis, sql: pg.Client, databaseUrl: string, amqpUrl: string): Promise<ReconcileFigures> {
   await redis.client.flushall();
-  await sql.query("TRUNCATE likes, like_versions, counters");
+  await sql.query("TRUNCATE likes, like_versions, target_epochs, counters");
   // Posts 1 and 2 get exactly 10,000 likers; the rest follow 1/k.
   await sql.query(`
     INSERT INTO likes (target_type, target_id, user_id)

@@ -80,7 +80,7 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
           await rebuildStore.write(target, { ...snapshot, counts: { ...zeroCounts(target.type), ...snapshot.counts } }, found.authorId);
           // Changes committed between the snapshot and the hash appearing were not replayed by
           // the consumer (it found no rebuilt hash): bring them in now. Repeats are harmless.
-          for (const change of await snapshots.changesSince(target, snapshot.version)) {
+          for (const change of await snapshots.changesSince(target, snapshot.mark)) {
             await rebuildStore.replay({ target, ...change });
           }
           return true;

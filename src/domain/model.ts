@@ -113,8 +113,9 @@ export interface LikeChange {
   /** The state after the change. */
   readonly liked: boolean;
   /**
-   * Grows with every change of the target. A store applies a change only when it
-   * is newer than the last it applied for the same (target, user).
+   * Grows with every change of the target, and across its rebuilds: a change made
+   * after a rebuild outranks every change made before it. A store applies a change
+   * only when it is newer than the last it applied for the same (target, user).
    */
   readonly version: bigint;
   readonly at: Date;
@@ -141,6 +142,10 @@ export interface TargetSnapshot {
   readonly counts: Counts;
   /** Highest version of a like change PostgreSQL applied to the target (0 when none). */
   readonly version: bigint;
+  /** The epoch the rebuilt target stamps its changes in: newer than every earlier one. */
+  readonly epoch: bigint;
+  /** Where the snapshot stands in PostgreSQL's commit order, for `SnapshotStore.changesSince`. */
+  readonly mark: string;
 }
 
 /** The last change PostgreSQL applied for one user of a target. */

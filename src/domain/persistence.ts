@@ -4,7 +4,8 @@
 // A target rebuilt into Redis from PostgreSQL could not see changes that were
 // still on their way (in RabbitMQ, or in a batch) at that moment. When such a
 // change reaches PostgreSQL it is replayed into the rebuilt target, so Redis and
-// PostgreSQL end in agreement without losing it or counting it twice.
+// PostgreSQL end in agreement without losing it or counting it twice. A rebuild
+// starts a new epoch, so "made before the rebuild" is a comparison of versions.
 //
 // Authors' likesReceived lives in another slot than the liked target, so no
 // like script can move it. It moves here instead, in Redis by the same deltas
@@ -43,12 +44,16 @@ export function createLikePersistence({ likeHistory, rebuilds, counters, onRedis
   async function replayIntoRebuilt(changes: readonly LikeChange[]): Promise<void> {
     if (changes.length === 0) return;
     const targets = [...new Map(changes.map((c) => [targetKey(c.target), c.target])).values()];
-    const rebuiltAt = new Map((await rebuilds.rebuiltAt(targets)).map((at, i) => [targetKey(targets[i]!), at]));
+    const epochStart = new Map((await rebuilds.epochStarts(targets)).map((start, i) => [targetKey(targets[i]!), start]));
     const late = changes.filter((c) => {
-      const at = rebuiltAt.get(targetKey(c.target));
-      return at != null && c.version < at;
+      const start = epochStart.get(targetKey(c.target));
+      return start != null && c.version < start;
     });
-    await Promise.all(late.map((c) => rebuilds.replay({ target: c.target, userId: c.userId, liked: c.liked, version: c.version })));
+    const outcomes = await Promise.all(late.map((c) => rebuilds.replay({ target: c.target, userId: c.userId, liked: c.liked, version: c.version })));
+    // Too late to tell whether Redis superseded it: take the target out, and the next
+    // read rebuilds it from PostgreSQL, which holds the change (and replays what is in flight).
+    const stale = new Map(late.filter((_, i) => outcomes[i] === "tooLate").map((c) => [targetKey(c.target), c.target]));
+    await Promise.all([...stale.values()].map((target) => rebuilds.drop(target)));
   }
 
   return {

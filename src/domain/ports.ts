@@ -63,10 +63,10 @@ export interface LikeHistoryStore {
 }
 
 export interface SnapshotStore {
-  /** A target's likers, counters and applied version, as of one moment. */
+  /** A target's likers, counters and applied version, as of one moment, and a new epoch for it. */
   read(target: Target): Promise<TargetSnapshot>;
-  /** The last applied change of each user whose change is newer than `version`. */
-  changesSince(target: Target, version: bigint): Promise<AppliedChange[]>;
+  /** The applied change of each user whose change committed after the snapshot `mark`, whatever its version. */
+  changesSince(target: Target, mark: string): Promise<AppliedChange[]>;
 }
 
 export interface DatabaseReconcileStore {
@@ -137,15 +137,23 @@ export interface RebuildStore {
   unlock(target: Target, token: string): Promise<void>;
   /** Writes the target from a PostgreSQL snapshot; false when Redis already held it. */
   write(target: Target, snapshot: TargetSnapshot, authorId: bigint | null): Promise<boolean>;
-  /** Brings a change PostgreSQL applied late into a rebuilt target; true when Redis changed. */
-  replay(change: LateChange): Promise<boolean>;
-  /** When each target was rebuilt, in microseconds of the Redis clock, or null (not rebuilt, or not in Redis). */
-  rebuiltAt(targets: readonly Target[]): Promise<(bigint | null)[]>;
+  /**
+   * Brings a change PostgreSQL applied late into a rebuilt target. "tooLate": it
+   * came after the rebuild window, when Redis no longer knows what superseded it.
+   */
+  replay(change: LateChange): Promise<"replayed" | "unchanged" | "tooLate">;
+  /**
+   * The lowest version each target's current epoch stamps, or null when Redis does
+   * not hold it: a change below it was made before the target's last rebuild.
+   */
+  epochStarts(targets: readonly Target[]): Promise<(bigint | null)[]>;
   /**
    * Takes a target out of Redis whole, to come back by a rebuild. Only small
    * targets whose changes PostgreSQL has all applied (`persistedVersion`) leave.
    */
   evict(target: LikeableTarget, persistedVersion: bigint): Promise<"evicted" | "absent" | "kept">;
+  /** Takes a target out of Redis whole whatever it holds, to come back by a rebuild (changes in flight are replayed into it). */
+  drop(target: LikeableTarget): Promise<"evicted" | "absent" | "kept">;
 }
 
 /** One page of a walk over the targets Redis holds. */

@@ -51,7 +51,7 @@ export function useStores(assign: (stores: StoresWithAuthor) => void, options: {
     const db = openDatabase(config);
     const redis = await openRedis();
     if (options.fresh) {
-      await db.$executeRaw`TRUNCATE likes, like_versions, counters`;
+      await db.$executeRaw`TRUNCATE likes, like_versions, target_epochs, counters`;
       await redis.flushall();
     }
     const [author] = await createUsers(db, config, 1);

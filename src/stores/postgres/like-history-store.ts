@@ -43,15 +43,15 @@ export function createLikeHistoryStore(db: Database): LikeHistoryStore {
       return db.$transaction(
         async (tx) => {
           const advanced = await tx.$queryRaw<AdvancedRow[]>`
-            INSERT INTO like_versions (target_type, target_id, user_id, version, liked)
-            SELECT * FROM unnest(
+            INSERT INTO like_versions (target_type, target_id, user_id, version, liked, txid)
+            SELECT *, pg_current_xact_id()::text::bigint FROM unnest(
               ${changes.map((c) => c.target.type)}::text[],
               ${changes.map((c) => c.target.id.toString())}::text[]::bigint[],
               ${changes.map((c) => c.userId.toString())}::text[]::bigint[],
-              ${changes.map((c) => c.version.toString())}::text[]::bigint[],
+              ${changes.map((c) => c.version.toString())}::text[]::numeric[],
               ${changes.map((c) => c.liked)}::boolean[])
             ON CONFLICT (target_type, target_id, user_id) DO UPDATE
-              SET version = EXCLUDED.version, liked = EXCLUDED.liked
+              SET version = EXCLUDED.version, liked = EXCLUDED.liked, txid = EXCLUDED.txid
               WHERE like_versions.version < EXCLUDED.version
             RETURNING target_type, target_id::text AS target_id, user_id::text AS user_id, liked`;
           const passed = advanced.map((row) => byPair.get(key(row.target_type, row.target_id, row.user_id)) as LikeChange);

@@ -2,6 +2,7 @@
 import { Prisma } from "../../generated/prisma/client.js";
 import type { LikeableTarget } from "../../domain/model.js";
 import type { DatabaseReconcileStore } from "../../domain/ports.js";
+import { epochScale } from "../versions.js";
 import type { Database } from "./database.js";
 
 export function createDatabaseReconcileStore(db: Database): DatabaseReconcileStore {
@@ -27,11 +28,18 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
           SELECT c.target_type, c.target_id::text AS target_id, c.value::text AS value
           FROM counters c JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
             ON c.target_type = t.target_type AND c.target_id = t.target_id AND c.name = 'like'`,
+        // The newest version a target has: its newest applied change, or the start of the
+        // epoch its last rebuild opened (a rebuilt target with no change since is quiescent).
         db.$queryRaw<{ target_type: string; target_id: string; version: string }[]>`
-          SELECT v.target_type, v.target_id::text AS target_id, max(v.version)::text AS version
-          FROM like_versions v JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
-            ON v.target_type = t.target_type AND v.target_id = t.target_id
-          GROUP BY v.target_type, v.target_id`,
+          SELECT target_type, target_id::text AS target_id, max(version)::text AS version FROM (
+            SELECT v.target_type, v.target_id, v.version
+            FROM like_versions v JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
+              ON v.target_type = t.target_type AND v.target_id = t.target_id
+            UNION ALL
+            SELECT e.target_type, e.target_id, e.epoch::numeric * ${epochScale.toString()}::numeric
+            FROM target_epochs e JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
+              ON e.target_type = t.target_type AND e.target_id = t.target_id
+          ) newest GROUP BY target_type, target_id`,
       ]);
       const key = (type: string, id: string) => `${type}:${id}`;
       const members = new Map<string, bigint[]>();
@@ -78,10 +86,10 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
       // Records the repaired state for these users, except where a pair's version moved
       // past the observed one (it changed after the comparison): returns the users that passed.
       const gate = (users: readonly bigint[], liked: boolean) => Prisma.sql`
-        INSERT INTO like_versions (target_type, target_id, user_id, version, liked)
-        SELECT ${target.type}, ${target.id}, u, ${repair.observedVersion.toString()}::bigint, ${liked}
+        INSERT INTO like_versions (target_type, target_id, user_id, version, liked, txid)
+        SELECT ${target.type}, ${target.id}, u, ${repair.observedVersion.toString()}::numeric, ${liked}, pg_current_xact_id()::text::bigint
         FROM unnest(${users.map(String)}::text[]::bigint[]) AS u
-        ON CONFLICT (target_type, target_id, user_id) DO UPDATE SET version = EXCLUDED.version, liked = EXCLUDED.liked
+        ON CONFLICT (target_type, target_id, user_id) DO UPDATE SET version = EXCLUDED.version, liked = EXCLUDED.liked, txid = EXCLUDED.txid
           WHERE like_versions.version <= EXCLUDED.version
         RETURNING user_id`;
       await db.$transaction([

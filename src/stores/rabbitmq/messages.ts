@@ -7,8 +7,8 @@ import type { Delivery } from "../../domain/ports.js";
 
 /** A database id: a positive decimal that fits a bigint column. */
 const id = z.string().regex(/^[1-9][0-9]{0,18}$/, "a positive decimal id");
-/** A change version: microseconds of the Redis clock, or 0. */
-const version = z.string().regex(/^[0-9]{1,19}$/, "a decimal version");
+/** A change version (src/stores/versions.ts: epoch * 10^16 + microseconds), or 0. */
+const version = z.string().regex(/^[0-9]{1,38}$/, "a decimal version");
 const target = z.object({ type: z.enum(["post", "comment"]), id });
 
 export const likeChangeMessage = z.object({

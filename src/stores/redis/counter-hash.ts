@@ -1,7 +1,8 @@
 // A target's counter hash as Redis holds it: its counts, and the bookkeeping
 // fields beside them that never leave the Redis stores.
 import type { Counts } from "../../domain/model.js";
-import { authorField, bookkeepingFields, generationField, versionField } from "./keys.js";
+import { versionOf } from "../versions.js";
+import { authorField, bookkeepingFields, epochField, generationField, versionField } from "./keys.js";
 
 export interface CounterHash {
   readonly counts: Counts;
@@ -24,12 +25,14 @@ export function parseCounterHash(raw: Readonly<Record<string, string>> | readonl
   const counts: Record<string, number> = {};
   let generation = 0;
   let authorId: bigint | null = null;
-  let version = 0n;
+  let epoch = 0n;
+  let micros = 0n;
   for (const [field, value] of entries) {
     if (field === generationField) generation = Number(value);
     else if (field === authorField) authorId = BigInt(value);
-    else if (field === versionField) version = BigInt(value);
+    else if (field === epochField) epoch = BigInt(value);
+    else if (field === versionField) micros = BigInt(value);
     else if (!bookkeepingFields.has(field)) counts[field] = Number(value);
   }
-  return { counts, generation, authorId, version };
+  return { counts, generation, authorId, version: versionOf(epoch, micros) };
 }

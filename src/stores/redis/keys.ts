@@ -31,12 +31,14 @@ export const defaultShardCapacity = 512;
 export const generationField = "gen";
 /** Hash field of a post's or comment's counter hash that holds its author's id. */
 export const authorField = "author";
-/** Hash field that holds the version of the target's latest like change (scripts/includes/append-event.lua). */
+/** Hash field that holds the microseconds of the target's latest like change (scripts/includes/append-event.lua). */
 export const versionField = "ver";
+/** Hash field that holds the epoch the target stamps its changes in (src/stores/versions.ts); absent means 0. */
+export const epochField = "ep";
 /** Hash field that holds when the hash was rebuilt from PostgreSQL, in microseconds. */
 export const rebuiltAtField = "rb";
 /** The counter hash's fields that are not counters; scripts/includes/hash-fields.lua names the same. */
-export const bookkeepingFields: ReadonlySet<string> = new Set([generationField, authorField, versionField, rebuiltAtField]);
+export const bookkeepingFields: ReadonlySet<string> = new Set([generationField, authorField, versionField, epochField, rebuiltAtField]);
 
 /** 32-bit finalizer of MurmurHash3: spreads sequential user ids evenly over shards. */
 export function mix32(value: bigint): number {

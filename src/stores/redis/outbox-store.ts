@@ -11,6 +11,7 @@ import type { LikeChange, MalformedOutboxEntry, OutboxEntry } from "../../domain
 import type { Outbox, OutboxRead } from "../../domain/ports.js";
 import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
+import { versionOf } from "../versions.js";
 
 export const relayGroup = "relay";
 
@@ -30,13 +31,15 @@ export function decodeOutboxEntry(partition: number, entryId: string, fields: re
   const f = new Map<string, string>();
   for (let i = 0; i + 1 < fields.length; i += 2) f.set(fields[i] as string, fields[i + 1] as string);
   const type = f.get("t");
-  const [id, user, version, author = "", state, ts] = ["i", "u", "v", "a", "s", "ts"].map((name) => f.get(name));
+  // Entries appended before epochs existed carry no 'e': epoch 0.
+  const [id, user, micros, author = "", state, ts, epoch = "0"] = ["i", "u", "v", "a", "s", "ts", "e"].map((name) => f.get(name));
   const at = new Date(Number(ts));
   const problems = [
     type === "post" || type === "comment" ? null : "t is not post or comment",
     id && decimalId.test(id) ? null : "i is not an id",
     user && decimalId.test(user) ? null : "u is not an id",
-    version && /^[0-9]{1,19}$/.test(version) ? null : "v is not a version",
+    micros && /^[0-9]{1,16}$/.test(micros) ? null : "v is not a version",
+    /^[0-9]{1,18}$/.test(epoch) ? null : "e is not an epoch",
     author === "" || decimalId.test(author) ? null : "a is neither empty nor an id",
     state === "0" || state === "1" ? null : "s is not 0 or 1",
     Number.isNaN(at.getTime()) ? "ts is not a time" : null,
@@ -49,7 +52,7 @@ export function decodeOutboxEntry(partition: number, entryId: string, fields: re
     userId: BigInt(user as string),
     authorId: author === "" ? null : BigInt(author),
     liked: state === "1",
-    version: BigInt(version as string),
+    version: versionOf(BigInt(epoch), BigInt(micros as string)),
     at,
   };
   return { partition, entryId, change };

@@ -2,19 +2,21 @@
 // changes into a rebuilt target (scripts/replay-change.lua).
 import { randomUUID } from "node:crypto";
 import { Cluster } from "ioredis";
+import type { LikeableTarget } from "../../domain/model.js";
 import type { RebuildStore } from "../../domain/ports.js";
 import type { RedisClient } from "./client.js";
 import {
   authorField,
   defaultShardCapacity,
+  epochField,
   generationField,
   membershipFanout,
   membershipGenerations,
   mix32,
-  rebuiltAtField,
   versionField,
   type RedisKeys,
 } from "./keys.js";
+import { epochScale, splitVersion } from "../versions.js";
 import { ScriptStatus, toError } from "./statuses.js";
 
 /** Generations a target may have grown through and still be evicted or rebuilt over: 1 + 8 + 64 shards. */
@@ -42,6 +44,26 @@ export function rebuildGeneration(members: readonly bigint[], capacity: number):
 }
 
 export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCapacity = defaultShardCapacity): RebuildStore {
+  async function evict(target: LikeableTarget, persisted: { epoch: bigint; micros: bigint }): Promise<"evicted" | "absent" | "kept"> {
+    const generation = Number((await redis.hget(keys.counters(target), generationField)) ?? 0);
+    if (generation > evictableGenerations) return "kept";
+    const shards = Array.from({ length: generation + 1 }, (_, g) => keys.generationShards(target, g)).flat();
+    const [status] = await redis.evictTarget(
+      2 + shards.length, keys.counters(target), keys.touched(target), ...shards, generation, persisted.epoch.toString(), persisted.micros.toString(),
+    );
+    switch (status) {
+      case ScriptStatus.Applied:
+        return "evicted";
+      case ScriptStatus.TargetAbsent:
+        return "absent";
+      case ScriptStatus.TooManyGenerations:
+      case ScriptStatus.NotPersisted:
+        return "kept";
+      default:
+        throw toError("evict-target", status, target);
+    }
+  }
+
   return {
     async lock(target, ttlMs) {
       const token = randomUUID();
@@ -72,7 +94,9 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
         ...Object.entries(snapshot.counts).flat(),
         "like", snapshot.members.length,
         generationField, generation,
-        versionField, snapshot.version.toString(),
+        // A fresh epoch: the target's next change outranks every change made before.
+        epochField, snapshot.epoch.toString(),
+        versionField, 0,
       ];
       if (authorId !== null) fields.push(authorField, authorId.toString());
       const [status] = await redis.finishRebuild(keys.counters(target), ...fields);
@@ -80,36 +104,32 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
       throw toError("finish-rebuild", status, target);
     },
     async replay({ target, userId, liked, version }) {
+      const { epoch, micros } = splitVersion(version);
       const [status] = await redis.replayChange(
         keys.counters(target), keys.outbox(target), keys.touched(target), keys.receipt(target), ...keys.memberShards(target, userId),
-        userId.toString(), liked ? "1" : "0", version.toString(), shardCapacity,
+        userId.toString(), liked ? "1" : "0", epoch.toString(), micros.toString(), shardCapacity,
       );
-      if (status === ScriptStatus.Applied || status === ScriptStatus.Unchanged) return status === ScriptStatus.Applied;
-      throw toError("replay-change", status, target);
-    },
-    async evict(target, persistedVersion) {
-      const generation = Number((await redis.hget(keys.counters(target), generationField)) ?? 0);
-      if (generation > evictableGenerations) return "kept";
-      const shards = Array.from({ length: generation + 1 }, (_, g) => keys.generationShards(target, g)).flat();
-      const [status] = await redis.evictTarget(2 + shards.length, keys.counters(target), keys.touched(target), ...shards, generation, persistedVersion.toString());
       switch (status) {
         case ScriptStatus.Applied:
-          return "evicted";
-        case ScriptStatus.TargetAbsent:
-          return "absent";
-        case ScriptStatus.TooManyGenerations:
-        case ScriptStatus.NotPersisted:
-          return "kept";
+          return "replayed";
+        case ScriptStatus.Unchanged:
+          return "unchanged";
+        case ScriptStatus.TooLate:
+          return "tooLate";
         default:
-          throw toError("evict-target", status, target);
+          throw toError("replay-change", status, target);
       }
     },
-    async rebuiltAt(targets) {
+    evict: (target, persistedVersion) => evict(target, splitVersion(persistedVersion)),
+    // Above every epoch a version can name, so the version check never keeps the target.
+    drop: (target) => evict(target, { epoch: 2n ** 52n, micros: 0n }),
+    async epochStarts(targets) {
       const values =
         redis instanceof Cluster
-          ? await Promise.all(targets.map((t) => redis.hget(keys.counters(t), rebuiltAtField)))
-          : ((await redis.pipeline(targets.map((t) => ["hget", keys.counters(t), rebuiltAtField])).exec()) ?? []).map(([, v]) => v as string | null);
-      return values.map((v) => (v ? BigInt(v) : null));
+          ? await Promise.all(targets.map((t) => redis.hget(keys.counters(t), epochField)))
+          : ((await redis.pipeline(targets.map((t) => ["hget", keys.counters(t), epochField])).exec()) ?? []).map(([, v]) => v as string | null);
+      // No epoch: never rebuilt (epoch 0, where nothing is older) or not held; either way nothing to replay.
+      return values.map((v) => (v ? BigInt(v) * epochScale : null));
     },
   };
 }

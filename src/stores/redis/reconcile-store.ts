@@ -5,7 +5,8 @@ import type { LikeableTarget, RedisTarget } from "../../domain/model.js";
 import type { RedisReconcileStore } from "../../domain/ports.js";
 import type { RedisClient } from "./client.js";
 import { parseCounterHash } from "./counter-hash.js";
-import { generationField, versionField, type RedisKeys } from "./keys.js";
+import { splitVersion, versionOf } from "../versions.js";
+import { epochField, generationField, versionField, type RedisKeys } from "./keys.js";
 import { ScriptStatus, toError } from "./statuses.js";
 
 export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): RedisReconcileStore {
@@ -40,8 +41,8 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
             for (const ids of contents) for (const id of ids) members.push(BigInt(id));
           }
           // A change between reading the hash and its shards: report it as in flight (version -1 matches nothing).
-          const after = await redis.hget(counters, versionField);
-          const version = (after === null ? 0n : BigInt(after)) === hash.version ? hash.version : -1n;
+          const [epoch, micros] = await redis.hmget(counters, epochField, versionField);
+          const version = versionOf(BigInt(epoch ?? 0), BigInt(micros ?? 0)) === hash.version ? hash.version : -1n;
           return { target, count: hash.counts.like ?? 0, members, version, idleSeconds };
         }),
       );
@@ -53,7 +54,8 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
     async recount(target, observedVersion) {
       const newest = Number((await redis.hget(keys.counters(target), generationField)) ?? 0);
       const shards = shardsOf(target, newest);
-      const [status] = await redis.recountLikes(1 + shards.length, keys.counters(target), ...shards, observedVersion.toString());
+      const { epoch, micros } = splitVersion(observedVersion);
+      const [status] = await redis.recountLikes(1 + shards.length, keys.counters(target), ...shards, epoch.toString(), micros.toString());
       switch (status) {
         case ScriptStatus.Applied:
           return "recounted";

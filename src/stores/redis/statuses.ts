@@ -20,6 +20,8 @@ export const ScriptStatus = {
   ChangedSince: -5,
   /** The target has grown past the membership generations the caller passed keys for. */
   TooManyGenerations: -6,
+  /** A late change arrived after the rebuild window closed: Redis can no longer tell what supersedes it. */
+  TooLate: -7,
 } as const;
 
 export type ScriptStatus = (typeof ScriptStatus)[keyof typeof ScriptStatus];

@@ -2,7 +2,14 @@
 // PostgreSQL, and changes still in flight are neither lost nor counted twice.
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import type { LikeableTarget } from "../../../src/domain/model.js";
+import type { Config } from "../../../src/config.js";
+import { createCounterService } from "../../../src/domain/counters.js";
+import type { LikeChange, LikeableTarget } from "../../../src/domain/model.js";
+import { createLikePersistence } from "../../../src/domain/persistence.js";
+import type { SnapshotStore } from "../../../src/domain/ports.js";
+import { createLikeHistoryStore } from "../../../src/stores/postgres/like-history-store.js";
+import { createSnapshotStore } from "../../../src/stores/postgres/snapshot-store.js";
+import { createCounterStore } from "../../../src/stores/redis/counter-store.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
@@ -130,4 +137,77 @@ describe("rebuild from PostgreSQL", () => {
       await pipeline.stop();
     }
   });
+
+  it("when a change older than the newest commits between a rebuild's snapshot and its counter hash (two persist lanes), then the rebuild still brings it in", async () => {
+    const config = testConfig();
+    const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+    const { rebuilds, persistence, counterStore } = lanes(config);
+    const now = BigInt(Date.now()) * 1000n;
+    // One lane commits the newer change; Redis then loses the target.
+    await persistence.persist([change(post, 1n, true, now)]);
+    expect(await rebuilds.drop(post)).toBe("evicted");
+    // The other lane's older change commits after the rebuild read its snapshot, before the
+    // rebuilt hash exists: that lane finds nothing to replay into.
+    const snapshots = createSnapshotStore(db);
+    const racing: SnapshotStore = {
+      async read(target) {
+        const snapshot = await snapshots.read(target);
+        await persistence.persist([change(post, 2n, true, now - 1_000n)]);
+        return snapshot;
+      },
+      changesSince: (target, mark) => snapshots.changesSince(target, mark),
+    };
+    const counters = createCounterService({ counterStore, rebuildStore: rebuilds, snapshots: racing, lookup: async () => ({ authorId: author.id }) });
+    expect((await counters.read([post]))[0]?.like).toBe(2);
+    await agreeWithin({ db, redis }, config, [post]);
+  });
+
+  it("when changes stamped by a clock ahead of the rebuilding Redis are still in flight, then changes made after the rebuild still win in PostgreSQL", async () => {
+    const config = testConfig();
+    const services = servicesOn({ db, redis }, config);
+    const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+    const { rebuilds, persistence } = lanes(config);
+    expect(await rebuilds.drop(post)).toBe("evicted");
+    expect((await services.counters.read([post]))[0]?.like).toBe(0);
+    // After the rebuild, user 5 likes and unlikes (both wait in the outbox)...
+    expect((await services.likes.like(post, 5n)).changed).toBe(true);
+    expect((await services.likes.unlike(post, 5n)).changed).toBe(true);
+    // ...while their like from before the loss, stamped an hour ahead, reaches PostgreSQL first.
+    const ahead = BigInt(Date.now() + 3_600_000) * 1000n;
+    await persistence.persist([change(post, 5n, true, ahead)]);
+    expect((await services.counters.read([post]))[0]?.like).toBe(0);
+
+    const pipeline = await startTestPipeline(config);
+    try {
+      await agreeWithin({ db, redis }, config, [post]);
+      expect(await persistedLikes([post])).toBe(0);
+    } finally {
+      await pipeline.stop();
+    }
+  });
+});
+
+/** The stores two persist lanes share, as compose() wires them for the pipeline. */
+function lanes(config: Config) {
+  const keys = createRedisKeys(config.redisPartitions);
+  const rebuilds = createRebuildStore(redis, keys);
+  const counterStore = createCounterStore(redis, keys);
+  const persistence = createLikePersistence({
+    likeHistory: createLikeHistoryStore(db),
+    rebuilds,
+    counters: counterStore,
+    onRedisFailure: (error) => {
+      throw error;
+    },
+  });
+  return { rebuilds, persistence, counterStore };
+}
+
+const change = (target: LikeableTarget, userId: bigint, liked: boolean, version: bigint): LikeChange => ({
+  target,
+  userId,
+  authorId: author.id,
+  liked,
+  version,
+  at: new Date(),
 });

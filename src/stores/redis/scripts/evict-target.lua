@@ -10,7 +10,7 @@
     KEYS[2]       per user, the newest version known since a rebuild
     KEYS[3..n]    every membership shard of generations 0..ARGV[1]
     ARGV[1]       newest generation the caller passed shards for
-    ARGV[2]       highest version PostgreSQL applied to the target
+    ARGV[2], ARGV[3]  epoch and microseconds of the highest version PostgreSQL applied to the target
 
   Output:
     { APPLIED }              evicted
@@ -23,8 +23,9 @@
 --@include hash-fields
 
 local passedGenerations = tonumber(ARGV[1])
-local persistedVersion = tonumber(ARGV[2])
-if not passedGenerations or not persistedVersion or #KEYS < 3 then
+local persistedEpoch = tonumber(ARGV[2])
+local persistedMicros = tonumber(ARGV[3])
+if not passedGenerations or not persistedEpoch or not persistedMicros or #KEYS < 3 then
   return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -33,7 +34,9 @@ end
 if tonumber(redis.call('HGET', KEYS[1], generationField) or '0') > passedGenerations then
   return { TOO_MANY_GENERATIONS }
 end
-if tonumber(redis.call('HGET', KEYS[1], versionField) or '0') > persistedVersion then
+local epoch = tonumber(redis.call('HGET', KEYS[1], epochField) or '0')
+local micros = tonumber(redis.call('HGET', KEYS[1], versionField) or '0')
+if epoch > persistedEpoch or (epoch == persistedEpoch and micros > persistedMicros) then
   return { NOT_PERSISTED }
 end
 redis.call('DEL', unpack(KEYS))

@@ -11,7 +11,7 @@
   Input:
     KEYS[1]       counter hash of the target; its existence marks a target Redis holds
     KEYS[2]       outbox stream of the target's partition
-    KEYS[3]       per user, the newest version known since a rebuild (includes/rebuild-window.lua)
+    KEYS[3]       per user, the newest change known since a rebuild (includes/rebuild-window.lua)
     KEYS[4]       this call's receipt (includes/receipts.lua)
     KEYS[5..n]    the user's membership shard in generations 0..n-5
     ARGV[1]       user id
@@ -64,7 +64,7 @@ if not addMember(counters, user, capacity, newest) then
   return { TARGET_FULL }
 end
 redis.call('HINCRBY', counters, ARGV[3], 1)
-local version = appendEvent(counters, KEYS[2], ARGV[4], ARGV[5], user, '1')
-markTouched(counters, KEYS[3], user, version)
+local epoch, version = appendEvent(counters, KEYS[2], ARGV[4], ARGV[5], user, '1')
+markTouched(counters, KEYS[3], user, epoch, version)
 keepReceipt(receipt, APPLIED)
 return { APPLIED, redis.call('HGETALL', counters) }

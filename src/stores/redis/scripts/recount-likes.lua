@@ -5,24 +5,25 @@
   Input:
     KEYS[1]       counter hash of the target
     KEYS[2..n]    every membership shard of generations 0..newest
-    ARGV[1]       the version the caller saw (hash field 'ver', 0 when absent)
+    ARGV[1]       the epoch the caller saw (hash field 'ep', 0 when absent)
+    ARGV[2]       the microseconds the caller saw (hash field 'ver', 0 when absent)
 
   Output:
     { APPLIED, new count }
     { TARGET_ABSENT }        the target is not in Redis
-    { CHANGED_SINCE }        its version is no longer ARGV[1]
+    { CHANGED_SINCE }        its version is no longer ARGV[1], ARGV[2]
     { INVALID_ARGUMENTS }
 ]]
 --@include statuses
 --@include hash-fields
 
-if not ARGV[1] or not string.match(ARGV[1], '^%d+$') then
+if not ARGV[1] or not string.match(ARGV[1], '^%d+$') or not ARGV[2] or not string.match(ARGV[2], '^%d+$') then
   return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return { TARGET_ABSENT }
 end
-if (redis.call('HGET', KEYS[1], versionField) or '0') ~= ARGV[1] then
+if (redis.call('HGET', KEYS[1], epochField) or '0') ~= ARGV[1] or (redis.call('HGET', KEYS[1], versionField) or '0') ~= ARGV[2] then
   return { CHANGED_SINCE }
 end
 local members = 0

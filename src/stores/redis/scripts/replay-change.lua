@@ -1,26 +1,27 @@
 --[[
   Brings into Redis a like change that PostgreSQL applied after the target was
-  rebuilt from it, but that was made before the rebuild: the rebuild could not
-  see it. Skipped when the change is newer than the rebuild (Redis made it),
-  when the rebuild window is over, or when Redis knows a newer change of this
-  user (made or replayed since the rebuild). Appends no outbox event:
-  PostgreSQL already has the change. Raises the target's version to the
-  change's, so Redis and PostgreSQL agree on the newest applied version.
+  rebuilt from it, but that was made before the rebuild (an earlier epoch): the
+  rebuild could not see it. Skipped when Redis made it (the current epoch or
+  later) or when Redis knows a newer change of this user (made or replayed since
+  the rebuild). Appends no outbox event: PostgreSQL already has the change.
 
   Input:
     KEYS[1]       counter hash of the target
     KEYS[2]       outbox stream of the target's partition (unused; keeps the key layout of like.lua)
-    KEYS[3]       per user, the newest version known since the rebuild
+    KEYS[3]       per user, the newest change known since the rebuild
     KEYS[4]       a receipt key (unused: a replay is safe to repeat by its version; keeps the key layout of like.lua)
     KEYS[5..n]    the user's membership shard in generations 0..n-5
     ARGV[1]       user id
     ARGV[2]       state after the change: 1 liked, 0 not
-    ARGV[3]       version of the change
-    ARGV[4]       shard capacity (members)
+    ARGV[3]       epoch of the change
+    ARGV[4]       microseconds of the change
+    ARGV[5]       shard capacity (members)
 
   Output:
     { APPLIED }              replayed
     { UNCHANGED }            nothing to do
+    { TOO_LATE }             made before the rebuild, but the rebuild window closed: Redis no
+                             longer knows what superseded it, and the caller rebuilds the target
     { TARGET_FULL }          every generation of the target is full
     { INVALID_ARGUMENTS }
 ]]
@@ -31,16 +32,23 @@
 
 local counters = KEYS[1]
 local user = ARGV[1]
-local version = tonumber(ARGV[3])
-local capacity = tonumber(ARGV[4])
-if not isUserId(user) or (ARGV[2] ~= '1' and ARGV[2] ~= '0') or not version or not capacity then
+local epoch = tonumber(ARGV[3])
+local micros = tonumber(ARGV[4])
+local capacity = tonumber(ARGV[5])
+if not isUserId(user) or (ARGV[2] ~= '1' and ARGV[2] ~= '0') or not epoch or not micros or not capacity then
   return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', counters) == 0 then
   return { UNCHANGED }
 end
-local open, rebuiltAt = inRebuildWindow(counters)
-if not open or version >= rebuiltAt or version <= tonumber(redis.call('HGET', KEYS[3], user) or '0') then
+if epoch >= tonumber(redis.call('HGET', counters, epochField) or '0') then
+  return { UNCHANGED }
+end
+if not inRebuildWindow(counters) then
+  return { TOO_LATE }
+end
+local notedEpoch, notedMicros = notedChange(KEYS[3], user)
+if notedEpoch > epoch or (notedEpoch == epoch and notedMicros >= micros) then
   return { UNCHANGED }
 end
 
@@ -58,8 +66,5 @@ elseif ARGV[2] == '0' and shard then
   redis.call('HINCRBY', counters, 'like', -1)
   status = APPLIED
 end
-noteVersion(KEYS[3], user, ARGV[3])
-if version > tonumber(redis.call('HGET', counters, versionField) or '0') then
-  redis.call('HSET', counters, versionField, ARGV[3])
-end
+noteChange(KEYS[3], user, ARGV[3], ARGV[4])
 return { status }

@@ -2,7 +2,7 @@
 // Lua and TypeScript both use (hash fields, status codes) agree.
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { authorField, generationField, rebuiltAtField, versionField } from "../../../../src/stores/redis/keys.js";
+import { authorField, epochField, generationField, rebuiltAtField, versionField } from "../../../../src/stores/redis/keys.js";
 import { loadScript } from "../../../../src/stores/redis/scripts.js";
 import { ScriptStatus } from "../../../../src/stores/redis/statuses.js";
 
@@ -24,6 +24,7 @@ describe("Lua scripts", () => {
       generationField,
       authorField,
       versionField,
+      epochField,
       rebuiltAtField,
     });
   });

@@ -5,4 +5,5 @@
 local generationField = 'gen'
 local authorField = 'author'
 local versionField = 'ver'
+local epochField = 'ep'
 local rebuiltAtField = 'rb'

@@ -10,3 +10,4 @@ local INVALID_ARGUMENTS = -3
 local NOT_PERSISTED = -4
 local CHANGED_SINCE = -5
 local TOO_MANY_GENERATIONS = -6
+local TOO_LATE = -7
