@@ -31,7 +31,9 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
             enableAutoPipelining: true,
             autoPipeliningIgnoredCommands: [...variableKeyCommands],
             lazyConnect: true,
-            redisOptions: { commandTimeout: options.commandTimeoutMs },
+            // RESP2 as on a standalone Redis: under RESP3 (ioredis 6's default) an XREADGROUP
+            // reply arrives as a flattened map, not the list of [stream, entries] the outbox reads.
+            redisOptions: { protocol: 2, commandTimeout: options.commandTimeoutMs },
           },
         )
       : new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 3, protocol: 2, commandTimeout: options.commandTimeoutMs });
