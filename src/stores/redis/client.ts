@@ -1,5 +1,5 @@
 import { Cluster, Redis, type ChainableCommander } from "ioredis";
-import { defineScripts } from "./scripts.js";
+import { defineScripts, variableKeyCommands } from "./scripts.js";
 
 export type RedisClient = Redis | Cluster;
 
@@ -26,7 +26,15 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
           }),
           // A cluster pipeline may only hold keys of one node; auto-pipelining groups
           // each tick's commands per node, which is what a batch read needs there.
-          { enableAutoPipelining: true, lazyConnect: true, redisOptions: { commandTimeout: options.commandTimeoutMs } },
+          // It would group the scripts that take their key count first by the count.
+          {
+            enableAutoPipelining: true,
+            autoPipeliningIgnoredCommands: [...variableKeyCommands],
+            lazyConnect: true,
+            // RESP2 as on a standalone Redis: under RESP3 (ioredis 6's default) an XREADGROUP
+            // reply arrives as a flattened map, not the list of [stream, entries] the outbox reads.
+            redisOptions: { protocol: 2, commandTimeout: options.commandTimeoutMs },
+          },
         )
       : new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 3, protocol: 2, commandTimeout: options.commandTimeoutMs });
   defineScripts(client);

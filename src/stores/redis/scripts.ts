@@ -29,11 +29,14 @@ export function loadScript(name: string): string {
 /** The like and unlike scripts' data: the counter hash as field/value pairs. */
 export type MembershipReply = ScriptReply<string[]>;
 
-// Counter hash, outbox, touched-since-rebuild set, the call's receipt, one shard per generation. A fixed key count puts the first
-// key first in the arguments, which is what ioredis's cluster auto-pipelining routes
-// by (it would route by the count otherwise).
+// Counter hash, outbox, touched-since-rebuild set, the call's receipt, one shard per generation.
 const membershipKeys = 4 + membershipGenerations;
 
+/**
+ * A script with a fixed key count (numberOfKeys) takes its first key first, and
+ * ioredis Cluster routes it by that key, auto-pipelined or not. One without it
+ * takes the key count first: see variableKeyCommands for how it is routed.
+ */
 const definitions = {
   likeTarget: { file: "like", numberOfKeys: membershipKeys },
   unlikeTarget: { file: "unlike", numberOfKeys: membershipKeys },
@@ -46,6 +49,24 @@ const definitions = {
   recountLikes: { file: "recount-likes", numberOfKeys: undefined },
   readTargets: { file: "read-targets", numberOfKeys: undefined, readOnly: true },
 } as const;
+
+/**
+ * The commands whose caller passes the key count first. ioredis Cluster's
+ * auto-pipelining groups a call by the first value of its arguments when it does
+ * not know the command (autoPipelining.js, getFirstKeyForCommand), which for these
+ * is the count: the call joins the pipeline of the node serving the count's slot,
+ * and that pipeline, holding keys of two nodes, then fails as a whole. Sent
+ * outside auto-pipelining (ClusterOptions.autoPipeliningIgnoredCommands), the call
+ * leaves as EVALSHA, whose keys ioredis reads after the count, and is routed by
+ * its first key. These are rare background calls (eviction, recount) or, for
+ * readTargets, a standalone-only read, so none loses batching it needs.
+ */
+export const variableKeyCommands: readonly string[] = Object.entries(definitions)
+  .filter(([, definition]) => definition.numberOfKeys === undefined)
+  .map(([command]) => command);
+
+/** Every command defined, with its script file (scripts/<file>.lua). */
+export const scriptFiles: ReadonlyMap<string, string> = new Map(Object.entries(definitions).map(([command, { file }]) => [command, file]));
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
@@ -76,7 +97,7 @@ export function defineScripts(redis: Redis | Cluster): void {
   for (const [command, definition] of Object.entries(definitions)) {
     const { file, numberOfKeys } = definition;
     const readOnly = "readOnly" in definition && definition.readOnly;
-    // Without numberOfKeys the caller passes the key count first (eviction takes a varying number).
+    // Without numberOfKeys the caller passes the key count first (eviction takes a varying number): see variableKeyCommands.
     redis.defineCommand(command, { lua: loadScript(file), readOnly, ...(numberOfKeys === undefined ? {} : { numberOfKeys }) });
   }
 }

@@ -1,37 +1,58 @@
-// Every script against a real 3-master Redis Cluster (scripts/redis-cluster.sh).
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { LikeableTarget } from "../../../../src/domain/model.js";
-import type { RedisClient } from "../../../../src/stores/redis/client.js";
+// Every script against a real 3-master Redis Cluster (scripts/redis-cluster.sh), through the
+// clients the service opens in cluster mode (auto-pipelining on) and the stores built on them.
+import type { Cluster } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { LikeableTarget, OutboxEntry } from "../../../../src/domain/model.js";
+import { decodeTargetLines, createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { parseCounterHash } from "../../../../src/stores/redis/counter-hash.js";
-import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
-import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
+import { createRedisKeys, type RedisKeys } from "../../../../src/stores/redis/keys.js";
+import { createLease } from "../../../../src/stores/redis/lease-store.js";
 import { createLikeStore } from "../../../../src/stores/redis/like-store.js";
-import { openRedis } from "../../../support/env.js";
+import { createOutboxStore } from "../../../../src/stores/redis/outbox-store.js";
+import { createRebuildStore } from "../../../../src/stores/redis/rebuild-store.js";
+import { createRedisReconcileStore } from "../../../../src/stores/redis/reconcile-store.js";
+import { scriptFiles } from "../../../../src/stores/redis/scripts.js";
+import { ScriptStatus } from "../../../../src/stores/redis/statuses.js";
+import { emptyCluster, openClusterClients, scriptFileNames, scriptsRun, type ClusterClients } from "../../../support/cluster.js";
 
-let cluster: RedisClient;
-const keys = createRedisKeys(1024);
-const base = BigInt(Date.now()) * 1000n;
-// Consecutive ids fall in different partitions, so these targets spread over all three masters.
-const targets: LikeableTarget[] = Array.from({ length: 24 }, (_, i) => ({ type: i % 2 ? "comment" : "post", id: base + BigInt(i) }));
+let clients: ClusterClients;
+let cluster: Cluster;
+let keys: RedisKeys;
+let nextBase = BigInt(Date.now()) * 1000n;
+/** `count` targets with consecutive ids: consecutive partitions, so they spread over all three masters. */
+const spread = (count: number, type: LikeableTarget["type"] = "post"): LikeableTarget[] => {
+  const base = nextBase;
+  nextBase += 10_000n;
+  return Array.from({ length: count }, (_, i) => ({ type, id: base + BigInt(i) }));
+};
+const masterOf = (slot: number) => (slot <= 5460 ? 0 : slot <= 10922 ? 1 : 2);
+const mastersOf = async (targets: readonly LikeableTarget[]) =>
+  new Set((await Promise.all(targets.map((t) => cluster.cluster("KEYSLOT", keys.counters(t))))).map(masterOf));
+
+const targets: LikeableTarget[] = Array.from({ length: 24 }, (_, i) => ({ type: i % 2 ? "comment" : "post", id: nextBase + BigInt(i) }));
+nextBase += 10_000n;
 
 beforeAll(async () => {
-  cluster = await openRedis({ clusterNodes: inject("clusterNodes") });
+  clients = await openClusterClients();
+  cluster = clients.cluster;
+  keys = createRedisKeys(clients.config.redisPartitions);
+  await emptyCluster(cluster);
 });
 afterAll(async () => {
-  await cluster.quit();
+  await clients.close();
 });
 
 describe("scripts on a Redis Cluster", () => {
   it("when keys are built for a target and user, then they all hash to one slot", async () => {
     for (const target of targets) {
       const slots = await Promise.all(
-        [keys.counters(target), keys.outbox(target), ...keys.memberShards(target, 12345n)].map((k) => cluster.cluster("KEYSLOT", k)),
+        [keys.counters(target), keys.outbox(target), keys.touched(target), keys.receipt(target), keys.rebuildLock(target), ...keys.memberShards(target, 12345n)].map(
+          (k) => cluster.cluster("KEYSLOT", k),
+        ),
       );
       expect(new Set(slots).size).toBe(1);
     }
-    const allSlots = await Promise.all(targets.map((t) => cluster.cluster("KEYSLOT", keys.counters(t))));
-    const masters = new Set(allSlots.map((slot) => (slot <= 5460 ? 0 : slot <= 10922 ? 1 : 2)));
-    expect(masters.size).toBe(3);
+    expect((await mastersOf(targets)).size).toBe(3);
   });
 
   it("when targets on every master are initialised, liked, unliked and bumped, then counts are exact", async () => {
@@ -40,9 +61,7 @@ describe("scripts on a Redis Cluster", () => {
     for (const t of targets) expect(await counters.init(t, { like: 0 }, 9n)).toBe(true);
     expect(await counters.init(targets[0] as LikeableTarget, { like: 5 })).toBe(false);
 
-    await Promise.all(
-      targets.flatMap((t) => Array.from({ length: 60 }, (_, u) => likes.like(t, BigInt(u + 1)))),
-    );
+    await Promise.all(targets.flatMap((t) => Array.from({ length: 60 }, (_, u) => likes.like(t, BigInt(u + 1)))));
     await Promise.all(targets.flatMap((t) => Array.from({ length: 20 }, (_, u) => likes.unlike(t, BigInt(u + 1)))));
     await Promise.all(targets.map((t) => counters.bump(t, "reply", 2)));
 
@@ -54,14 +73,14 @@ describe("scripts on a Redis Cluster", () => {
       expect(c?.reply).toBe(2);
       expect(parseCounterHash(await cluster.hgetall(keys.counters(targets[i] as LikeableTarget))).generation).toBeGreaterThan(0);
     }
-    const liked = await likes.hasLiked(targets, 30n);
-    expect(liked.every(Boolean)).toBe(true);
-    const unliked = await likes.hasLiked(targets, 3n);
-    expect(unliked.some(Boolean)).toBe(false);
+    expect((await likes.hasLiked(targets, 30n)).every(Boolean)).toBe(true);
+    expect((await likes.hasLiked(targets, 3n)).some(Boolean)).toBe(false);
+    const views = await counters.view(targets, { names: ["like", "reply"], viewerId: 30n });
+    expect(views.every((v) => v?.viewerLikes === true && v.counts.like === 40 && v.counts.reply === 2)).toBe(true);
   });
 
   it("when a target is unknown, then like reports it and bump leaves it missing", async () => {
-    const unknown: LikeableTarget = { type: "post", id: base + 999n };
+    const [unknown] = spread(1) as [LikeableTarget];
     expect(await createLikeStore(cluster, keys).like(unknown, 1n)).toEqual({ kind: "unloaded" });
     expect(await createLikeStore(cluster, keys).unlike(unknown, 1n)).toEqual({ kind: "unloaded" });
     expect(await createCounterStore(cluster, keys).bump(unknown, "like", 1)).toBe(false);
@@ -73,5 +92,166 @@ describe("scripts on a Redis Cluster", () => {
     await expect(
       cluster.likeTarget(keys.counters(a), keys.outbox(a), keys.touched(a), keys.receipt(a), ...keys.memberShards(b, 1n), "1", 512, "like", "post", a.id.toString()),
     ).rejects.toThrow(/CROSSSLOT|same slot/);
+  });
+
+  it("when evictions, recounts and likes of targets on every master leave at once, then each reaches its target's node", async () => {
+    // Grown targets (capacity 2) take more membership shards, so the scripts get varying key counts.
+    const likes = createLikeStore(cluster, keys, 2);
+    const counters = createCounterStore(cluster, keys);
+    const rebuilds = createRebuildStore(cluster, keys, 2);
+    const reconcile = createRedisReconcileStore(cluster, keys);
+    const [drifted, cold, liked] = [spread(24), spread(24), spread(24)];
+    expect((await mastersOf(drifted)).size).toBe(3);
+    await Promise.all([...drifted, ...cold, ...liked].map((t) => counters.init(t, { like: 0 })));
+    await Promise.all(drifted.flatMap((t) => [1n, 2n, 3n, 4n, 5n].map((u) => likes.like(t, u))));
+    await Promise.all(drifted.map((t) => counters.bump(t, "like", 7)));
+    const seen = await reconcile.inspect(drifted);
+    expect(seen.every((s) => s !== null && s.members.length === 5 && s.count === 12 && s.version > 0n)).toBe(true);
+
+    const [recounts, evictions, likeResults] = await Promise.all([
+      Promise.all(drifted.map((t, i) => reconcile.recount(t, seen[i]?.version ?? 0n))),
+      Promise.all(cold.map((t) => rebuilds.evict(t, 0n))),
+      Promise.all(liked.map((t) => likes.like(t, 9n))),
+    ]);
+
+    expect(recounts).toEqual(drifted.map(() => "recounted"));
+    expect(evictions).toEqual(cold.map(() => "evicted"));
+    expect(likeResults.every((r) => r.kind === "applied" && r.changed)).toBe(true);
+    expect((await counters.read(drifted)).map((c) => c?.like)).toEqual(drifted.map(() => 5));
+    expect(await reconcile.holds(cold)).toEqual(cold.map(() => false));
+  });
+
+  it("when targets are rebuilt, replayed, evicted and rebuilt again on every master, then each comes back whole", async () => {
+    const rebuilds = createRebuildStore(cluster, keys, 2);
+    const likes = createLikeStore(cluster, keys, 2);
+    const reconcile = createRedisReconcileStore(cluster, keys);
+    const group = spread(12);
+    const members = [11n, 12n, 13n, 14n, 15n, 16n, 17n];
+
+    const tokens = await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)));
+    expect(tokens.every((token) => token !== null)).toBe(true);
+    expect(await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)))).toEqual(group.map(() => null));
+    expect(await Promise.all(group.map((t) => rebuilds.write(t, { members, counts: { comment: 3 }, version: 50n }, 8n)))).toEqual(group.map(() => true));
+    await Promise.all(group.map((t, i) => rebuilds.unlock(t, tokens[i] as string)));
+    expect((await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)))).every((token) => token !== null)).toBe(true);
+
+    const rebuiltAt = await rebuilds.rebuiltAt(group);
+    expect(rebuiltAt.every((at) => at !== null && at > 0n)).toBe(true);
+    // A late change made before the rebuild: user 18 liked, PostgreSQL applied it after the snapshot.
+    const replayed = await Promise.all(group.map((t, i) => rebuilds.replay({ target: t, userId: 18n, liked: true, version: (rebuiltAt[i] as bigint) - 1_000n })));
+    expect(replayed).toEqual(group.map(() => true));
+    expect((await likes.hasLiked(group, 18n)).every(Boolean)).toBe(true);
+
+    const seen = await reconcile.inspect(group);
+    expect(seen.map((s) => s?.count)).toEqual(group.map(() => members.length + 1));
+    expect(seen.every((s) => s !== null && s.members.length === members.length + 1)).toBe(true);
+    // Grown past generation 0, so eviction passes the shards of two generations.
+    const generations = await Promise.all(group.map(async (t) => parseCounterHash(await cluster.hgetall(keys.counters(t))).generation));
+    expect(generations.every((g) => g >= 1)).toBe(true);
+    const evicted = await Promise.all(group.map((t, i) => rebuilds.evict(t, seen[i]?.version ?? 0n)));
+    expect(evicted).toEqual(group.map(() => "evicted"));
+    expect(await reconcile.holds(group)).toEqual(group.map(() => false));
+    expect(await Promise.all(group.map((t) => rebuilds.evict(t, 0n)))).toEqual(group.map(() => "absent"));
+
+    expect(await Promise.all(group.map((t) => rebuilds.write(t, { members, counts: {}, version: 60n }, 8n)))).toEqual(group.map(() => true));
+    expect((await createCounterStore(cluster, keys).read(group)).map((c) => c?.like)).toEqual(group.map(() => members.length));
+  });
+
+  it("when a reconcile pass walks the cluster, then it finds targets of every master and recounts one that drifted", async () => {
+    const reconcile = createRedisReconcileStore(cluster, keys);
+    const counters = createCounterStore(cluster, keys);
+    const likes = createLikeStore(cluster, keys);
+    const group = spread(9);
+    await Promise.all(group.map((t) => counters.init(t, { like: 0 })));
+    await Promise.all(group.map((t) => likes.like(t, 21n)));
+
+    const found = new Set<string>();
+    let cursor: string | null = null;
+    do {
+      const page = await reconcile.scan(cursor, 100);
+      for (const t of page.targets) found.add(`${t.type}:${t.id}`);
+      cursor = page.cursor;
+    } while (cursor !== null);
+    expect(group.filter((t) => !found.has(`${t.type}:${t.id}`))).toEqual([]);
+    expect(await reconcile.size()).toBeGreaterThan(group.length);
+
+    const [target] = group as [LikeableTarget];
+    await counters.bump(target, "like", 3);
+    const [seen] = await reconcile.inspect([target]);
+    expect(await reconcile.recount(target, (seen?.version ?? 0n) + 1n)).toBe("changed");
+    expect(await reconcile.recount(target, seen?.version ?? 0n)).toBe("recounted");
+    expect((await counters.read([target]))[0]?.like).toBe(1);
+  });
+
+  it("when changes wait in the outbox of every master, then a relay reads them, another claims those abandoned, and acknowledging empties it", async () => {
+    const relayRedis = clients.relayRedis as Cluster;
+    const options = { batchSize: clients.config.relay.batchSize, blockMs: 50 };
+    const crashed = createOutboxStore(relayRedis, keys, options);
+    const relay = createOutboxStore(relayRedis, keys, options);
+    await crashed.open();
+    await relay.open();
+    // Whatever earlier tests left, so this one counts its own changes.
+    for (let read = await relay.read("new"); read.entries.length > 0; read = await relay.read("new")) await relay.acknowledge(read.entries);
+    expect(await relay.length()).toBe(0);
+
+    const group = spread(12);
+    const counters = createCounterStore(cluster, keys);
+    const likes = createLikeStore(cluster, keys);
+    await Promise.all(group.map((t) => counters.init(t, { like: 0 })));
+    await Promise.all(group.map((t) => likes.like(t, 31n)));
+    await Promise.all(group.map((t) => likes.unlike(t, 31n)));
+    expect(await relay.length()).toBe(group.length * 2);
+
+    const taken = await crashed.read("new");
+    const changes = taken.entries.filter((e): e is OutboxEntry => "change" in e).map((e) => `${e.change.target.id}:${e.change.liked}`);
+    expect(changes.sort()).toEqual(group.flatMap((t) => [`${t.id}:true`, `${t.id}:false`]).sort());
+    expect(await relay.claimAbandoned(0)).toBe(group.length * 2);
+    const pending = await relay.read("pending");
+    expect(pending.entries.length).toBe(group.length * 2);
+    await relay.acknowledge(pending.entries);
+    expect(await relay.length()).toBe(0);
+  });
+
+  it("when processes share a lease, then one holds it and only its holder releases it", async () => {
+    const lease = createLease(cluster, keys.reconcileLock());
+    const other = createLease(cluster, keys.reconcileLock());
+    const token = await lease.acquire(10_000);
+    expect(token).not.toBeNull();
+    expect(await other.acquire(10_000)).toBeNull();
+    await other.release("not-the-holder");
+    expect(await other.acquire(10_000)).toBeNull();
+    await lease.release(token as string);
+    expect(await other.acquire(10_000)).not.toBeNull();
+  });
+
+  it("when read-targets is sent targets of one slot, then it reaches their node although it takes its key count first", async () => {
+    // A feed reads a cluster with pipelines (its targets span slots); one slot's targets are what the script may read here.
+    // Before routing by first key, the call joined the auto-pipeline of the node serving the slot of its key count.
+    const countMaster = masterOf(await cluster.cluster("KEYSLOT", "6"));
+    const candidates = spread(6);
+    const candidateMasters = await Promise.all(candidates.map(async (t) => masterOf(await cluster.cluster("KEYSLOT", keys.counters(t)))));
+    const first = candidates[candidateMasters.findIndex((m) => m !== countMaster)] as LikeableTarget;
+    const sameSlot: LikeableTarget[] = [0n, 1n, 2n].map((k) => ({ type: "post", id: first.id + k * BigInt(keys.partitions) }));
+    const elsewhere = spread(6);
+    const counters = createCounterStore(cluster, keys);
+    await Promise.all(sameSlot.map((t) => counters.init(t, { like: 0, read: 4 })));
+    await createLikeStore(cluster, keys).like(sameSlot[1] as LikeableTarget, 41n);
+    const shardOf = keys.memberShardsOf(41n);
+    const args = [...sameSlot.map((t) => keys.counters(t)), ...sameSlot.map((t) => shardOf(t, 0)), sameSlot.length, "41", 2, "like", "read", 1, 1, 1];
+
+    // Alongside reads of other masters' targets, in one tick.
+    const [[status, text]] = await Promise.all([cluster.readTargets(2 * sameSlot.length, ...args), counters.read(elsewhere)]);
+    expect(status).toBe(ScriptStatus.Unchanged);
+    expect(decodeTargetLines(text ?? "", sameSlot.length, ["like", "read"]).map((r) => [r?.counts.like, r?.counts.read, r?.viewerLikes])).toEqual([
+      [0, 4, false],
+      [1, 4, true],
+      [0, 4, false],
+    ]);
+  });
+
+  it("when the suite has run, then every script file is a defined command and ran on the cluster", async () => {
+    const files = scriptFileNames();
+    expect([...new Set(scriptFiles.values())].sort()).toEqual(files);
+    expect(await scriptsRun(cluster, files)).toEqual(files);
   });
 });
