@@ -9,6 +9,7 @@ import { createRedisKeys, type RedisKeys } from "../../../../src/stores/redis/ke
 import { createLease } from "../../../../src/stores/redis/lease-store.js";
 import { createLikeStore } from "../../../../src/stores/redis/like-store.js";
 import { createOutboxStore } from "../../../../src/stores/redis/outbox-store.js";
+import { versionOf } from "../../../../src/stores/versions.js";
 import { createRebuildStore } from "../../../../src/stores/redis/rebuild-store.js";
 import { createRedisReconcileStore } from "../../../../src/stores/redis/reconcile-store.js";
 import { scriptFiles } from "../../../../src/stores/redis/scripts.js";
@@ -131,15 +132,15 @@ describe("scripts on a Redis Cluster", () => {
     const tokens = await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)));
     expect(tokens.every((token) => token !== null)).toBe(true);
     expect(await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)))).toEqual(group.map(() => null));
-    expect(await Promise.all(group.map((t) => rebuilds.write(t, { members, counts: { comment: 3 }, version: 50n }, 8n)))).toEqual(group.map(() => true));
+    expect(await Promise.all(group.map((t) => rebuilds.write(t, { members, counts: { comment: 3 }, version: 50n, epoch: 2n, mark: "" }, 8n)))).toEqual(group.map(() => true));
     await Promise.all(group.map((t, i) => rebuilds.unlock(t, tokens[i] as string)));
     expect((await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)))).every((token) => token !== null)).toBe(true);
 
-    const rebuiltAt = await rebuilds.rebuiltAt(group);
-    expect(rebuiltAt.every((at) => at !== null && at > 0n)).toBe(true);
+    const epochStarts = await rebuilds.epochStarts(group);
+    expect(epochStarts).toEqual(group.map(() => versionOf(2n, 0n)));
     // A late change made before the rebuild: user 18 liked, PostgreSQL applied it after the snapshot.
-    const replayed = await Promise.all(group.map((t, i) => rebuilds.replay({ target: t, userId: 18n, liked: true, version: (rebuiltAt[i] as bigint) - 1_000n })));
-    expect(replayed).toEqual(group.map(() => true));
+    const replayed = await Promise.all(group.map((t, i) => rebuilds.replay({ target: t, userId: 18n, liked: true, version: (epochStarts[i] as bigint) - 1_000n })));
+    expect(replayed).toEqual(group.map(() => "replayed"));
     expect((await likes.hasLiked(group, 18n)).every(Boolean)).toBe(true);
 
     const seen = await reconcile.inspect(group);
@@ -153,7 +154,7 @@ describe("scripts on a Redis Cluster", () => {
     expect(await reconcile.holds(group)).toEqual(group.map(() => false));
     expect(await Promise.all(group.map((t) => rebuilds.evict(t, 0n)))).toEqual(group.map(() => "absent"));
 
-    expect(await Promise.all(group.map((t) => rebuilds.write(t, { members, counts: {}, version: 60n }, 8n)))).toEqual(group.map(() => true));
+    expect(await Promise.all(group.map((t) => rebuilds.write(t, { members, counts: {}, version: 60n, epoch: 3n, mark: "" }, 8n)))).toEqual(group.map(() => true));
     expect((await createCounterStore(cluster, keys).read(group)).map((c) => c?.like)).toEqual(group.map(() => members.length));
   });
 
