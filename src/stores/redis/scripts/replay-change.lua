@@ -20,8 +20,9 @@
   Output:
     { APPLIED }              replayed
     { UNCHANGED }            nothing to do
-    { TOO_LATE }             made before the rebuild, but the rebuild window closed: Redis no
-                             longer knows what superseded it, and the caller rebuilds the target
+    { TOO_LATE }             made before the rebuild, but the rebuild window closed (or its
+                             record of users filled up): Redis no longer knows what superseded
+                             it, and the caller rebuilds the target
     { TARGET_FULL }          every generation of the target is full
     { INVALID_ARGUMENTS }
 ]]
@@ -48,6 +49,9 @@ if not inRebuildWindow(counters) then
   return { TOO_LATE }
 end
 local notedEpoch, notedMicros = notedChange(KEYS[3], user)
+if not notedEpoch then
+  return { TOO_LATE }
+end
 if notedEpoch > epoch or (notedEpoch == epoch and notedMicros >= micros) then
   return { UNCHANGED }
 end

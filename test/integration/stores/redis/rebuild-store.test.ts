@@ -67,4 +67,19 @@ describe("rebuild store", () => {
     expect(await store.drop(target)).toBe("evicted");
     expect((await createCounterStore(redis, keys).read([target]))[0]).toBeNull();
   });
+
+  it("when more users change a rebuilt target than its record of them may hold, then the record stays under the key bound and an unknown late change is too late", async () => {
+    const target: LikeableTarget = { type: "post", id: nextId++ };
+    const store = createRebuildStore(redis, keys);
+    const likes = createLikeStore(redis, keys);
+    await store.write(target, { members: [], counts: {}, version: 0n, epoch: 2n, mark: "" }, null);
+    for (let u = 1; u <= 10_500; u += 500) {
+      await Promise.all(Array.from({ length: 500 }, (_, i) => likes.like(target, BigInt(u + i))));
+    }
+    expect(await redis.hlen(keys.touched(target))).toBeLessThanOrEqual(10_000);
+    // A user noted early: its late change is superseded. One never noted: too late to tell.
+    expect(await store.replay({ target, userId: 1n, liked: false, version: versionOf(1n, 5n) })).toBe("unchanged");
+    expect(await store.replay({ target, userId: 10_400n, liked: false, version: versionOf(1n, 5n) })).toBe("tooLate");
+    expect((await createCounterStore(redis, keys).read([target]))[0]?.like).toBe(10_500);
+  });
 });

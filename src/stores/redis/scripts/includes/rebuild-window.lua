@@ -6,10 +6,18 @@
   of 'epoch:microseconds'): a change made or replayed since the rebuild. A late
   change is replayed (replay-change.lua) only when it is newer than that, so
   nothing newer is undone and replays of concurrent batches cannot go backwards.
+
+  That hash stays under the bound on any key: once it holds touchedCapacity
+  users, new users are not noted but the hash is marked full, and a late change
+  of a user it does not know is then too late to replay (the caller rebuilds the
+  target, which starts a new window).
 ]]
 --@include hash-fields
 
 local rebuildWindowMicros = 3600000000
+local touchedCapacity = 9999
+-- Not a user id, so it never collides with one.
+local touchedFullField = 'full'
 
 local function nowMicros()
   local now = redis.call('TIME')
@@ -23,14 +31,22 @@ local function inRebuildWindow(counters)
 end
 
 local function noteChange(touched, user, epoch, micros)
-  redis.call('HSET', touched, user, epoch .. ':' .. micros)
+  if redis.call('HEXISTS', touched, user) == 0 and redis.call('HLEN', touched) >= touchedCapacity then
+    redis.call('HSET', touched, touchedFullField, '1')
+  else
+    redis.call('HSET', touched, user, epoch .. ':' .. micros)
+  end
   redis.call('PEXPIRE', touched, math.floor(rebuildWindowMicros / 1000))
 end
 
--- The newest change noted for the user as epoch, microseconds (0, 0 when none).
+-- The newest change noted for the user as epoch, microseconds (0, 0 when none),
+-- or nil when the hash was full and may have missed the user's change.
 local function notedChange(touched, user)
   local noted = redis.call('HGET', touched, user)
   if not noted then
+    if redis.call('HEXISTS', touched, touchedFullField) == 1 then
+      return nil
+    end
     return 0, 0
   end
   local epoch, micros = string.match(noted, '^(%d+):(%d+)$')
