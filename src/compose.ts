@@ -10,6 +10,7 @@ import { createLikeService } from "./domain/likes.js";
 import { createLikePersistence } from "./domain/persistence.js";
 import type { MessageBus } from "./domain/ports.js";
 import { createRepairService } from "./domain/repairs.js";
+import { createReadiness, type Readiness } from "./domain/readiness.js";
 import type { Services } from "./domain/services.js";
 import { createUserService } from "./domain/users.js";
 import { startPipeline, type PipelineHooks, type RunningPipeline } from "./pipeline/pipeline.js";
@@ -32,13 +33,15 @@ import { createRebuildStore } from "./stores/redis/rebuild-store.js";
 import { createRedisReconcileStore } from "./stores/redis/reconcile-store.js";
 
 /** The clients compose() uses; the pipeline and reconcile passes also need RabbitMQ, and the pipeline the relay's Redis. */
-export type ComposedClients = Pick<Clients, "db" | "redis"> & Partial<Pick<Clients, "rabbit" | "relayRedis">>;
+export type ComposedClients = Pick<Clients, "db" | "redis"> & Partial<Pick<Clients, "rabbit" | "relayRedis" | "probes">>;
 
 export interface App {
   /** The use cases the API serves. */
   readonly services: Services;
   /** Whether an error says a store did not answer in time or could not be reached. */
   readonly isUnavailable: (error: unknown) => boolean;
+  /** Whether every client answers within READINESS_TIMEOUT_MS. */
+  readonly readiness: Readiness;
   /** Starts the persistence pipeline on its own message bus; closing it closes the bus too. */
   startPipeline(hooks?: PipelineHooks): Promise<RunningPipeline>;
   /** One full reconcile pass; its repairs are published for a running pipeline to apply. */
@@ -96,6 +99,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   return {
     services,
     isUnavailable: isStoreUnavailable,
+    readiness: createReadiness(clients.probes?.() ?? {}, config.readinessTimeoutMs),
     async startPipeline(hooks) {
       if (!clients.relayRedis) throw new Error("The pipeline needs the relay's own Redis client: open the clients with { relay: true }.");
       const bus = openBus();

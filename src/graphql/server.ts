@@ -6,6 +6,7 @@ import { ApolloServerPluginCacheControlDisabled } from "@apollo/server/plugin/di
 import fastifyApollo, { fastifyApolloDrainPlugin } from "@as-integrations/fastify";
 import Fastify from "fastify";
 import type { Logger } from "pino";
+import type { Readiness } from "../domain/readiness.js";
 import type { Services } from "../domain/services.js";
 import { createContext, type Context } from "./context.js";
 import { createFormatError } from "./format-error.js";
@@ -17,6 +18,8 @@ export interface GraphQLServerOptions {
   readonly introspection: boolean;
   /** Tells errors of a store that did not answer (SERVICE_UNAVAILABLE) from faults. */
   readonly isUnavailable: (error: unknown) => boolean;
+  /** What GET /health/ready reports: 200 when every dependency answers, else 503 naming those that do not. */
+  readonly readiness: Readiness;
 }
 
 export interface ServingApi {
@@ -50,6 +53,12 @@ export async function serveGraphQL(
     ],
   });
   await apollo.start();
+  // Liveness says only that the process serves HTTP: restarting it would not cure a stalled store.
+  http.get("/health/live", async () => ({ status: "live" }));
+  http.get("/health/ready", async (_request, reply) => {
+    const report = await options.readiness();
+    return reply.code(report.ready ? 200 : 503).send({ status: report.ready ? "ready" : "unavailable", checks: report.checks });
+  });
   await http.register(fastifyApollo(apollo), { context: async (request) => createContext(services, request.headers.authorization) });
   await http.listen({ host: options.host, port: options.port });
   const address = http.server.address();

@@ -17,6 +17,8 @@ export interface Clients {
   readonly relayRedis: RedisClient | null;
   /** Null unless asked for. */
   readonly rabbit: Connection | null;
+  /** Per client, a call that resolves when it answers: what readiness asks. */
+  probes(): Record<string, () => Promise<unknown>>;
   /** Closes every client, in the reverse order of opening. */
   close(): Promise<void>;
 }
@@ -64,7 +66,16 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
       closers.push(() => connection.close());
       rabbit = connection;
     }
-    return { db, redis, relayRedis, rabbit, close };
+    const probes = () => ({
+      postgres: () => db.$queryRaw`SELECT 1`,
+      redis: () => redis.ping(),
+      ...(rabbit && {
+        rabbitmq: async () => {
+          if (!rabbit?.ready) throw new Error("not connected");
+        },
+      }),
+    });
+    return { db, redis, relayRedis, rabbit, probes, close };
   } catch (error) {
     await close();
     throw error;

@@ -49,4 +49,24 @@ describe("Redis faults through the API", () => {
     const retried = dataOf(await api.gql<{ likePost: { post: { counts: { likes: number } } } }>(likePost, { id: postId }, user.token));
     expect(retried.likePost.post.counts.likes).toBe(1);
   });
+
+  it("when Redis stalls, then readiness answers 503 naming Redis within its bound, and 200 once Redis answers again", async () => {
+    const ready = async () => {
+      const response = await fetch(`${api.url}health/ready`);
+      return { status: response.status, body: (await response.json()) as { status: string; checks: Record<string, string> } };
+    };
+    expect(await ready()).toEqual({ status: 200, body: { status: "ready", checks: { postgres: "ok", redis: "ok" } } });
+    proxy.stall();
+    try {
+      // The stall lasts until `finally`: only the probe's bound can answer this.
+      const stalled = await ready();
+      expect(stalled.status).toBe(503);
+      expect(stalled.body.checks.postgres).toBe("ok");
+      expect(stalled.body.checks.redis).not.toBe("ok");
+    } finally {
+      proxy.resume();
+    }
+    expect((await ready()).status).toBe(200);
+    expect(await (await fetch(`${api.url}health/live`)).json()).toEqual({ status: "live" });
+  });
 });
