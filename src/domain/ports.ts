@@ -180,6 +180,8 @@ export interface OutboxRead {
   readonly missing: readonly OutboxEntryPlace[];
   /** Redis had lost the outbox (a flush, a new server) and it was opened again. */
   readonly reopened: boolean;
+  /** More entries are known to wait: read again at once rather than linger. */
+  readonly more: boolean;
 }
 
 /** The like changes Redis appended, waiting to be published. */

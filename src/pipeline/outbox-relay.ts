@@ -131,11 +131,11 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
           if (claimNext || Date.now() >= nextClaimAt) {
             read = await outbox.claimAbandoned(options.claimIdleMs);
             // A stopped relay may have left more than one claim's worth: go on claiming while there is some.
-            claimNext = read.entries.length + read.missing.length > 0;
+            claimNext = read.entries.length + read.missing.length > 0 && read.more;
             nextClaimAt = Date.now() + options.claimIdleMs / 2;
           } else {
             read = await outbox.read();
-            lingerAfter = read.entries.length > 0 && read.entries.length < options.batchSize;
+            lingerAfter = !read.more && read.entries.length > 0 && read.entries.length < options.batchSize;
           }
           inHand = read.entries;
           await settleMissing(read);
