@@ -4,7 +4,7 @@ import { Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pino, type Logger } from "pino";
 import type { Connection } from "rabbitmq-client";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import type { OutboxEntry } from "../../../src/domain/model.js";
 import type { MessageBus, Outbox } from "../../../src/domain/ports.js";
@@ -30,8 +30,8 @@ const buses: MessageBus[] = [];
 /** Relays' own connections, as in the service: their reads block. */
 const relayConnections: RedisClient[] = [];
 
-async function outboxOn(options: { batchSize: number; blockMs?: number }): Promise<Outbox> {
-  const connection = await openRedis();
+async function outboxOn(options: { batchSize: number; blockMs?: number }, clusterNodes: readonly string[] = []): Promise<Outbox> {
+  const connection = await openRedis({ clusterNodes });
   relayConnections.push(connection);
   const outbox = createOutboxStore(connection, keys, options);
   await outbox.open();
@@ -218,5 +218,35 @@ describe("outbox relay", () => {
     for (const place of gone) expect(published.has(place)).toBe(false);
     const logged = lines.map((l) => JSON.parse(l) as { msg: string; missing?: string[] }).filter((l) => l.missing);
     expect(logged.flatMap((l) => l.missing)).toEqual(expect.arrayContaining(gone));
+  });
+
+  it("when the outbox lives in a Redis Cluster, then relays read, keep and take over entries there, each published once", async () => {
+    const cluster = await openRedis({ clusterNodes: inject("clusterNodes") });
+    try {
+      await Promise.all(keys.outboxes().map((stream) => cluster.del(stream)));
+      const published = new Map<string, number>();
+      const slowOutbox = await outboxOn({ batchSize: 1_000 }, inject("clusterNodes"));
+      const appended: string[] = [];
+      for (let p = 0; p < partitions; p++) {
+        const pipeline = cluster.pipeline();
+        for (let i = 0; i < 5; i++) pipeline.xadd(keys.outboxOf(p), "*", "t", "post", "i", String(nextTargetId++), "u", "7", "s", "1", "v", "1", "a", "", "ts", String(Date.now()));
+        for (const [, id] of (await pipeline.exec()) ?? []) appended.push(`${p}/${id as string}`);
+      }
+      const slow = countingBus(published, 3_000);
+      const slowRelay = await relayOn(slowOutbox, slow.bus, 1_000);
+      await slow.publishing;
+      const quickRelay = await relayOn(await outboxOn({ batchSize: 1_000 }, inject("clusterNodes")), countingBus(published).bus, 1_000);
+      try {
+        await eventually(async () => appended.every((p) => published.has(p)), 20_000, () => JSON.stringify([...published.keys()]));
+      } finally {
+        await Promise.all([slowRelay.close(), quickRelay.close()]);
+      }
+      expect([...published].filter(([, times]) => times > 1)).toEqual([]);
+      const left = await Promise.all(keys.outboxes().map((stream) => cluster.xlen(stream)));
+      expect(left.reduce((a, b) => a + b, 0)).toBe(0);
+    } finally {
+      await Promise.all(keys.outboxes().map((stream) => cluster.del(stream)));
+      await cluster.quit();
+    }
   });
 });
