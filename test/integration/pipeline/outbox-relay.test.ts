@@ -18,6 +18,7 @@ import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createOutboxStore, relayGroup } from "../../../src/stores/redis/outbox-store.js";
 import { openRedis, silentLogger, testConfig } from "../../support/env.js";
 import { eventually } from "../../support/pipeline.js";
+import { startTcpProxy } from "../../support/tcp-proxy.js";
 
 const partitions = 16;
 const keys = createRedisKeys(partitions);
@@ -30,8 +31,11 @@ const buses: MessageBus[] = [];
 /** Relays' own connections, as in the service: their reads block. */
 const relayConnections: RedisClient[] = [];
 
-async function outboxOn(options: { batchSize: number; blockMs?: number }, clusterNodes: readonly string[] = []): Promise<Outbox> {
-  const connection = await openRedis({ clusterNodes });
+async function outboxOn(
+  options: { batchSize: number; blockMs?: number; timeoutMs?: number },
+  connect: { clusterNodes?: readonly string[]; url?: string } = {},
+): Promise<Outbox> {
+  const connection = await openRedis(connect);
   relayConnections.push(connection);
   const outbox = createOutboxStore(connection, keys, options);
   await outbox.open();
@@ -225,7 +229,7 @@ describe("outbox relay", () => {
     try {
       await Promise.all(keys.outboxes().map((stream) => cluster.del(stream)));
       const published = new Map<string, number>();
-      const slowOutbox = await outboxOn({ batchSize: 1_000 }, inject("clusterNodes"));
+      const slowOutbox = await outboxOn({ batchSize: 1_000 }, { clusterNodes: inject("clusterNodes") });
       const appended: string[] = [];
       for (let p = 0; p < partitions; p++) {
         const pipeline = cluster.pipeline();
@@ -235,7 +239,7 @@ describe("outbox relay", () => {
       const slow = countingBus(published, 3_000);
       const slowRelay = await relayOn(slowOutbox, slow.bus, 1_000);
       await slow.publishing;
-      const quickRelay = await relayOn(await outboxOn({ batchSize: 1_000 }, inject("clusterNodes")), countingBus(published).bus, 1_000);
+      const quickRelay = await relayOn(await outboxOn({ batchSize: 1_000 }, { clusterNodes: inject("clusterNodes") }), countingBus(published).bus, 1_000);
       try {
         await eventually(async () => appended.every((p) => published.has(p)), 20_000, () => JSON.stringify([...published.keys()]));
       } finally {
@@ -248,5 +252,34 @@ describe("outbox relay", () => {
       await Promise.all(keys.outboxes().map((stream) => cluster.del(stream)));
       await cluster.quit();
     }
+  });
+
+  it("when Redis stalls, then the relay's calls fail within their deadline and are retried, and it relays again once Redis answers", async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: "warn" }, new Writable({ write: (chunk: Buffer, _, done) => void (lines.push(chunk.toString()), done()) }));
+    const redisUrl = new URL(inject("redisUrl"));
+    const proxy = await startTcpProxy({ host: redisUrl.hostname, port: Number(redisUrl.port) });
+    const published = new Map<string, number>();
+    try {
+      const outbox = await outboxOn({ batchSize: 1_000, blockMs: 200, timeoutMs: 500 }, { url: proxy.url });
+      // Reads that Redis ran only after their deadline strand entries in this relay's pending list until the takeover time.
+      const relay = await relayOn(outbox, countingBus(published).bus, 3_000, logger);
+      try {
+        const before = placesOf(9, await append(9, 5));
+        await eventually(async () => before.every((p) => published.has(p)), 10_000, () => JSON.stringify([...published.keys()]));
+        proxy.stall();
+        const timedOut = () => lines.some((l) => l.includes("relaying the outbox failed") && l.includes("Command timed out"));
+        await eventually(async () => timedOut(), 10_000, () => JSON.stringify(lines));
+        const during = placesOf(10, await append(10, 5));
+        proxy.resume();
+        await eventually(async () => during.every((p) => published.has(p)), 20_000, () => JSON.stringify([...published.keys()]));
+      } finally {
+        proxy.resume();
+        await relay.close();
+      }
+    } finally {
+      await proxy.close();
+    }
+    expect([...published].filter(([, times]) => times > 1)).toEqual([]);
   });
 });
