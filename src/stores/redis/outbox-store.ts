@@ -41,7 +41,11 @@ export interface OutboxStoreOptions {
   readonly blockMs?: number;
   /** How long a call may take beyond its blocking before it fails, in milliseconds. */
   readonly timeoutMs?: number;
-  /** While some streams are busy, how often a read still looks at every stream, in milliseconds. */
+  /**
+   * While some streams are busy, how often a read still looks at every stream, in milliseconds: how long a
+   * partition whose entries arrive during another's backlog may wait for its first turn. A sweep touches every
+   * stream, so at 200 ms a 200,000-entry drain ran about a fifth slower than at 1,000 ms.
+   */
   readonly sweepEveryMs?: number;
 }
 
@@ -116,7 +120,7 @@ export function createOutboxStore(redis: RedisClient, keys: RedisKeys, options: 
   const partitionOf = new Map(streams.map((stream, partition) => [stream, partition]));
   const blockMs = options.blockMs ?? 500;
   const timeoutMs = options.timeoutMs ?? 5_000;
-  const sweepEveryMs = options.sweepEveryMs ?? 200;
+  const sweepEveryMs = options.sweepEveryMs ?? 1_000;
   const budget = options.batchSize;
 
   /** Streams whose last read filled its COUNT (they may hold more new entries), in the order of their turns. */
