@@ -3,15 +3,23 @@
 // The relay reads the outbox, publishes what it read with publisher confirms,
 // and only after the broker confirmed acknowledges the entries, which removes
 // them. An entry is therefore removed only once RabbitMQ holds it durably; a
-// crash in between leaves it pending, and another relay takes it over after
-// `claimIdleMs`. While RabbitMQ is unreachable, publishing fails and entries
-// simply wait in Redis: likes go on. A publish that failed may still have reached
-// the broker, so a change can be delivered twice; the persist consumer's
-// versions make that harmless.
+// crash in between leaves it pending, and another relay takes it over once
+// nobody kept it for `claimIdleMs`. While RabbitMQ is unreachable, publishing
+// fails and entries simply wait in Redis: likes go on. A publish that failed may
+// still have reached the broker, so a change can be delivered twice; the persist
+// consumer's versions make that harmless.
+//
+// Takeover must not race a relay that is alive but slow (a publish that outlasts
+// `claimIdleMs`): the relay keeps the entries in its hands, refreshing their idle
+// time in Redis every third of `claimIdleMs` until they are acknowledged, so only
+// entries of a relay that stopped (or of a read whose reply never arrived) ever
+// look abandoned. A relay that cannot reach Redis cannot keep its entries either,
+// and may then see them taken over and published twice: harmless, as above.
+// The publish itself has a deadline too, so a hung publish cannot keep entries forever.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { MalformedOutboxEntry, OutboxEntry } from "../domain/model.js";
-import type { MessageBus, Outbox } from "../domain/ports.js";
+import type { MessageBus, Outbox, OutboxRead } from "../domain/ports.js";
 import type { PipelineMetrics } from "./metrics.js";
 
 export interface OutboxRelayOptions {
@@ -27,8 +35,10 @@ export interface OutboxRelayOptions {
    * relay and Redis far more than a few entries are worth under a steady trickle.
    */
   readonly lingerMs: number;
-  /** Pending entries idle this long on another relay are taken over, in milliseconds. */
+  /** Pending entries nobody kept for this long (their relay stopped) are taken over, in milliseconds. */
   readonly claimIdleMs: number;
+  /** How long a publish may take before the relay gives up on it and tries again, in milliseconds. */
+  readonly publishTimeoutMs?: number;
   /** Outbox length above which growth is logged as a warning. */
   readonly warnLength: number;
 }
@@ -45,14 +55,41 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
   let stopping = false;
   await outbox.open();
 
+  const publishTimeoutMs = options.publishTimeoutMs ?? 30_000;
+
+  async function publish(good: readonly OutboxEntry[], bad: readonly MalformedOutboxEntry[]): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the broker did not confirm ${good.length + bad.length} outbox entries within ${publishTimeoutMs} ms`)), publishTimeoutMs);
+    });
+    const work = (async () => {
+      for (const e of bad) await bus.deadLetter({ partition: e.partition, entryId: e.entryId }, e.problem, "outbox");
+      await bus.publishLikeChanges(good);
+    })();
+    try {
+      await Promise.race([work, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async function relay(entries: readonly (OutboxEntry | MalformedOutboxEntry)[]): Promise<void> {
     const good = entries.filter((e): e is OutboxEntry => !isMalformed(e));
     const bad = entries.filter(isMalformed);
-    for (const e of bad) await bus.deadLetter({ partition: e.partition, entryId: e.entryId }, e.problem, "outbox");
-    await bus.publishLikeChanges(good);
+    await publish(good, bad);
     await outbox.acknowledge(entries);
     metrics.eventsPublished.inc(good.length);
     metrics.deadLettered.inc(bad.length);
+  }
+
+  async function settleMissing(read: OutboxRead): Promise<void> {
+    if (read.reopened) logger.warn("the outbox was gone (Redis lost its data) and was opened again");
+    if (read.missing.length === 0) return;
+    logger.warn(
+      { missing: read.missing.map((e) => `${e.partition}/${e.entryId}`) },
+      "outbox entries were pending but are gone from their stream (deleted or trimmed); acknowledged, nothing to publish",
+    );
+    await outbox.acknowledge(read.missing);
   }
 
   let lastLength = 0;
@@ -65,10 +102,21 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
     lastLength = length;
   }
 
+  /** Entries read or claimed and not yet acknowledged: at most one read's worth. */
+  let inHand: readonly (OutboxEntry | MalformedOutboxEntry)[] = [];
+  let keeping: Promise<void> | null = null;
+  const keeper = setInterval(() => {
+    if (inHand.length === 0 || keeping) return;
+    keeping = outbox
+      .keep(inHand)
+      .catch((err: unknown) => logger.warn({ err }, "telling other relays that this one still holds its entries failed"))
+      .finally(() => (keeping = null));
+  }, Math.max(1, Math.floor(options.claimIdleMs / 3)));
+  keeper.unref();
+
   const loop = (async () => {
-    // Own pending entries first: those read before a failed publish, or claimed from a dead relay.
-    let pendingFirst = true;
     let failures = 0;
+    let claimNext = false;
     let nextClaimAt = Date.now() + options.claimIdleMs / 2;
     let nextWatchAt = 0;
     while (!stopping) {
@@ -77,24 +125,30 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
           await watchLength();
           nextWatchAt = Date.now() + 5_000;
         }
-        if (Date.now() >= nextClaimAt) {
-          if ((await outbox.claimAbandoned(options.claimIdleMs)) > 0) pendingFirst = true;
-          nextClaimAt = Date.now() + options.claimIdleMs / 2;
+        let lingerAfter = false;
+        if (inHand.length === 0) {
+          let read: OutboxRead;
+          if (claimNext || Date.now() >= nextClaimAt) {
+            read = await outbox.claimAbandoned(options.claimIdleMs);
+            // A stopped relay may have left more than one claim's worth: go on claiming while there is some.
+            claimNext = read.entries.length + read.missing.length > 0 && read.more;
+            nextClaimAt = Date.now() + options.claimIdleMs / 2;
+          } else {
+            read = await outbox.read();
+            lingerAfter = !read.more && read.entries.length > 0 && read.entries.length < options.batchSize;
+          }
+          inHand = read.entries;
+          await settleMissing(read);
         }
-        const which = pendingFirst ? "pending" : "new";
-        const { entries, reopened } = await outbox.read(which);
-        if (reopened) logger.warn("the outbox was gone (Redis lost its data) and was opened again");
-        if (pendingFirst && entries.length === 0) pendingFirst = false;
-        // A backlog comes back in one read; publishing it a batch at a time bounds what is in flight.
-        for (let i = 0; i < entries.length && !stopping; i += options.batchSize) {
-          await relay(entries.slice(i, i + options.batchSize));
+        while (inHand.length > 0 && !stopping) {
+          await relay(inHand.slice(0, options.batchSize));
+          inHand = inHand.slice(options.batchSize);
         }
         failures = 0;
-        if (which === "new" && entries.length > 0 && entries.length < options.batchSize && !stopping) await sleep(options.lingerMs);
+        if (lingerAfter && !stopping) await sleep(options.lingerMs);
       } catch (err) {
         if (stopping) break;
         failures++;
-        pendingFirst = true;
         const delayMs = Math.min(5_000, 100 * 2 ** failures);
         logger.warn({ err, delayMs }, "relaying the outbox failed; entries stay in Redis and are retried");
         await sleep(delayMs);
@@ -107,6 +161,8 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
     async close() {
       stopping = true;
       await loop;
+      clearInterval(keeper);
+      await keeping;
     },
   };
 }
