@@ -204,8 +204,11 @@ export interface Lease {
 /** A message as a consumer receives it: read, or the reason it cannot be. */
 export type Delivery<T> = { readonly kind: "valid"; readonly value: T } | { readonly kind: "invalid"; readonly reason: string };
 
-/** What becomes of a message once handled. */
-export type Disposition = "ack" | { readonly deadLetter: string };
+/**
+ * What becomes of a message once handled: done; parked for good (it can never be
+ * applied); or applied again after a delay (it is valid, but the store refused it).
+ */
+export type Disposition = "ack" | { readonly deadLetter: string } | { readonly retryLater: string };
 
 export interface Subscription {
   /** Stops taking messages and waits for those in hand. */
@@ -220,6 +223,13 @@ export interface ConsumeOptions {
 }
 
 export interface MessageBus {
+  /**
+   * Checks, before anything is consumed or published, that this process routes like
+   * changes the way the deployment does (the same number of persist queues), taking
+   * over a new number only when no change can be on its way under the old one; throws
+   * an error naming the fix otherwise.
+   */
+  open(): Promise<void>;
   /** Publishes changes durably, in batches that keep each partition's order; resolves once the broker confirmed every one. */
   publishLikeChanges(entries: readonly OutboxEntry[]): Promise<void>;
   /** Publishes repairs durably; resolves once the broker confirmed every one. */

@@ -43,6 +43,8 @@ export interface RunningPipeline {
 
 export async function startPipeline(parts: PipelineParts, settings: PipelineSettings, logger: Logger, hooks: PipelineHooks = {}): Promise<RunningPipeline> {
   const metrics = createPipelineMetrics();
+  // Refuses to start when this process would route like changes otherwise than the deployment does.
+  await parts.bus.open();
   const consumer = startPersistConsumer({
     bus: parts.bus,
     persistence: parts.persistence,

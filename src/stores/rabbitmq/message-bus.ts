@@ -1,25 +1,45 @@
 // RabbitMQ as the service's message bus: publishing with confirms, consuming the
-// persist and repair queues, and parking what can never be applied in the
-// dead-letter queue. Handlers see model types; wire formats stay in messages.ts.
+// persist and repair queues, parking what can never be applied in the
+// dead-letter queue and what PostgreSQL refused in the retry queue. Handlers see
+// model types; wire formats stay in messages.ts.
 import type { Logger } from "pino";
 import { ConsumerStatus, type Connection, type Consumer } from "rabbitmq-client";
 import type { LikeChange, OutboxEntry, Repair } from "../../domain/model.js";
 import type { ConsumeOptions, Delivery, Disposition, MessageBus } from "../../domain/ports.js";
 import { eventIdOf, parseLikeChanges, parseRepair, toLikeChangeBatchMessage, toRepairMessage } from "./messages.js";
+import { createConfirmedPublisher } from "./confirmed-publisher.js";
+import { adoptPartitioning } from "./partitioning.js";
 import type { QueueDeclaration, Topology } from "./topology.js";
 
-export function createMessageBus(connection: Connection, topology: Topology, logger: Logger): MessageBus {
+export interface MessageBusOptions {
+  /** How long a publish may wait for the broker's confirm before it counts as failed, in milliseconds. */
+  readonly publishTimeoutMs: number;
+}
+
+export function createMessageBus(connection: Connection, topology: Topology, logger: Logger, options: MessageBusOptions): MessageBus {
   const persistQueues = topology.persistQueues.map((_, q) => topology.persistQueue(q));
-  const publisher = connection.createPublisher({
-    confirm: true,
-    // Declared before the first publish: a confirmed message no queue was bound for would be lost.
+  const publisher = createConfirmedPublisher(connection, {
+    timeoutMs: options.publishTimeoutMs,
+    // Declared before the first publish and after every reconnect, the partitioning marker
+    // first: a process whose PERSIST_QUEUES differs from the deployment's publishes nothing.
+    queues: [
+      topology.partitioningMarker,
+      ...persistQueues.map((q) => q.queueOptions),
+      topology.deadQueueOptions,
+      topology.repairQueue.queueOptions,
+      topology.retryQueue.queueOptions,
+    ],
     exchanges: topology.exchanges,
-    queues: [...persistQueues.map((q) => q.queueOptions), topology.deadQueueOptions, topology.repairQueue.queueOptions],
-    queueBindings: [...persistQueues.flatMap((q) => q.queueBindings), ...topology.repairQueue.queueBindings],
+    queueBindings: [...persistQueues.flatMap((q) => q.queueBindings), ...topology.repairQueue.queueBindings, ...topology.retryQueue.queueBindings],
   });
 
   const deadLetter = async (body: unknown, reason: string, origin: string) => {
     await publisher.send({ exchange: "", routingKey: topology.deadQueue, durable: true, headers: { "x-reason": reason, "x-origin": origin } }, body);
+  };
+
+  /** Back to the exchange under `routingKey` once the retry queue's delay passed. */
+  const retryLater = async (body: unknown, routingKey: string, reason: string, origin: string) => {
+    await publisher.send({ exchange: topology.retryExchange, routingKey, durable: true, headers: { "x-reason": reason, "x-origin": origin } }, body);
   };
 
   /**
@@ -27,7 +47,9 @@ export function createMessageBus(connection: Connection, topology: Topology, log
    * `handle`, and acknowledged once handled, after each item the handler refuses
    * went to the dead-letter queue alone. A handler that throws has its message
    * requeued and retried; the broker's delivery limit dead-letters a message that
-   * never succeeds. Once the consumer holds `concurrency` messages, `onFull` is told.
+   * never succeeds. An item the handler asks to retry later goes alone to the retry
+   * queue, and comes back to this queue (by its routing key) after the delay. Once
+   * the consumer holds `concurrency` messages, `onFull` is told.
    */
   function consume<T>(
     queue: QueueDeclaration,
@@ -55,7 +77,9 @@ export function createMessageBus(connection: Connection, topology: Topology, log
           if (inHand >= options.concurrency) options.onFull?.();
           const dispositions = await pending;
           for (const [i, disposition] of dispositions.entries()) {
-            if (disposition !== "ack") await deadLetter(items[i]?.body, disposition.deadLetter, name);
+            if (disposition === "ack") continue;
+            if ("deadLetter" in disposition) await deadLetter(items[i]?.body, disposition.deadLetter, name);
+            else await retryLater(items[i]?.body, message.routingKey, disposition.retryLater, name);
           }
           return ConsumerStatus.ACK;
         } finally {
@@ -74,6 +98,12 @@ export function createMessageBus(connection: Connection, topology: Topology, log
   });
 
   return {
+    async open() {
+      const outcome = await adoptPartitioning(connection, topology);
+      if (outcome.kind === "changed") {
+        logger.warn({ from: outcome.from, to: topology.persistQueues.length }, "the number of persist queues changed; the old queues were empty and unused");
+      }
+    },
     async publishLikeChanges(entries) {
       // One message per persist queue, its entries in outbox order (so per partition too).
       const byQueue = new Map<number, OutboxEntry[]>();

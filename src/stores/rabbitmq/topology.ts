@@ -8,6 +8,10 @@
 //   <prefix>.dead                  changes that can never be applied, with the reason
 //   <prefix>.repair                routing key of a reconcile repair
 //   <prefix>.repairs               queue of reconcile repairs
+//   <prefix>.retry                 exchange and queue of changes PostgreSQL refused: each waits
+//                                  there `retryDelayMs`, then goes back to the exchange <prefix>
+//                                  under its own routing key, to be applied again
+//   <prefix>.persist-queues        the deployment's number of persist queues (see partitioning.ts)
 //
 // A partition always routes to the same queue, batches keep the outbox order of each
 // partition, and each queue has a single active consumer, so one target's changes
@@ -20,6 +24,8 @@ export interface TopologyOptions {
   readonly prefix: string;
   readonly persistQueues: number;
   readonly queueType: "quorum" | "classic";
+  /** How long a change PostgreSQL refused waits before it is applied again, in milliseconds; 30 s unless set. */
+  readonly retryDelayMs?: number;
 }
 
 type QueueDeclare = NonNullable<ConsumerProps["queueOptions"]>;
@@ -47,25 +53,37 @@ export interface Topology {
   readonly deadQueueOptions: QueueDeclare;
   readonly repairRoutingKey: string;
   readonly repairQueue: QueueDeclaration;
+  readonly retryExchange: string;
+  readonly retryQueue: QueueDeclaration;
+  /** The marker queue recording the deployment's number of persist queues (see partitioning.ts). */
+  readonly partitioningMarker: QueueDeclare;
+  /** Name of persist queue `index`, whatever the number of queues this process uses. */
+  persistQueueName(index: number): string;
 }
 
 /** Deliveries of one message before the broker dead-letters it (quorum queues only). */
 export const deliveryLimit = 20;
 
-export function createTopology({ prefix, persistQueues, queueType }: TopologyOptions): Topology {
+export function createTopology({ prefix, persistQueues, queueType, retryDelayMs = 30_000 }: TopologyOptions): Topology {
   const exchange = prefix;
   const deadQueue = `${prefix}.dead`;
   const queueArguments = (extra: Record<string, unknown> = {}) =>
     queueType === "quorum" ? { "x-queue-type": "quorum", ...extra } : extra;
-  const names = Array.from({ length: persistQueues }, (_, q) => `${prefix}.persist.${q}`);
+  const persistQueueName = (q: number) => `${prefix}.persist.${q}`;
+  const names = Array.from({ length: persistQueues }, (_, q) => persistQueueName(q));
+  const retryExchange = `${prefix}.retry`;
   return {
+    persistQueueName,
     exchange,
     deadQueue,
     persistQueues: names,
     queueOf: (partition) => partition % persistQueues,
     eventRoutingKey: (partition) => `${prefix}.event.${partition % persistQueues}.${partition}`,
     batchRoutingKey: (queue) => `${prefix}.event.${queue}.batch`,
-    exchanges: [{ exchange, type: "topic", durable: true }],
+    exchanges: [
+      { exchange, type: "topic", durable: true },
+      { exchange: retryExchange, type: "topic", durable: true },
+    ],
     persistQueue: (q) => ({
       queueOptions: {
         queue: names[q],
@@ -93,5 +111,23 @@ export function createTopology({ prefix, persistQueues, queueType }: TopologyOpt
       },
       queueBindings: [{ exchange, queue: `${prefix}.repairs`, routingKey: `${prefix}.repair` }],
     },
+    retryExchange,
+    retryQueue: {
+      queueOptions: {
+        queue: retryExchange,
+        durable: true,
+        arguments: queueArguments({
+          "x-message-ttl": retryDelayMs,
+          // No routing key here: an expired change goes back under the key it was retried with.
+          "x-dead-letter-exchange": exchange,
+          // Quorum queues can keep a message until its dead-letter target accepted it; classic ones drop it.
+          ...(queueType === "quorum" ? { "x-dead-letter-strategy": "at-least-once", "x-overflow": "reject-publish" } : {}),
+        }),
+      },
+      queueBindings: [{ exchange: retryExchange, queue: retryExchange, routingKey: "#" }],
+    },
+    // Never bound and never holds a message: its x-max-length is the record. The broker refuses
+    // to declare it again with another value, atomically, whoever declares it.
+    partitioningMarker: { queue: `${prefix}.persist-queues`, durable: true, arguments: { "x-max-length": persistQueues } },
   };
 }
