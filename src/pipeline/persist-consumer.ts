@@ -17,7 +17,7 @@ import type { PipelineMetrics } from "./metrics.js";
 import type { TokenBucket } from "./token-bucket.js";
 
 export interface PersistConsumerOptions {
-  readonly bus: MessageBus;
+  readonly bus: Pick<MessageBus, "consumeLikeChanges">;
   readonly persistence: LikePersistence;
   readonly bucket: TokenBucket;
   readonly metrics: PipelineMetrics;

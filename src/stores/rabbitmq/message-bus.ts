@@ -8,7 +8,7 @@ import type { LikeChange, OutboxEntry, Repair } from "../../domain/model.js";
 import type { ConsumeOptions, Delivery, Disposition, MessageBus } from "../../domain/ports.js";
 import { eventIdOf, parseLikeChanges, parseRepair, toLikeChangeBatchMessage, toRepairMessage } from "./messages.js";
 import { createConfirmedPublisher } from "./confirmed-publisher.js";
-import { adoptPartitioning } from "./partitioning.js";
+import { adoptPartitioning, inspect, PartitioningChangeRefusedError } from "./partitioning.js";
 import type { QueueDeclaration, Topology } from "./topology.js";
 
 export interface MessageBusOptions {
@@ -27,19 +27,21 @@ export function createMessageBus(connection: Connection, topology: Topology, log
       ...persistQueues.map((q) => q.queueOptions),
       topology.deadQueueOptions,
       topology.repairQueue.queueOptions,
-      topology.retryQueue.queueOptions,
+      topology.retriedChangesQueue.queueOptions,
+      topology.changeRetryQueue,
+      topology.repairRetryQueue,
     ],
     exchanges: topology.exchanges,
-    queueBindings: [...persistQueues.flatMap((q) => q.queueBindings), ...topology.repairQueue.queueBindings, ...topology.retryQueue.queueBindings],
+    queueBindings: [...persistQueues.flatMap((q) => q.queueBindings), ...topology.repairQueue.queueBindings],
   });
 
   const deadLetter = async (body: unknown, reason: string, origin: string) => {
     await publisher.send({ exchange: "", routingKey: topology.deadQueue, durable: true, headers: { "x-reason": reason, "x-origin": origin } }, body);
   };
 
-  /** Back to the exchange under `routingKey` once the retry queue's delay passed. */
-  const retryLater = async (body: unknown, routingKey: string, reason: string, origin: string) => {
-    await publisher.send({ exchange: topology.retryExchange, routingKey, durable: true, headers: { "x-reason": reason, "x-origin": origin } }, body);
+  /** Into a retry queue, whose delay passed the broker moves it on to be consumed again. */
+  const retryLater = async (body: unknown, retryQueue: string, reason: string, origin: string) => {
+    await publisher.send({ exchange: "", routingKey: retryQueue, durable: true, headers: { "x-reason": reason, "x-origin": origin } }, body);
   };
 
   /**
@@ -47,12 +49,13 @@ export function createMessageBus(connection: Connection, topology: Topology, log
    * `handle`, and acknowledged once handled, after each item the handler refuses
    * went to the dead-letter queue alone. A handler that throws has its message
    * requeued and retried; the broker's delivery limit dead-letters a message that
-   * never succeeds. An item the handler asks to retry later goes alone to the retry
-   * queue, and comes back to this queue (by its routing key) after the delay. Once
-   * the consumer holds `concurrency` messages, `onFull` is told.
+   * never succeeds. An item the handler asks to retry later goes alone to `retryQueue`,
+   * and comes back to be consumed after the delay. Once the consumer holds
+   * `concurrency` messages, `onFull` is told.
    */
   function consume<T>(
     queue: QueueDeclaration,
+    retryQueue: string,
     options: ConsumeOptions,
     parse: (body: unknown) => { readonly delivery: Delivery<T>; readonly body: unknown }[],
     handle: (deliveries: readonly Delivery<T>[]) => Promise<Disposition[]>,
@@ -79,7 +82,7 @@ export function createMessageBus(connection: Connection, topology: Topology, log
           for (const [i, disposition] of dispositions.entries()) {
             if (disposition === "ack") continue;
             if ("deadLetter" in disposition) await deadLetter(items[i]?.body, disposition.deadLetter, name);
-            else await retryLater(items[i]?.body, message.routingKey, disposition.retryLater, name);
+            else await retryLater(items[i]?.body, retryQueue, disposition.retryLater, name);
           }
           return ConsumerStatus.ACK;
         } finally {
@@ -100,9 +103,28 @@ export function createMessageBus(connection: Connection, topology: Topology, log
   return {
     async open() {
       const outcome = await adoptPartitioning(connection, topology);
+      if (outcome.kind === "kept") return null;
       if (outcome.kind === "changed") {
         logger.warn({ from: outcome.from, to: topology.persistQueues.length }, "the number of persist queues changed; the old queues were empty and unused");
+        return null;
       }
+      const old = Array.from({ length: outcome.from }, (_, q) => topology.persistQueue(q));
+      return {
+        queues: outcome.from,
+        consumeLikeChanges: (options, handle) =>
+          subscription(old.map((queue) => consume<LikeChange>(queue, topology.changeRetryQueue.queue as string, options, parseLikeChanges, handle))),
+        async drained() {
+          for (const queue of old) {
+            const name = queue.queueOptions.queue as string;
+            const state = await inspect(connection, name);
+            if (state && state.consumerCount > 1) {
+              throw new PartitioningChangeRefusedError(`While this process drained queue "${name}", another process started consuming it; run one process at a time until the change is done.`);
+            }
+            if (state && state.messageCount > 0) return false;
+          }
+          return true;
+        },
+      };
     },
     async publishLikeChanges(entries) {
       // One message per persist queue, its entries in outbox order (so per partition too).
@@ -141,11 +163,17 @@ export function createMessageBus(connection: Connection, topology: Topology, log
       );
     },
     deadLetter,
-    consumeLikeChanges: (options, handle) => subscription(persistQueues.map((queue) => consume<LikeChange>(queue, options, parseLikeChanges, handle))),
+    consumeLikeChanges: (options, handle) =>
+      subscription(
+        [...persistQueues, topology.retriedChangesQueue].map((queue) =>
+          consume<LikeChange>(queue, topology.changeRetryQueue.queue as string, options, parseLikeChanges, handle),
+        ),
+      ),
     consumeRepairs: (options, handle) =>
       subscription([
         consume<Repair>(
           topology.repairQueue,
+          topology.repairRetryQueue.queue as string,
           options,
           (body) => [{ delivery: parseRepair(body), body }],
           async ([delivery]) => [await handle(delivery as Delivery<Repair>)],

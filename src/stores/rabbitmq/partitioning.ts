@@ -12,18 +12,21 @@
 // - every publisher declares the marker before anything else, on every
 //   (re)connect: a process with another value cannot publish one change;
 // - the pipeline calls adoptPartitioning() at start, before it consumes or
-//   publishes: a process with another value refuses to start, unless the old
-//   value can be retired safely, which is when nothing runs or waits under it:
-//   every old persist queue and the retry queue (whose messages carry old
-//   routing keys) empty and without consumers. Then the marker is replaced first
-//   (an old process starting or reconnecting after that cannot publish), and the
-//   old queues the new value does not use are deleted (checked empty and unused
-//   again just before).
+//   publishes: a process with another value refuses to start while any old
+//   persist queue has consumers (a process runs with the old value). When none
+//   has, nothing publishes under the old value either (every pipeline process
+//   consumes), so the old value can be retired: first the changes left in its
+//   queues are drained (consumed under the old routing, with the marker
+//   unchanged, so no process with yet another value starts meanwhile); once
+//   every old queue is empty and unused the marker is replaced (an old process
+//   starting or reconnecting after that cannot publish), and the old queues the
+//   new value does not use are deleted (checked empty and unused just before).
 //
 // Changing PERSIST_QUEUES is therefore: stop every pipeline process (likes go on;
-// changes wait in the Redis outbox), make sure the persist and retry queues are
-// empty, start the processes with the new value. Starting them one at a time is
-// safe: the first takes over, the others find the new value recorded.
+// changes wait in the Redis outbox), start them with the new value. The first
+// drains and takes over; the others refuse to start while it drains (and start
+// when run again), then find the new value recorded. Refused changes waiting to
+// be retried do not matter: they come back through a queue of their own.
 import type { Connection } from "rabbitmq-client";
 import type { Topology } from "./topology.js";
 
@@ -32,7 +35,15 @@ export class PartitioningChangeRefusedError extends Error {
   override readonly name = "PartitioningChangeRefusedError";
 }
 
-type Outcome = { readonly kind: "kept" } | { readonly kind: "changed"; readonly from: number };
+/**
+ * Kept (or recorded); changed from an old number whose queues were empty and unused;
+ * or not yet: the old queues are unused but hold changes, to be drained (consumed
+ * under the old routing) before the number can change.
+ */
+export type PartitioningOutcome =
+  | { readonly kind: "kept" }
+  | { readonly kind: "changed"; readonly from: number }
+  | { readonly kind: "drain"; readonly from: number };
 
 const codeOf = (err: unknown) => (err as { code?: unknown }).code;
 
@@ -43,7 +54,7 @@ function recordedValue(err: unknown): number | null {
 }
 
 /** A queue's messages and consumers, or null when it does not exist. */
-async function inspect(connection: Connection, queue: string): Promise<{ messageCount: number; consumerCount: number } | null> {
+export async function inspect(connection: Connection, queue: string): Promise<{ messageCount: number; consumerCount: number } | null> {
   try {
     return await connection.queueDeclare({ queue, passive: true });
   } catch (err) {
@@ -68,7 +79,7 @@ async function declares(connection: Connection, topology: Topology): Promise<boo
  * none is, keeps it when equal, retires the old one when that is safe, and throws
  * PartitioningChangeRefusedError otherwise.
  */
-export async function adoptPartitioning(connection: Connection, topology: Topology): Promise<Outcome> {
+export async function adoptPartitioning(connection: Connection, topology: Topology): Promise<PartitioningOutcome> {
   const wanted = topology.persistQueues.length;
   const marker = topology.partitioningMarker;
   try {
@@ -87,22 +98,19 @@ export async function adoptPartitioning(connection: Connection, topology: Topolo
       new PartitioningChangeRefusedError(
         `PERSIST_QUEUES=${wanted}, but this deployment's changes are routed to ${recorded} persist queues, and ${why}. ` +
           `Changing the number while changes are on their way would send a partition to two queues. Either set PERSIST_QUEUES=${recorded}, ` +
-          `or stop every process that runs the pipeline (with PERSIST_QUEUES=${recorded}), let the queues above drain, then start them with the new value.`,
+          `or stop every process that runs the pipeline (with PERSIST_QUEUES=${recorded}), then start them with the new value: the first drains the old queues and takes over.`,
       );
-    const old = [...Array.from({ length: recorded }, (_, q) => topology.persistQueueName(q)), topology.retryQueue.queueOptions.queue as string];
-    for (const queue of old) {
-      const state = await inspect(connection, queue);
-      const busy =
-        state && state.consumerCount > 0
-          ? `queue "${queue}" has ${state.consumerCount} consumer(s): a process still runs with PERSIST_QUEUES=${recorded}`
-          : state && state.messageCount > 0
-            ? `queue "${queue}" still holds ${state.messageCount} message(s)`
-            : null;
-      if (busy === null) continue;
+    const old = Array.from({ length: recorded }, (_, q) => topology.persistQueueName(q));
+    const states = await Promise.all(old.map((queue) => inspect(connection, queue)));
+    const inUse = old.findIndex((_, q) => (states[q]?.consumerCount ?? 0) > 0);
+    if (inUse >= 0) {
       // A process with this same value may have taken over meanwhile (its consumers are what we saw).
       if (await declares(connection, topology)) return { kind: "kept" };
-      throw refuse(busy);
+      throw refuse(
+        `queue "${old[inUse]}" has consumers: a process still runs with PERSIST_QUEUES=${recorded}, or one with the new value is draining the old queues`,
+      );
     }
+    if (states.some((state) => (state?.messageCount ?? 0) > 0)) return { kind: "drain", from: recorded };
     await connection.queueDelete({ queue: marker.queue, ifUnused: true, ifEmpty: true });
     if (!(await declares(connection, topology))) throw refuse("another process just recorded a different number");
     for (let q = wanted; q < recorded; q++) {
