@@ -201,4 +201,37 @@ describe("routing", () => {
       await old.close();
     }
   });
+
+  it("when two processes with a new PERSIST_QUEUES start at once over leftover changes, then one takes over, the other starts after it or refuses, and each change is applied", async () => {
+    const config = testConfig({ PERSIST_QUEUES: "2" });
+    const raised = { ...config, persist: { ...config.persist, queues: 3 } };
+    const old = busOf(config);
+    try {
+      const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+      await old.bus.open();
+      const leftovers = [0, 1].map((partition) => {
+        const entry = entryOf(partition, BigInt(10 + partition));
+        return { ...entry, change: { ...entry.change, target: post } };
+      });
+      await old.bus.publishLikeChanges(leftovers);
+
+      const clients = await Promise.all([0, 1].map(() => openClients(raised, silentLogger, { rabbit: true, relay: true })));
+      try {
+        const starts = await Promise.allSettled(clients.map((c) => compose(raised, c, silentLogger).startPipeline()));
+        expect(starts.some((s) => s.status === "fulfilled")).toBe(true);
+        for (const start of starts) {
+          if (start.status === "rejected") expect(start.reason).toBeInstanceOf(PartitioningChangeRefusedError);
+          else await start.value.close();
+        }
+      } finally {
+        await Promise.all(clients.map((c) => c.close()));
+      }
+      expect(await db.like.count({ where: { targetType: "post", targetId: post.id } })).toBe(2);
+      // The deployment now routes by three queues: a process with three starts at once.
+      const again = await startTestPipeline(raised);
+      await again.stop();
+    } finally {
+      await old.close();
+    }
+  });
 });
