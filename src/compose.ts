@@ -81,8 +81,13 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
 
   const openBus = (): MessageBus => {
     if (!clients.rabbit) throw new Error("The message bus needs a RabbitMQ client: open the clients with { rabbit: true }.");
-    const topology = createTopology({ prefix: config.rabbitmq.prefix, persistQueues: config.persist.queues, queueType: config.rabbitmq.queueType });
-    return createMessageBus(clients.rabbit, topology, logger);
+    const topology = createTopology({
+      prefix: config.rabbitmq.prefix,
+      persistQueues: config.persist.queues,
+      queueType: config.rabbitmq.queueType,
+      retryDelayMs: config.persist.retryDelayMs,
+    });
+    return createMessageBus(clients.rabbit, topology, logger, { publishTimeoutMs: config.rabbitmq.publishTimeoutMs });
   };
 
   const reconcileWith = (bus: MessageBus, onProgress?: (progress: ReconcileProgress) => void) =>

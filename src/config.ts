@@ -34,7 +34,12 @@ const schema = z.object({
   // Prefix of the exchange, queues and routing keys, so deployments can share a broker.
   RABBITMQ_PREFIX: z.string().regex(/^[a-z][a-z0-9_-]*$/, "RABBITMQ_PREFIX must be lower-case letters, digits, _ or -").default("likes"),
   RABBITMQ_QUEUE_TYPE: z.enum(["quorum", "classic"]).default("quorum"),
+  // Changing it on a running deployment: see src/stores/rabbitmq/partitioning.ts (refused while unsafe).
   PERSIST_QUEUES: positiveInt(2),
+  // How long a change PostgreSQL refused waits in the retry queue before it is applied again.
+  PERSIST_RETRY_DELAY_MS: positiveInt(30_000),
+  // How long a publish may wait for the broker's confirm before it counts as failed.
+  RABBITMQ_PUBLISH_TIMEOUT_MS: positiveInt(5_000),
   PERSIST_BATCH_SIZE: positiveInt(1000),
   PERSIST_LINGER_MS: positiveInt(1000),
   // Likes applied to PostgreSQL per second at most; 0 means no cap.
@@ -75,9 +80,11 @@ export interface Config {
   readonly rabbitmq: {
     readonly prefix: string;
     readonly queueType: "quorum" | "classic";
+    readonly publishTimeoutMs: number;
   };
   readonly persist: {
     readonly queues: number;
+    readonly retryDelayMs: number;
     readonly batchSize: number;
     readonly lingerMs: number;
     readonly maxEventsPerSecond: number;
@@ -124,9 +131,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenTtlSeconds: e.TOKEN_TTL_SECONDS,
     pipeline: e.PIPELINE,
     webConcurrency: e.WEB_CONCURRENCY ?? availableParallelism(),
-    rabbitmq: Object.freeze({ prefix: e.RABBITMQ_PREFIX, queueType: e.RABBITMQ_QUEUE_TYPE }),
+    rabbitmq: Object.freeze({ prefix: e.RABBITMQ_PREFIX, queueType: e.RABBITMQ_QUEUE_TYPE, publishTimeoutMs: e.RABBITMQ_PUBLISH_TIMEOUT_MS }),
     persist: Object.freeze({
       queues: e.PERSIST_QUEUES,
+      retryDelayMs: e.PERSIST_RETRY_DELAY_MS,
       batchSize: e.PERSIST_BATCH_SIZE,
       lingerMs: e.PERSIST_LINGER_MS,
       maxEventsPerSecond: e.PERSIST_MAX_EVENTS_PER_SECOND,

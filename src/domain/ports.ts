@@ -226,8 +226,11 @@ export interface Lease {
 /** A message as a consumer receives it: read, or the reason it cannot be. */
 export type Delivery<T> = { readonly kind: "valid"; readonly value: T } | { readonly kind: "invalid"; readonly reason: string };
 
-/** What becomes of a message once handled. */
-export type Disposition = "ack" | { readonly deadLetter: string };
+/**
+ * What becomes of a message once handled: done; parked for good (it can never be
+ * applied); or applied again after a delay (it is valid, but the store refused it).
+ */
+export type Disposition = "ack" | { readonly deadLetter: string } | { readonly retryLater: string };
 
 export interface Subscription {
   /** Stops taking messages and waits for those in hand. */
@@ -241,7 +244,25 @@ export interface ConsumeOptions {
   readonly onFull?: () => void;
 }
 
+/** The persist queues of the deployment's previous routing, left holding changes no process consumes. */
+export interface PreviousRouting {
+  /** The number of persist queues they were routed by. */
+  readonly queues: number;
+  /** As MessageBus.consumeLikeChanges, on those queues. */
+  consumeLikeChanges(options: ConsumeOptions, handle: (deliveries: readonly Delivery<LikeChange>[]) => Promise<Disposition[]>): Subscription;
+  /** Whether every one of them is empty; throws when another process consumes them too. */
+  drained(): Promise<boolean>;
+}
+
 export interface MessageBus {
+  /**
+   * Checks, before anything is consumed or published, that this process routes like
+   * changes the way the deployment does (the same number of persist queues), and
+   * takes over a new number only when no change can be on its way under the old one;
+   * throws an error naming the fix otherwise. Answers the old routing's queues when
+   * they must be drained first (then call again), null when done.
+   */
+  open(): Promise<PreviousRouting | null>;
   /** Publishes changes durably, in batches that keep each partition's order; resolves once the broker confirmed every one. */
   publishLikeChanges(entries: readonly OutboxEntry[]): Promise<void>;
   /** Publishes repairs durably; resolves once the broker confirmed every one. */

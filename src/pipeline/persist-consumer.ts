@@ -1,7 +1,12 @@
 // Takes like changes from RabbitMQ into PostgreSQL in batches: parse and
 // validate each message, add it to the shared batch, and ack it only after the
-// batch holding it committed. What can never be applied goes to the dead-letter
-// queue with the reason; a database outage is waited out, never dead-lettered.
+// batch holding it committed. What can never be applied (it does not parse) goes
+// to the dead-letter queue with the reason; a database outage is waited out. A
+// valid change that PostgreSQL answers but refuses (a constraint, a trigger) is
+// never dead-lettered: Redis already holds it, and reconcile cannot bring the
+// stores together while PostgreSQL lacks a change Redis made. It goes to the
+// retry queue and is applied again after a delay, as long as it takes; its
+// version keeps it from undoing anything newer meanwhile.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { LikeChange } from "../domain/model.js";
@@ -12,7 +17,7 @@ import type { PipelineMetrics } from "./metrics.js";
 import type { TokenBucket } from "./token-bucket.js";
 
 export interface PersistConsumerOptions {
-  readonly bus: MessageBus;
+  readonly bus: Pick<MessageBus, "consumeLikeChanges">;
   readonly persistence: LikePersistence;
   readonly bucket: TokenBucket;
   readonly metrics: PipelineMetrics;
@@ -49,7 +54,7 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
       } catch (err) {
         if (closing) throw err;
         if (attempt >= attemptsBeforeSplit && (await options.databaseAnswers())) {
-          return changes.length === 1 ? [{ deadLetter: `PostgreSQL refused the change: ${(err as Error).message}` }] : split(changes);
+          return changes.length === 1 ? [{ retryLater: `PostgreSQL refused the change: ${(err as Error).message}` }] : split(changes);
         }
         const delayMs = Math.min(5_000, 100 * 2 ** attempt);
         logger.warn({ err, attempt, delayMs, changes: changes.length }, "persisting a batch failed; retrying");
@@ -92,6 +97,10 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
     );
     for (const disposition of dispositions) {
       if (disposition === "ack") continue;
+      if ("retryLater" in disposition) {
+        logger.error({ reason: disposition.retryLater }, "like change refused; it is applied again after the retry delay");
+        continue;
+      }
       metrics.deadLettered.inc();
       logger.error({ reason: disposition.deadLetter }, "like change dead-lettered");
     }

@@ -1,6 +1,7 @@
 // The persistence pipeline: outbox relay, persist and repair consumers, the
 // reconcile schedule and their metrics, started from the parts compose() built.
 import type { Server } from "node:http";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { LikeChange } from "../domain/model.js";
@@ -43,8 +44,7 @@ export interface RunningPipeline {
 
 export async function startPipeline(parts: PipelineParts, settings: PipelineSettings, logger: Logger, hooks: PipelineHooks = {}): Promise<RunningPipeline> {
   const metrics = createPipelineMetrics();
-  const consumer = startPersistConsumer({
-    bus: parts.bus,
+  const persisting = {
     persistence: parts.persistence,
     bucket: createTokenBucket(settings.persist.maxEventsPerSecond, settings.persist.batchSize),
     metrics,
@@ -53,7 +53,19 @@ export async function startPipeline(parts: PipelineParts, settings: PipelineSett
     lingerMs: settings.persist.lingerMs,
     databaseAnswers: parts.databaseAnswers,
     afterCommit: hooks.afterCommit,
-  });
+  };
+  // Refuses to start when this process would route like changes otherwise than the deployment
+  // does; after a change of PERSIST_QUEUES, first drains what the old routing left behind.
+  for (let previous = await parts.bus.open(); previous !== null; previous = await parts.bus.open()) {
+    logger.warn({ queues: previous.queues }, "draining the persist queues of the previous PERSIST_QUEUES before taking over");
+    const drain = startPersistConsumer({ ...persisting, bus: previous });
+    try {
+      while (!(await previous.drained())) await sleep(200);
+    } finally {
+      await drain.close();
+    }
+  }
+  const consumer = startPersistConsumer({ ...persisting, bus: parts.bus });
   const relay = await startOutboxRelay({
     outbox: parts.outbox,
     bus: parts.bus,

@@ -12,8 +12,14 @@ export function startRepairConsumer(options: { bus: MessageBus; repairs: RepairS
       logger.error({ reason: delivery.reason }, "repair dead-lettered");
       return { deadLetter: `invalid repair: ${delivery.reason}` };
     }
-    // A failure throws: the message is requeued and retried, then dead-lettered by the broker's delivery limit.
-    await options.repairs.apply(delivery.value);
+    // A repair that fails is valid: parked in the dead-letter queue it would leave the stores
+    // apart for good, and requeued at once it would spin. It is applied again after the retry delay.
+    try {
+      await options.repairs.apply(delivery.value);
+    } catch (err) {
+      logger.error({ err, kind: delivery.value.kind }, "repair failed; it is applied again after the retry delay");
+      return { retryLater: `repair failed: ${(err as Error).message}` };
+    }
     logger.info({ kind: delivery.value.kind, target: `${delivery.value.target.type}:${delivery.value.target.id}` }, "repair applied");
     return "ack";
   });

@@ -1,20 +1,37 @@
 // RabbitMQ as the service's message bus: publishing with confirms, consuming the
-// persist and repair queues, and parking what can never be applied in the
-// dead-letter queue. Handlers see model types; wire formats stay in messages.ts.
+// persist and repair queues, parking what can never be applied in the
+// dead-letter queue and what PostgreSQL refused in the retry queue. Handlers see
+// model types; wire formats stay in messages.ts.
 import type { Logger } from "pino";
 import { ConsumerStatus, type Connection, type Consumer } from "rabbitmq-client";
 import type { LikeChange, OutboxEntry, Repair } from "../../domain/model.js";
 import type { ConsumeOptions, Delivery, Disposition, MessageBus } from "../../domain/ports.js";
 import { eventIdOf, parseLikeChanges, parseRepair, toLikeChangeBatchMessage, toRepairMessage } from "./messages.js";
+import { createConfirmedPublisher } from "./confirmed-publisher.js";
+import { adoptPartitioning, inspect, PartitioningChangeRefusedError } from "./partitioning.js";
 import type { QueueDeclaration, Topology } from "./topology.js";
 
-export function createMessageBus(connection: Connection, topology: Topology, logger: Logger): MessageBus {
+export interface MessageBusOptions {
+  /** How long a publish may wait for the broker's confirm before it counts as failed, in milliseconds. */
+  readonly publishTimeoutMs: number;
+}
+
+export function createMessageBus(connection: Connection, topology: Topology, logger: Logger, options: MessageBusOptions): MessageBus {
   const persistQueues = topology.persistQueues.map((_, q) => topology.persistQueue(q));
-  const publisher = connection.createPublisher({
-    confirm: true,
-    // Declared before the first publish: a confirmed message no queue was bound for would be lost.
+  const publisher = createConfirmedPublisher(connection, {
+    timeoutMs: options.publishTimeoutMs,
+    // Declared before the first publish and after every reconnect, the partitioning marker
+    // first: a process whose PERSIST_QUEUES differs from the deployment's publishes nothing.
+    queues: [
+      topology.partitioningMarker,
+      ...persistQueues.map((q) => q.queueOptions),
+      topology.deadQueueOptions,
+      topology.repairQueue.queueOptions,
+      topology.retriedChangesQueue.queueOptions,
+      topology.changeRetryQueue,
+      topology.repairRetryQueue,
+    ],
     exchanges: topology.exchanges,
-    queues: [...persistQueues.map((q) => q.queueOptions), topology.deadQueueOptions, topology.repairQueue.queueOptions],
     queueBindings: [...persistQueues.flatMap((q) => q.queueBindings), ...topology.repairQueue.queueBindings],
   });
 
@@ -22,15 +39,23 @@ export function createMessageBus(connection: Connection, topology: Topology, log
     await publisher.send({ exchange: "", routingKey: topology.deadQueue, durable: true, headers: { "x-reason": reason, "x-origin": origin } }, body);
   };
 
+  /** Into a retry queue, whose delay passed the broker moves it on to be consumed again. */
+  const retryLater = async (body: unknown, retryQueue: string, reason: string, origin: string) => {
+    await publisher.send({ exchange: "", routingKey: retryQueue, durable: true, headers: { "x-reason": reason, "x-origin": origin } }, body);
+  };
+
   /**
    * One consumer on `queue`: every message is parsed into its items, handed to
    * `handle`, and acknowledged once handled, after each item the handler refuses
    * went to the dead-letter queue alone. A handler that throws has its message
    * requeued and retried; the broker's delivery limit dead-letters a message that
-   * never succeeds. Once the consumer holds `concurrency` messages, `onFull` is told.
+   * never succeeds. An item the handler asks to retry later goes alone to `retryQueue`,
+   * and comes back to be consumed after the delay. Once the consumer holds
+   * `concurrency` messages, `onFull` is told.
    */
   function consume<T>(
     queue: QueueDeclaration,
+    retryQueue: string,
     options: ConsumeOptions,
     parse: (body: unknown) => { readonly delivery: Delivery<T>; readonly body: unknown }[],
     handle: (deliveries: readonly Delivery<T>[]) => Promise<Disposition[]>,
@@ -55,7 +80,9 @@ export function createMessageBus(connection: Connection, topology: Topology, log
           if (inHand >= options.concurrency) options.onFull?.();
           const dispositions = await pending;
           for (const [i, disposition] of dispositions.entries()) {
-            if (disposition !== "ack") await deadLetter(items[i]?.body, disposition.deadLetter, name);
+            if (disposition === "ack") continue;
+            if ("deadLetter" in disposition) await deadLetter(items[i]?.body, disposition.deadLetter, name);
+            else await retryLater(items[i]?.body, retryQueue, disposition.retryLater, name);
           }
           return ConsumerStatus.ACK;
         } finally {
@@ -74,6 +101,31 @@ export function createMessageBus(connection: Connection, topology: Topology, log
   });
 
   return {
+    async open() {
+      const outcome = await adoptPartitioning(connection, topology);
+      if (outcome.kind === "kept") return null;
+      if (outcome.kind === "changed") {
+        logger.warn({ from: outcome.from, to: topology.persistQueues.length }, "the number of persist queues changed; the old queues were empty and unused");
+        return null;
+      }
+      const old = Array.from({ length: outcome.from }, (_, q) => topology.persistQueue(q));
+      return {
+        queues: outcome.from,
+        consumeLikeChanges: (options, handle) =>
+          subscription(old.map((queue) => consume<LikeChange>(queue, topology.changeRetryQueue.queue as string, options, parseLikeChanges, handle))),
+        async drained() {
+          for (const queue of old) {
+            const name = queue.queueOptions.queue as string;
+            const state = await inspect(connection, name);
+            if (state && state.consumerCount > 1) {
+              throw new PartitioningChangeRefusedError(`While this process drained queue "${name}", another process started consuming it; run one process at a time until the change is done.`);
+            }
+            if (state && state.messageCount > 0) return false;
+          }
+          return true;
+        },
+      };
+    },
     async publishLikeChanges(entries) {
       // One message per persist queue, its entries in outbox order (so per partition too).
       const byQueue = new Map<number, OutboxEntry[]>();
@@ -111,11 +163,17 @@ export function createMessageBus(connection: Connection, topology: Topology, log
       );
     },
     deadLetter,
-    consumeLikeChanges: (options, handle) => subscription(persistQueues.map((queue) => consume<LikeChange>(queue, options, parseLikeChanges, handle))),
+    consumeLikeChanges: (options, handle) =>
+      subscription(
+        [...persistQueues, topology.retriedChangesQueue].map((queue) =>
+          consume<LikeChange>(queue, topology.changeRetryQueue.queue as string, options, parseLikeChanges, handle),
+        ),
+      ),
     consumeRepairs: (options, handle) =>
       subscription([
         consume<Repair>(
           topology.repairQueue,
+          topology.repairRetryQueue.queue as string,
           options,
           (body) => [{ delivery: parseRepair(body), body }],
           async ([delivery]) => [await handle(delivery as Delivery<Repair>)],
