@@ -69,7 +69,7 @@ try {
     }
   }
 
-  const bus = createMessageBus(rabbit, createTopology({ prefix: "bench", persistQueues: 1, queueType: "classic" }), pino({ level: "silent" }));
+  const bus = createMessageBus(rabbit, createTopology({ prefix: "bench", persistQueues: 1, queueType: "classic" }), pino({ level: "silent" }), { publishTimeoutMs: 5_000 });
   const outbox = createOutboxStore(redis.client, keys, { batchSize });
   const metrics = createPipelineMetrics();
   gc();

@@ -98,7 +98,7 @@ interface CountingBus {
 
 /** The real message bus, counting what it publishes, each publish taking at least `delayMs`. */
 function countingBus(published: Map<string, number>, delayMs = 0, onPublished: (place: string) => void = () => {}): CountingBus {
-  const real = createMessageBus(rabbit, createTopology({ prefix: config.rabbitmq.prefix, persistQueues: 1, queueType: config.rabbitmq.queueType }), silentLogger);
+  const real = createMessageBus(rabbit, createTopology({ prefix: config.rabbitmq.prefix, persistQueues: 1, queueType: config.rabbitmq.queueType }), silentLogger, { publishTimeoutMs: config.rabbitmq.publishTimeoutMs });
   buses.push(real);
   let began: () => void = () => {};
   const publishing = new Promise<void>((resolve) => (began = resolve));
