@@ -16,6 +16,8 @@ const schema = z.object({
   REDIS_COMMAND_TIMEOUT_MS: positiveInt(1000),
   // How long getting a PostgreSQL connection may take.
   POSTGRES_CONNECT_TIMEOUT_MS: positiveInt(3000),
+  // How long a PostgreSQL statement may run before it is cancelled (the client gives up a second later).
+  POSTGRES_STATEMENT_TIMEOUT_MS: positiveInt(10_000),
   // How long each dependency may take to answer a readiness probe (GET /health/ready).
   READINESS_TIMEOUT_MS: positiveInt(1000),
   AMQP_URL: z.url().default("amqp://guest:guest@127.0.0.1:5672"),
@@ -66,6 +68,7 @@ export interface Config {
   readonly redisCommandTimeoutMs: number;
   readonly redisDurability: "durable" | "volatile";
   readonly postgresConnectTimeoutMs: number;
+  readonly postgresStatementTimeoutMs: number;
   readonly readinessTimeoutMs: number;
   readonly amqpUrl: string;
   readonly jwtSecret: string;
@@ -120,6 +123,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisCommandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
     redisDurability: e.REDIS_DURABILITY,
     postgresConnectTimeoutMs: e.POSTGRES_CONNECT_TIMEOUT_MS,
+    postgresStatementTimeoutMs: e.POSTGRES_STATEMENT_TIMEOUT_MS,
     readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
     amqpUrl: e.AMQP_URL,
     jwtSecret: e.JWT_SECRET,

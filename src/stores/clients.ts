@@ -41,6 +41,7 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     const db = createDatabase({
       url: config.databaseUrl,
       connectTimeoutMs: config.postgresConnectTimeoutMs,
+      statementTimeoutMs: config.postgresStatementTimeoutMs,
       onQuery: needs.onSqlQuery,
       onConnectionError: (err) => logger.warn({ err }, "PostgreSQL connection lost; the pool reconnects"),
     });

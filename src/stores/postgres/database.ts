@@ -9,6 +9,12 @@ export interface DatabaseOptions {
   readonly poolSize?: number;
   /** How long getting a connection may take. */
   readonly connectTimeoutMs?: number;
+  /**
+   * How long a statement may run. PostgreSQL cancels it then (statement_timeout);
+   * a server that answers nothing at all (stalled, cut off) is given up on by the
+   * client a second later, since it cannot cancel anything.
+   */
+  readonly statementTimeoutMs?: number;
   /** Told about a dropped idle connection (PostgreSQL restarted); the pool replaces it. */
   readonly onConnectionError?: (error: Error) => void;
   /** Called for every SQL statement sent (metrics; tests count queries with it). */
@@ -24,6 +30,7 @@ export function createDatabase(options: DatabaseOptions): Database {
       connectionString: options.url,
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: options.connectTimeoutMs,
+      ...(options.statementTimeoutMs && { statement_timeout: options.statementTimeoutMs, query_timeout: options.statementTimeoutMs + 1_000 }),
     },
     { onPoolError: report, onConnectionError: report },
   );
@@ -50,7 +57,7 @@ export function isPostgresUnavailable(error: unknown): boolean {
   // P1001 unreachable, P1008 timed out, P1017 connection closed, P2024 no connection from the pool in time, P2037 too many connections.
   if (code === "P1001" || code === "P1008" || code === "P1017" || code === "P2024" || code === "P2037") return true;
   // 57014 query_canceled (statement_timeout), 57P01–57P03 the server is shutting down or starting.
-  return /\b(57014|57P0[123]|53300)\b|statement timeout|Connection terminated|timeout exceeded when trying to connect|ECONNREFUSED/i.test(
+  return /\b(57014|57P0[123]|53300)\b|statement timeout|Query read timeout|Connection terminated|timeout exceeded when trying to connect|ECONNREFUSED/i.test(
     `${code ?? ""} ${error.message}`,
   );
 }
