@@ -57,7 +57,7 @@ export async function settle(redis: Redis, partitions: number, vhost: RabbitVhos
 export interface Verdict {
   /** Pairs whose final state a store does not hold (or the stores disagree on). */
   readonly lost: readonly string[];
-  /** Counts beyond what the history allows: a member held twice, a counter above the likes that can exist. */
+  /** Counts counted twice: a member held in two shards, a counter above the members (or rows) it counts. */
   readonly doubled: readonly string[];
   /** Counters that disagree with their members or with the other store. */
   readonly drift: readonly string[];
@@ -138,15 +138,14 @@ export async function verify(input: CheckInput): Promise<Verdict> {
     Number(counterRows.rows.find((r) => r.target_type === type && r.target_id === id && r.name === name)?.value ?? 0);
 
   const likerIds = new Set(cast.likers.map((l) => l.id));
-  const maxLikes = new Map<string, number>();
+  /** Likes each post really holds: Redis's members where Redis holds the post, else PostgreSQL's rows. */
+  const redisLikes = new Map<string, number>();
   for (const post of cast.posts) {
     const r = await readRedisPost(redis, partitions, post.id);
     const d = inDatabase.get(post.id) as Set<string>;
-    let max = 0;
     for (const userId of likerIds) {
       const pair = pairs.get(`${userId}:${post.id}`) as PairHistory;
       const allowed = pair.allowedFinal();
-      if (allowed.has(true)) max++;
       const inDb = d.has(userId);
       const occurrences = r.members.get(userId) ?? 0;
       const inRedis = occurrences > 0;
@@ -166,21 +165,21 @@ export async function verify(input: CheckInput): Promise<Verdict> {
     }
     for (const userId of d) if (!likerIds.has(userId)) lost.push(`PostgreSQL holds a like of post ${post.id} by user ${userId}, who never liked anything`);
     for (const userId of r.members.keys()) if (!likerIds.has(userId)) lost.push(`Redis holds a like of post ${post.id} by user ${userId}, who never liked anything`);
-    maxLikes.set(post.id, max);
+    redisLikes.set(post.id, r.held ? r.members.size : d.size);
 
     const dbCount = dbCounter("post", post.id, "like");
     if (dbCount !== d.size) drift.push(`post ${post.id}: PostgreSQL counter ${dbCount}, ${d.size} rows in likes`);
-    if (dbCount > max) {
-      doubled.push(`post ${post.id}: PostgreSQL counter ${dbCount}, at most ${max} likes can exist`);
-      doubledCount += dbCount - max;
+    if (dbCount > d.size) {
+      doubled.push(`post ${post.id}: PostgreSQL counter ${dbCount} above its ${d.size} rows`);
+      doubledCount += dbCount - d.size;
     }
     if (r.held) {
       const count = Number(r.counters.like ?? 0);
       if (count !== r.members.size) drift.push(`post ${post.id}: Redis count ${count}, ${r.members.size} members`);
       if (count !== dbCount) drift.push(`post ${post.id}: Redis count ${count}, PostgreSQL counter ${dbCount}`);
-      if (count > max) {
-        doubled.push(`post ${post.id}: Redis count ${count}, at most ${max} likes can exist`);
-        doubledCount += count - max;
+      if (count > r.members.size) {
+        doubled.push(`post ${post.id}: Redis count ${count} above its ${r.members.size} members`);
+        doubledCount += count - r.members.size;
       }
     }
   }
@@ -188,20 +187,21 @@ export async function verify(input: CheckInput): Promise<Verdict> {
   for (const author of cast.authors) {
     const own = cast.posts.filter((p) => p.authorId === author.id);
     const sum = own.reduce((s, p) => s + dbCounter("post", p.id, "like"), 0);
-    const max = own.reduce((s, p) => s + (maxLikes.get(p.id) ?? 0), 0);
+    const rows = own.reduce((s, p) => s + (inDatabase.get(p.id)?.size ?? 0), 0);
     const dbReceived = dbCounter("user", author.id, "likesReceived");
     if (dbReceived !== sum) drift.push(`author ${author.id}: PostgreSQL likesReceived ${dbReceived}, their posts' likes sum to ${sum}`);
-    if (dbReceived > max) {
-      doubled.push(`author ${author.id}: PostgreSQL likesReceived ${dbReceived}, at most ${max} likes can exist`);
-      doubledCount += dbReceived - max;
+    if (dbReceived > rows) {
+      doubled.push(`author ${author.id}: PostgreSQL likesReceived ${dbReceived} above the ${rows} rows of likes of their posts`);
+      doubledCount += dbReceived - rows;
     }
     const r = await readRedisUser(redis, partitions, author.id);
     if (r.held) {
       const received = Number(r.counters.likesReceived ?? 0);
+      const held = own.reduce((s, p) => s + (redisLikes.get(p.id) ?? 0), 0);
       if (received !== dbReceived) drift.push(`author ${author.id}: Redis likesReceived ${received}, PostgreSQL ${dbReceived}`);
-      if (received > max) {
-        doubled.push(`author ${author.id}: Redis likesReceived ${received}, at most ${max} likes can exist`);
-        doubledCount += received - max;
+      if (received > held) {
+        doubled.push(`author ${author.id}: Redis likesReceived ${received} above the ${held} likes their posts hold in Redis`);
+        doubledCount += received - held;
       }
     }
   }
@@ -227,7 +227,7 @@ export async function verify(input: CheckInput): Promise<Verdict> {
   for (const pair of pairs.values()) {
     if (pair.allowedFinal().size > 1) unknown++;
     for (const op of pair.misanswered()) {
-      misanswered.push(`user ${pair.userId} post ${pair.postId}: ${op.kind} at ${(op.startMs / 1000).toFixed(2)} s answered changed=${String(op.outcome.kind === "acknowledged" && op.outcome.changed)}, expected ${String(op.expectedChanged)}; history: ${pair.describe()}`);
+      misanswered.push(`user ${pair.userId} post ${pair.postId}: ${op.kind} at ${(op.startMs / 1000).toFixed(2)} s answered changed=${String(op.outcome.kind === "acknowledged" && op.outcome.changed)}, expected ${String(op.expectedChanged)}; history: ${pair.describe(op)}`);
       if (input.lossExpectedBeforeMs !== undefined && op.startMs >= input.lossExpectedBeforeMs) expectedMisanswered++;
     }
   }

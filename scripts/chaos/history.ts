@@ -96,13 +96,16 @@ export class PairHistory {
     return this.operations.filter((o) => o.outcome.kind === "acknowledged" && o.expectedChanged !== null && o.outcome.changed !== o.expectedChanged);
   }
 
-  describe(): string {
-    const ops = this.operations.slice(-8).map((o) => {
+  /** The operations around `focus` (the last ones without it), for evidence. */
+  describe(focus?: Operation): string {
+    const at = focus ? this.operations.indexOf(focus) : this.operations.length - 1;
+    const from = Math.max(0, at - 4);
+    const to = Math.min(this.operations.length, at + 4);
+    const ops = this.operations.slice(from, to).map((o) => {
       const answer =
         o.outcome.kind === "acknowledged" ? `changed=${o.outcome.changed} count=${o.outcome.count}` : `${o.outcome.kind}: ${o.outcome.reason}`;
-      return `${o.kind}@${(o.startMs / 1000).toFixed(2)}-${(o.endMs / 1000).toFixed(2)}s ${answer}`;
+      return `${o === focus ? ">" : ""}${o.kind}@${(o.startMs / 1000).toFixed(2)}-${(o.endMs / 1000).toFixed(2)}s ${answer}`;
     });
-    const skipped = this.operations.length > 8 ? `… ${this.operations.length - 8} earlier, ` : "";
-    return `${skipped}${ops.join(", ")}`;
+    return `${from > 0 ? `… ${from} earlier, ` : ""}${ops.join(", ")}${to < this.operations.length ? `, … ${this.operations.length - to} later` : ""}`;
   }
 }

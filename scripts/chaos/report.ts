@@ -35,7 +35,7 @@ export function formatTable(results: readonly CaseResult[]): string {
     "",
     "unknown: pairs (user, post) whose last request had no answer, so either state is accepted;",
     "lost: pairs whose last acknowledged state Redis or PostgreSQL does not hold (or the stores disagree on);",
-    "doubled: counts above what the history allows (a member held twice, a counter above the likes that can exist);",
+    "doubled: counts counted twice (a member in two shards, a counter above the members or rows it counts);",
     "drift: counters that disagree (count vs members, Redis vs PostgreSQL, likesReceived vs the author's posts, the API vs PostgreSQL);",
     "misanswered: acknowledged answers whose `changed` contradicts the state known before them.",
     ...(results.some((r) => r.expectsLoss) ? ["*: Redis keeps nothing on disk; losing likes acknowledged before its crash is expected, and reported."] : []),

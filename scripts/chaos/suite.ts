@@ -59,6 +59,8 @@ export interface SuiteOptions {
   /** Scales every case's load duration (the vitest run uses shorter loads). */
   readonly loadScale?: number;
   readonly settleTimeoutMs?: number;
+  /** Settings for the service on top of the suite's and the case's. */
+  readonly serviceEnv?: Readonly<Record<string, string>>;
   readonly progress?: (line: string) => void;
 }
 
@@ -124,9 +126,6 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
     redisClient.on("error", () => {});
     await redisClient.connect();
     cleanup.push(async () => redisClient.disconnect());
-    const sql = new pg.Client({ connectionString: databaseUrl });
-    // The check's connection survives a restart of PostgreSQL only by being opened after it; until then errors are expected.
-    sql.on("error", () => {});
 
     const apiPort = await freePort();
     const prefix = `chaos-${c.name}`;
@@ -146,6 +145,7 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
       WEB_CONCURRENCY: "2",
       REDIS_PARTITIONS: String(partitions),
       ...c.env,
+      ...options.serviceEnv,
     };
     const logFile = (entry: Entry) => path.join(directory, `${entry}.log`);
     const apiUrl = `http://127.0.0.1:${apiPort}/graphql`;
@@ -168,8 +168,6 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
     progress("registering users and writing posts");
     const loadOptions = { ...defaultLoad, ...options.load };
     const cast = await createCast(api, `c${Date.now().toString(36)}`, loadOptions);
-    await sql.connect();
-    cleanup.push(() => sql.end().catch(() => undefined));
 
     const ctx: FaultContext = {
       redis,
@@ -214,6 +212,11 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
     let settling = await settle(redisClient, partitions, instances.vhost, prefix, options.settleTimeoutMs ?? 60_000);
     note(settling.settled ? `settled in ${settling.seconds.toFixed(1)} s` : `not settled after ${settling.seconds.toFixed(1)} s: ${settling.left}`);
     progress("checking Redis and PostgreSQL against the history");
+    // Opened only now: a connection opened before a PostgreSQL restart would be broken by it.
+    const sql = new pg.Client({ connectionString: databaseUrl });
+    sql.on("error", () => {});
+    await sql.connect();
+    cleanup.push(() => sql.end().catch(() => undefined));
     const input = { redis: redisClient, partitions, sql, api, cast, pairs: load.pairs, ...(c.expectsLoss ? { lossExpectedBeforeMs: lossBoundary(timeline) } : {}) };
     let verdict = await verify(input);
     // A difference may be a change still on its way (a command that ran late); only one that stays counts.
