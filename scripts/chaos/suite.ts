@@ -209,7 +209,7 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
     note("load stopped");
 
     progress("settling: waiting for the outbox and the queues to empty");
-    let settling = await settle(redisClient, partitions, instances.vhost, prefix, options.settleTimeoutMs ?? 60_000);
+    const settling = await settle(redisClient, partitions, instances.vhost, prefix, options.settleTimeoutMs ?? 60_000);
     note(settling.settled ? `settled in ${settling.seconds.toFixed(1)} s` : `not settled after ${settling.seconds.toFixed(1)} s: ${settling.left}`);
     progress("checking Redis and PostgreSQL against the history");
     // Opened only now: a connection opened before a PostgreSQL restart would be broken by it.
@@ -222,7 +222,8 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
     // A difference may be a change still on its way (a command that ran late); only one that stays counts.
     for (let again = 0; again < 2 && isDirty(verdict) && settling.settled; again++) {
       await sleep(2_000);
-      settling = await settle(redisClient, partitions, instances.vhost, prefix, 10_000);
+      const resettled = await settle(redisClient, partitions, instances.vhost, prefix, 10_000);
+      note(`checked again after ${resettled.settled ? "settling" : "waiting"} another ${resettled.seconds.toFixed(1)} s`);
       verdict = await verify(input);
     }
     const result: CaseResult = {
