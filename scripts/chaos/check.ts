@@ -65,7 +65,7 @@ export interface Verdict {
   readonly unknown: number;
   /** Acknowledged answers whose `changed` contradicts the state known before. */
   readonly misanswered: readonly string[];
-  /** Lost pairs whose last acknowledgement came before `lossExpectedBeforeMs` (a case that expects to lose those). */
+  /** Lost pairs whose state was acknowledged before Redis was back from its crash (a case that expects to lose those). */
   readonly expectedLost: number;
   readonly expectedMisanswered: number;
   /** Units of `doubled` (a description may stand for several extra counts). */
@@ -109,8 +109,12 @@ export interface CheckInput {
   readonly api: Endpoint;
   readonly cast: Cast;
   readonly pairs: ReadonlyMap<string, PairHistory>;
-  /** For a case expected to lose what Redis held: losses acknowledged before this time (ms into the load) are expected. */
-  readonly lossExpectedBeforeMs?: number;
+  /**
+   * For a case expected to lose what Redis held at a crash: from the crash to
+   * Redis being back (ms into the load). A state acknowledged before it was back
+   * may be lost, and an answer given after the crash on such a state may be wrong.
+   */
+  readonly expectedLoss?: { readonly crashMs: number; readonly backMs: number };
 }
 
 export async function verify(input: CheckInput): Promise<Verdict> {
@@ -156,7 +160,7 @@ export async function verify(input: CheckInput): Promise<Verdict> {
       if (problems.length > 0) {
         const expected = allowed.size > 1 ? "either" : allowed.has(true) ? "liked" : "not liked";
         lost.push(`user ${userId} post ${post.id}: expected ${expected}; ${problems.join(", ")}; history: ${pair.describe()}`);
-        if (input.lossExpectedBeforeMs !== undefined && pair.lastCertainMs < input.lossExpectedBeforeMs && (!r.held || inRedis === inDb)) expectedLost++;
+        if (input.expectedLoss && pair.lastCertainMs < input.expectedLoss.backMs && (!r.held || inRedis === inDb)) expectedLost++;
       }
       if (occurrences > 1) {
         doubled.push(`user ${userId} is in ${occurrences} membership shards of post ${post.id}`);
@@ -228,7 +232,7 @@ export async function verify(input: CheckInput): Promise<Verdict> {
     if (pair.allowedFinal().size > 1) unknown++;
     for (const op of pair.misanswered()) {
       misanswered.push(`user ${pair.userId} post ${pair.postId}: ${op.kind} at ${(op.startMs / 1000).toFixed(2)} s answered changed=${String(op.outcome.kind === "acknowledged" && op.outcome.changed)}, expected ${String(op.expectedChanged)}; history: ${pair.describe(op)}`);
-      if (input.lossExpectedBeforeMs !== undefined && op.startMs >= input.lossExpectedBeforeMs) expectedMisanswered++;
+      if (input.expectedLoss && op.priorCertainMs < input.expectedLoss.backMs && op.endMs >= input.expectedLoss.crashMs) expectedMisanswered++;
     }
   }
   return { lost, doubled: [...new Set(doubled)], drift: [...new Set(drift)], unknown, misanswered, expectedLost, expectedMisanswered, doubledCount };

@@ -28,6 +28,8 @@ export interface Operation {
   readonly outcome: Outcome;
   /** What an acknowledged answer's `changed` had to be, when the state before was certain. */
   readonly expectedChanged: boolean | null;
+  /** When the state before this operation was acknowledged (ms since the load started; 0 = never touched). */
+  readonly priorCertainMs: number;
 }
 
 const stateOf = (kind: Kind) => kind === "like";
@@ -66,6 +68,7 @@ export class PairHistory {
       endMs,
       outcome,
       expectedChanged: outcome.kind === "acknowledged" && before !== null ? before !== stateOf(kind) : null,
+      priorCertainMs: this.certainSinceMs,
     };
     this.operations.push(operation);
     if (outcome.kind === "acknowledged") {

@@ -21,6 +21,9 @@ if (unknown.length) {
   process.exit(2);
 }
 
+// Node skips exit handlers on a signal it does not handle: exiting instead runs them, and they stop every instance and process of the suite.
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => process.exit(130));
+
 // The machine's services, as configured for the service: only the broker (for a vhost) and, as a fallback, the PostgreSQL server are used.
 const config = loadConfig();
 const directory = path.join(tmpdir(), `likes-chaos-${new Date().toISOString().replaceAll(/[:.]/g, "-")}`);

@@ -2,7 +2,7 @@
 // temporary directory, on a free port), so it can be crashed and restarted
 // without disturbing anyone. Where that cannot be made, the suite falls back to
 // databases of its own on the shared server, and the restart case is skipped.
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import path from "node:path";
@@ -82,7 +82,17 @@ async function startPrivateCluster(bin: string, templateName: string): Promise<P
   const halt = (mode: "immediate" | "fast") => asServerUser(pgCtl, ["-D", data, "-m", mode, "-w", "stop"], asPostgres);
   await asServerUser(path.join(bin, "initdb"), ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync"], asPostgres);
   await start();
-  const orphaned = () => void halt("immediate").catch(() => undefined);
+  // An exit handler cannot wait for a promise: the cluster is stopped synchronously there.
+  const orphaned = () => {
+    const argv = ["-D", data, "-m", "immediate", "-w", "stop"];
+    try {
+      if (asPostgres) execFileSync("runuser", ["-u", "postgres", "--", pgCtl, ...argv], { stdio: "ignore" });
+      else execFileSync(pgCtl, argv, { stdio: "ignore" });
+    } catch {
+      // Already stopped.
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
   process.on("exit", orphaned);
   const serverUrl = (database: string) => `postgresql://postgres@127.0.0.1:${port}/${database}`;
   return {

@@ -1,7 +1,7 @@
 // A RabbitMQ vhost of the fault suite's own on the shared broker: its queues
 // vanish with it, and connection loss is injected by a proxy, never by
 // touching the broker.
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { promisify } from "node:util";
 
 const run = promisify(execFile);
@@ -25,6 +25,14 @@ export async function createRabbitVhost(brokerUrl: string, name: string): Promis
   await rabbitmqctl("delete_vhost", name).catch(() => undefined);
   await rabbitmqctl("add_vhost", name);
   await rabbitmqctl("set_permissions", "-p", name, "guest", ".*", ".*", ".*");
+  const orphaned = () => {
+    try {
+      execFileSync("rabbitmqctl", ["delete_vhost", name], { stdio: "ignore", timeout: 30_000 });
+    } catch {
+      // The broker is gone or the vhost already is.
+    }
+  };
+  process.on("exit", orphaned);
   return {
     name,
     urlVia(host, port) {
@@ -43,6 +51,7 @@ export async function createRabbitVhost(brokerUrl: string, name: string): Promis
         .map(([queue, messages]) => ({ name: queue as string, messages: Number(messages) }));
     },
     async remove() {
+      process.off("exit", orphaned);
       await rabbitmqctl("delete_vhost", name).catch(() => undefined);
     },
   };

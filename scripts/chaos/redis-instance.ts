@@ -44,7 +44,10 @@ export async function startRedisInstance(options: { appendOnly: boolean }): Prom
     "--maxmemory-policy", "noeviction",
   ];
   let child: ChildProcess | undefined;
-  const orphaned = () => child?.kill("SIGKILL");
+  const orphaned = () => {
+    child?.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  };
   process.on("exit", orphaned);
 
   async function start(): Promise<void> {

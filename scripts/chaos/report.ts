@@ -7,7 +7,18 @@ function verdictOf(r: CaseResult): string {
   if (!r.settling?.settled) return "FAIL: did not settle";
   const v = r.verdict;
   if (!v) return "ERROR";
-  if (failed(r)) return "FAIL";
+  const beyond = (r.expectsLoss ? v.lost.length - v.expectedLost : v.lost.length);
+  const wrong = (r.expectsLoss ? v.misanswered.length - v.expectedMisanswered : v.misanswered.length);
+  if (failed(r)) {
+    const reasons = [
+      beyond > 0 ? (r.expectsLoss ? `${beyond} lost beyond the ${v.expectedLost} expected` : "lost") : "",
+      v.doubledCount > 0 ? "doubled" : "",
+      v.drift.length > 0 ? "drift" : "",
+      wrong > 0 ? (r.expectsLoss ? `${wrong} misanswered beyond the ${v.expectedMisanswered} expected` : "misanswered") : "",
+      (r.settling?.deadLettered ?? 0) > 0 ? "dead-lettered" : "",
+    ].filter(Boolean);
+    return `FAIL: ${reasons.join(", ")}`;
+  }
   if (r.expectsLoss) return v.lost.length > 0 ? `${r.expectsLoss}: lost ${v.lost.length}, as expected` : `${r.expectsLoss} (lost none this time)`;
   return "ok";
 }

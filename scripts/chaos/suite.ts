@@ -217,7 +217,7 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
     sql.on("error", () => {});
     await sql.connect();
     cleanup.push(() => sql.end().catch(() => undefined));
-    const input = { redis: redisClient, partitions, sql, api, cast, pairs: load.pairs, ...(c.expectsLoss ? { lossExpectedBeforeMs: lossBoundary(timeline) } : {}) };
+    const input = { redis: redisClient, partitions, sql, api, cast, pairs: load.pairs, ...(c.expectsLoss ? { expectedLoss: lossWindow(timeline) } : {}) };
     let verdict = await verify(input);
     // A difference may be a change still on its way (a command that ran late); only one that stays counts.
     for (let again = 0; again < 2 && isDirty(verdict) && settling.settled; again++) {
@@ -266,13 +266,13 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
 
 const isDirty = (v: Verdict) => v.lost.length > 0 || v.doubledCount > 0 || v.drift.length > 0;
 
-/**
- * When the case's Redis was back after its crash: what was acknowledged before
- * then is what a Redis without AOF may lose (nothing is acknowledged while it is down).
- */
-function lossBoundary(timeline: readonly string[]): number {
-  const back = timeline.find((line) => line.includes("Redis started again"));
-  return back ? Number.parseFloat(back) * 1000 : Number.POSITIVE_INFINITY;
+/** From the crash of the case's Redis to its being back, as the timeline noted them (ms into the load). */
+function lossWindow(timeline: readonly string[]): { crashMs: number; backMs: number } {
+  const at = (what: string) => {
+    const line = timeline.find((l) => l.includes(what));
+    return line ? Number.parseFloat(line) * 1000 : Number.POSITIVE_INFINITY;
+  };
+  return { crashMs: at("Redis kill -9"), backMs: at("Redis started again") };
 }
 
 function writeFindings(result: CaseResult): void {
