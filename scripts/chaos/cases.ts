@@ -1,0 +1,221 @@
+// The faults of `npm run chaos`, each injected while the load runs. A case says
+// how the service runs (npm start's supervisor, or API and worker as separate
+// processes), whether its Redis keeps an AOF, and what it does to which
+// private instance when.
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Redis } from "ioredis";
+import type { TcpProxy } from "../lib/tcp-proxy.js";
+import { createRedisKeys } from "../../src/stores/redis/keys.js";
+import type { PostgresInstance } from "./postgres-instance.js";
+import type { RedisInstance } from "./redis-instance.js";
+import type { ServiceProcess } from "./service-process.js";
+
+export type Layout = "npm start" | "api + worker";
+
+export interface FaultContext {
+  readonly redis: RedisInstance;
+  /** A client of the case's Redis, not through the proxy. */
+  readonly redisClient: Redis;
+  readonly partitions: number;
+  readonly redisProxy: TcpProxy;
+  readonly amqpProxy: TcpProxy;
+  readonly postgres: PostgresInstance;
+  readonly hotPostId: string;
+  /** The running processes by role; `restart` starts one again as it was started and waits until it works. */
+  process(role: "server" | "api" | "worker"): ServiceProcess;
+  restart(role: "api" | "worker"): Promise<void>;
+  /** Runs `npm run reconcile`'s entry against the case's instances; resolves with its exit code. */
+  reconcile(): Promise<number | null>;
+  /** Milliseconds since the load started. */
+  elapsedMs(): number;
+  /** Notes a step of the fault in the case's timeline. */
+  note(event: string): void;
+}
+
+export interface ChaosCase {
+  readonly name: string;
+  readonly summary: string;
+  readonly layout: Layout;
+  readonly redisAppendOnly: boolean;
+  /** Settings of the service beyond the suite's defaults. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** How long the load runs; the fault happens inside it. */
+  readonly loadSeconds: number;
+  /** Set when the case is expected to lose what Redis held at a crash, not counted as a failure then. */
+  readonly expectsLoss?: string;
+  /** Why the case cannot run with these instances, or null. */
+  unavailable?(postgres: PostgresInstance): string | null;
+  inject(ctx: FaultContext): Promise<void>;
+}
+
+/** Waits until `ms` into the load. */
+async function at(ctx: FaultContext, ms: number): Promise<void> {
+  const wait = ms - ctx.elapsedMs();
+  if (wait > 0) await sleep(wait);
+}
+
+/**
+ * RabbitMQ out of reach for a while first, so the outbox holds a backlog when
+ * Redis is killed: what a crash can lose is what the outbox holds, and a relay
+ * that keeps up leaves it almost empty (the case would then prove little).
+ */
+async function crashRedis(ctx: FaultContext): Promise<void> {
+  await at(ctx, 2_000);
+  ctx.note("RabbitMQ refused (the outbox fills)");
+  ctx.amqpProxy.refuse();
+  await at(ctx, 3_500);
+  ctx.note("Redis kill -9");
+  await ctx.redis.crashAndRestart(500);
+  ctx.note(`Redis started again (${ctx.redis.appendOnly ? "replaying its AOF" : "empty: no AOF"})`);
+  ctx.amqpProxy.resume();
+  ctx.note("RabbitMQ reachable again");
+}
+
+export const cases: readonly ChaosCase[] = [
+  {
+    name: "redis-resets",
+    summary: "the proxy resets every Redis connection (API and pipeline) 30 times over 3 s",
+    layout: "npm start",
+    redisAppendOnly: true,
+    loadSeconds: 7,
+    async inject(ctx) {
+      await at(ctx, 2_000);
+      ctx.note("resetting Redis connections every 100 ms");
+      for (let i = 0; i < 30; i++) {
+        ctx.redisProxy.reset();
+        await sleep(100);
+      }
+      ctx.note("resets over");
+    },
+  },
+  {
+    name: "redis-stall",
+    summary: "Redis frozen (SIGSTOP) for 5 s, then SIGCONT; requests meanwhile should fail with SERVICE_UNAVAILABLE",
+    layout: "npm start",
+    redisAppendOnly: true,
+    loadSeconds: 10,
+    async inject(ctx) {
+      await at(ctx, 2_000);
+      ctx.note("Redis SIGSTOP");
+      ctx.redis.freeze();
+      await sleep(5_000);
+      ctx.redis.thaw();
+      ctx.note("Redis SIGCONT");
+    },
+  },
+  {
+    name: "redis-restart-aof",
+    summary: "Redis kill -9 and restart, appendonly yes, appendfsync everysec, with 1.5 s of likes in the outbox (RabbitMQ refused)",
+    layout: "npm start",
+    redisAppendOnly: true,
+    loadSeconds: 7,
+    inject: crashRedis,
+  },
+  {
+    name: "redis-restart-volatile",
+    summary: "Redis kill -9 and restart without persistence (REDIS_DURABILITY=volatile), with 1.5 s of likes in the outbox (RabbitMQ refused)",
+    layout: "npm start",
+    redisAppendOnly: false,
+    env: { REDIS_DURABILITY: "volatile" },
+    // The load stops as Redis comes back: later operations would overwrite most lost states and hide the loss.
+    loadSeconds: 4,
+    expectsLoss: "expected to lose what the outbox held",
+    inject: crashRedis,
+  },
+  {
+    name: "api-kill",
+    summary: "the API process (api.ts, worker apart) kill -9, started again after 1 s",
+    layout: "api + worker",
+    redisAppendOnly: true,
+    loadSeconds: 8,
+    async inject(ctx) {
+      await at(ctx, 2_500);
+      ctx.note("API kill -9");
+      await ctx.process("api").crash();
+      await sleep(1_000);
+      await ctx.restart("api");
+      ctx.note("API serving again");
+    },
+  },
+  {
+    name: "worker-kill",
+    summary: "the worker (worker.ts) kill -9 twice, each time started again after 1 s",
+    layout: "api + worker",
+    redisAppendOnly: true,
+    loadSeconds: 8,
+    async inject(ctx) {
+      for (const when of [2_000, 5_000]) {
+        await at(ctx, when);
+        ctx.note("worker kill -9");
+        await ctx.process("worker").crash();
+        await sleep(1_000);
+        await ctx.restart("worker");
+        ctx.note("worker running again");
+      }
+    },
+  },
+  {
+    name: "rabbitmq-loss",
+    summary: "the proxy drops the pipeline's RabbitMQ connections and refuses new ones for 4 s",
+    layout: "npm start",
+    redisAppendOnly: true,
+    loadSeconds: 8,
+    async inject(ctx) {
+      await at(ctx, 2_000);
+      ctx.note("RabbitMQ connections dropped, new ones refused");
+      ctx.amqpProxy.refuse();
+      await sleep(4_000);
+      ctx.amqpProxy.resume();
+      ctx.note("RabbitMQ reachable again");
+    },
+  },
+  {
+    name: "postgres-restart",
+    summary: "the private PostgreSQL stopped as a crash would (immediate mode), started again after 2 s",
+    layout: "npm start",
+    redisAppendOnly: true,
+    loadSeconds: 8,
+    unavailable: (postgres) => postgres.restartUnavailable,
+    async inject(ctx) {
+      await at(ctx, 2_500);
+      ctx.note("PostgreSQL stop -m immediate");
+      await ctx.postgres.crashAndRestart(2_000);
+      ctx.note("PostgreSQL started again");
+    },
+  },
+  {
+    name: "rebuild-burst",
+    summary: "the hot post's Redis keys deleted 4 times during the burst, so it is rebuilt from PostgreSQL with changes in flight; two persist lanes, small batches",
+    layout: "npm start",
+    redisAppendOnly: true,
+    // Small batches that commit often, two at a time (the batcher's two lanes), over two queues.
+    env: { PERSIST_QUEUES: "2", PERSIST_BATCH_SIZE: "20", PERSIST_LINGER_MS: "50" },
+    loadSeconds: 8,
+    async inject(ctx) {
+      const keys = createRedisKeys(ctx.partitions);
+      const target = { type: "post" as const, id: BigInt(ctx.hotPostId) };
+      for (const when of [1_500, 3_000, 4_500, 6_000]) {
+        await at(ctx, when);
+        const shards = await ctx.redisClient.keys(`lk:{${keys.partitionOf(target)}}:post:${ctx.hotPostId}:*`);
+        // One DEL: the target leaves Redis whole, as an eviction (or a lost key) takes it.
+        await ctx.redisClient.del(keys.counters(target), keys.touched(target), ...shards);
+        ctx.note(`hot post's keys deleted (${shards.length} shards)`);
+      }
+    },
+  },
+  {
+    name: "reconcile-burst",
+    summary: "a full reconcile pass (npm run reconcile's entry) run twice during the burst",
+    layout: "npm start",
+    redisAppendOnly: true,
+    loadSeconds: 9,
+    async inject(ctx) {
+      await at(ctx, 1_000);
+      for (let pass = 1; pass <= 2; pass++) {
+        ctx.note(`reconcile pass ${pass} started`);
+        const code = await ctx.reconcile();
+        ctx.note(`reconcile pass ${pass} exited with ${code}`);
+      }
+    },
+  },
+];

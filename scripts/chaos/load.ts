@@ -1,0 +1,184 @@
+// The load of a case: users and posts made through the API as clients make
+// them, then likes and unlikes from every user at once (one request at a time
+// per user, so each pair's operations are sequential) for a while, on several
+// posts of which one is hot, each answer recorded in the pair's history.
+import { setTimeout as sleep } from "node:timers/promises";
+import { PairHistory, type Kind, type Outcome } from "./history.js";
+
+export interface GraphQLAnswer {
+  data?: Record<string, unknown> | null;
+  errors?: { message: string; extensions?: { code?: string } }[];
+}
+
+export type Post = { readonly id: string; readonly authorId: string };
+
+export interface Cast {
+  readonly authors: readonly { readonly id: string; readonly token: string }[];
+  readonly likers: readonly { readonly id: string; readonly token: string }[];
+  /** The first is the hot one. */
+  readonly posts: readonly Post[];
+}
+
+export interface LoadOptions {
+  readonly likers: number;
+  readonly authors: number;
+  readonly posts: number;
+  /** Share of operations on the hot post. */
+  readonly hotShare: number;
+  /** Pause of each user between operations, drawn from [0, thinkMs], so the load leaves the shared cores some air. */
+  readonly thinkMs: number;
+  /** How long a request may go unanswered before the load counts it unanswered. */
+  readonly requestTimeoutMs: number;
+}
+
+export const defaultLoad: LoadOptions = { likers: 20, authors: 2, posts: 6, hotShare: 0.5, thinkMs: 40, requestTimeoutMs: 10_000 };
+
+/** The API's endpoint, changeable while the load runs (a restarted API keeps its port, but a case may move it). */
+export class Endpoint {
+  constructor(public url: string) {}
+
+  async call(query: string, variables: Record<string, unknown>, token?: string, timeoutMs = 10_000): Promise<GraphQLAnswer> {
+    const response = await fetch(this.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify({ query, variables }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    return (await response.json()) as GraphQLAnswer;
+  }
+
+  /** The data of a call that must succeed (setup and final reads), retried while the service is not ready. */
+  async must<T>(query: string, variables: Record<string, unknown>, token?: string): Promise<T> {
+    let last = "";
+    for (let attempt = 0; attempt < 20; attempt++) {
+      try {
+        const answer = await this.call(query, variables, token);
+        if (answer.data && !answer.errors?.length) return answer.data as T;
+        last = JSON.stringify(answer.errors);
+      } catch (error) {
+        last = (error as Error).message;
+      }
+      await sleep(500);
+    }
+    throw new Error(`the API kept failing ${query.trim().split("\n")[0]}: ${last}`);
+  }
+}
+
+const register = `mutation($u: String!, $e: String!, $p: String!) { register(username: $u, email: $e, password: $p) { token user { id } } }`;
+const createPost = `mutation($t: String!) { createPost(title: $t, body: "chaos") { id } }`;
+
+async function inBatches<T>(count: number, size: number, make: (i: number) => Promise<T>): Promise<T[]> {
+  const made: T[] = [];
+  for (let i = 0; i < count; i += size) made.push(...(await Promise.all(Array.from({ length: Math.min(size, count - i) }, (_, j) => make(i + j)))));
+  return made;
+}
+
+/** Registers the authors and likers and has the authors write the posts, round robin. */
+export async function createCast(api: Endpoint, tag: string, options: LoadOptions): Promise<Cast> {
+  type Registered = { register: { token: string; user: { id: string } } };
+  const user = async (role: string, i: number) => {
+    const name = `${tag}_${role}${i}`;
+    const { register: r } = await api.must<Registered>(register, { u: name, e: `${name}@chaos.example`, p: "chaos-password-1" });
+    return { id: r.user.id, token: r.token };
+  };
+  const authors = await inBatches(options.authors, 4, (i) => user("a", i));
+  const likers = await inBatches(options.likers, 4, (i) => user("u", i));
+  const posts: Post[] = [];
+  for (let i = 0; i < options.posts; i++) {
+    const author = authors[i % authors.length] as (typeof authors)[number];
+    const { createPost: p } = await api.must<{ createPost: { id: string } }>(createPost, { t: `${tag} post ${i}` }, author.token);
+    posts.push({ id: p.id, authorId: author.id });
+  }
+  return { authors, likers, posts };
+}
+
+const mutations: Record<Kind, string> = {
+  like: `mutation($id: ID!) { likePost(postId: $id) { changed post { counts { likes } } } }`,
+  unlike: `mutation($id: ID!) { unlikePost(postId: $id) { changed post { counts { likes } } } }`,
+};
+
+function isRefused(error: unknown): boolean {
+  // fetch wraps the socket error: ECONNREFUSED means no byte of the request reached a server.
+  const cause = (error as { cause?: { code?: string } }).cause;
+  return cause?.code === "ECONNREFUSED";
+}
+
+export interface LoadRun {
+  readonly pairs: ReadonlyMap<string, PairHistory>;
+  /** Milliseconds since the load started. */
+  readonly elapsedMs: () => number;
+  /** Error codes and transport failures seen, with how often. */
+  readonly failures: Map<string, number>;
+  /** The longest any request took, in ms. */
+  readonly maxLatencyMs: () => number;
+  readonly attempted: () => number;
+  /** Resolves when every user finished its last operation after `stop`. */
+  stop(): Promise<void>;
+}
+
+export const pairKey = (userId: string, postId: string) => `${userId}:${postId}`;
+
+/** Starts every liker's loop; `stop` ends them after the operation in flight. */
+export function startLoad(api: Endpoint, cast: Cast, options: LoadOptions): LoadRun {
+  const started = Date.now();
+  const elapsedMs = () => Date.now() - started;
+  const pairs = new Map<string, PairHistory>();
+  for (const liker of cast.likers) for (const post of cast.posts) pairs.set(pairKey(liker.id, post.id), new PairHistory(liker.id, post.id));
+  const failures = new Map<string, number>();
+  const fail = (what: string) => failures.set(what, (failures.get(what) ?? 0) + 1);
+  let stopping = false;
+  let attempted = 0;
+  let maxLatencyMs = 0;
+
+  async function operate(liker: Cast["likers"][number], post: Post): Promise<void> {
+    const pair = pairs.get(pairKey(liker.id, post.id)) as PairHistory;
+    const believed = pair.certainState() ?? false;
+    // Mostly the opposite of the state, so the pair keeps changing; now and then the same, which must answer changed=false.
+    const wanted: Kind = Math.random() < 0.85 ? (believed ? "unlike" : "like") : believed ? "like" : "unlike";
+    const kind = pair.next(wanted);
+    const startMs = elapsedMs();
+    attempted++;
+    let outcome: Outcome;
+    try {
+      const answer = await api.call(mutations[kind], { id: post.id }, liker.token, options.requestTimeoutMs);
+      const payload = (answer.data?.[kind === "like" ? "likePost" : "unlikePost"] ?? null) as { changed: boolean; post: { counts: { likes: number } } } | null;
+      if (payload && !answer.errors?.length) {
+        outcome = { kind: "acknowledged", changed: payload.changed, count: payload.post.counts.likes };
+      } else {
+        const code = answer.errors?.[0]?.extensions?.code ?? "no data";
+        fail(code);
+        outcome = { kind: "unanswered", reason: code };
+      }
+    } catch (error) {
+      const reason = isRefused(error) ? "connection refused" : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name);
+      fail(reason);
+      outcome = isRefused(error) ? { kind: "refused", reason } : { kind: "unanswered", reason };
+    }
+    const endMs = elapsedMs();
+    maxLatencyMs = Math.max(maxLatencyMs, endMs - startMs);
+    pair.record(kind, startMs, endMs, outcome);
+  }
+
+  async function user(liker: Cast["likers"][number]): Promise<void> {
+    const [hot, ...rest] = cast.posts as [Post, ...Post[]];
+    while (!stopping) {
+      const post = rest.length === 0 || Math.random() < options.hotShare ? hot : (rest[Math.floor(Math.random() * rest.length)] as Post);
+      await operate(liker, post);
+      // A refused connection answers at once; without a pause the loop would spin while the API is down.
+      await sleep(Math.random() * options.thinkMs + (pairs.get(pairKey(liker.id, post.id))?.operations.at(-1)?.outcome.kind === "refused" ? 100 : 0));
+    }
+  }
+
+  const users = Promise.all(cast.likers.map(user));
+  return {
+    pairs,
+    elapsedMs,
+    failures,
+    maxLatencyMs: () => maxLatencyMs,
+    attempted: () => attempted,
+    async stop() {
+      stopping = true;
+      await users;
+    },
+  };
+}

@@ -1,0 +1,117 @@
+// The service's processes started the way users start them: node with tsx's
+// loader on an entry of src/ (server.ts = npm start's supervisor, api.ts and
+// worker.ts alone, reconcile.ts = npm run reconcile), output appended to a log
+// file kept as evidence. Each runs in a process group of its own, so stopping
+// one also stops the processes it forked, and nothing else.
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import { projectRoot } from "../lib/schema-engine.js";
+
+export type Entry = "server" | "api" | "worker" | "reconcile";
+
+export interface ServiceProcess {
+  readonly entry: Entry;
+  readonly pid: number;
+  /** Resolves with the exit code (null when killed by a signal). */
+  readonly exited: Promise<number | null>;
+  /** SIGKILL to the process alone, as a crash: its children notice the loss themselves. */
+  crash(): Promise<void>;
+  /** SIGTERM and wait; what is left of the group after `timeoutMs` is killed. */
+  stop(timeoutMs?: number): Promise<void>;
+}
+
+const running = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const child of running) killGroup(child, "SIGKILL");
+});
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-(child.pid as number), signal);
+  } catch {
+    // The group is gone.
+  }
+}
+
+const alive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
+
+export function startEntry(entry: Entry, env: Record<string, string>, logFile: string): ServiceProcess {
+  const fd = openSync(logFile, "a");
+  const child = spawn(process.execPath, ["--import", "tsx/esm", `src/${entry}.ts`], {
+    cwd: projectRoot,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", fd, fd],
+    detached: true,
+  });
+  closeSync(fd);
+  running.add(child);
+  const exited = new Promise<number | null>((resolve) => {
+    child.once("exit", (code) => {
+      running.delete(child);
+      resolve(code);
+    });
+  });
+  return {
+    entry,
+    pid: child.pid as number,
+    exited,
+    async crash() {
+      if (!alive(child)) return;
+      child.kill("SIGKILL");
+      await exited;
+    },
+    async stop(timeoutMs = 20_000) {
+      if (alive(child)) {
+        child.kill("SIGTERM");
+        await Promise.race([exited, sleep(timeoutMs)]);
+      }
+      // Leftovers of a supervisor that did not finish stopping, or of a crashed one.
+      killGroup(child, "SIGKILL");
+      if (alive(child)) await once(child, "exit");
+    },
+  };
+}
+
+/** Waits until GraphQL answers at `url`; fails early when `process` exits. */
+export async function waitUntilServing(url: string, process: ServiceProcess, logFile: string, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited = false;
+  void process.exited.then(() => (exited = true));
+  while (Date.now() < deadline && !exited) {
+    try {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"query":"{__typename}"}',
+        signal: AbortSignal.timeout(2_000),
+      });
+      if (response.ok) return;
+    } catch {
+      // Not listening yet.
+    }
+    await sleep(200);
+  }
+  throw new Error(`${process.entry} did not serve ${url} ${exited ? "(it exited)" : `within ${timeoutMs / 1000} s`}; its log:\n${tail(logFile)}`);
+}
+
+/** Waits until the log shows `line` after byte `from`; fails early when `process` exits. */
+export async function waitForLogLine(logFile: string, line: string, from: number, process: ServiceProcess, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited = false;
+  void process.exited.then(() => (exited = true));
+  while (Date.now() < deadline && !exited) {
+    if (readFileSync(logFile).subarray(from).toString().includes(line)) return;
+    await sleep(200);
+  }
+  throw new Error(`${process.entry} did not log "${line}" ${exited ? "(it exited)" : `within ${timeoutMs / 1000} s`}; its log:\n${tail(logFile)}`);
+}
+
+export function tail(logFile: string, lines = 20): string {
+  try {
+    return readFileSync(logFile, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
+  } catch {
+    return "(no log)";
+  }
+}

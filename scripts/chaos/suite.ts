@@ -1,0 +1,305 @@
+// Runs fault cases, each on fresh private instances: its own Redis (behind a
+// TCP proxy), its own database in the suite's PostgreSQL cluster, its own queue
+// names in the suite's RabbitMQ vhost (behind a proxy), and the service started
+// from src/ as users start it. Returns what each case found; the caller prints.
+import { mkdirSync, writeFileSync, statSync } from "node:fs";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { startTcpProxy, type TcpProxy } from "../lib/tcp-proxy.js";
+import { freePort } from "../lib/ports.js";
+import { cases as allCases, type ChaosCase, type FaultContext } from "./cases.js";
+import { settle, verify, type Settling, type Verdict } from "./check.js";
+import { createCast, defaultLoad, Endpoint, startLoad, type LoadOptions } from "./load.js";
+import { startPostgresInstance, type PostgresInstance } from "./postgres-instance.js";
+import { createRabbitVhost } from "./rabbitmq-vhost.js";
+import { startRedisInstance } from "./redis-instance.js";
+import { startEntry, waitForLogLine, waitUntilServing, type Entry, type ServiceProcess } from "./service-process.js";
+
+export const caseNames = allCases.map((c) => c.name);
+
+export interface CaseResult {
+  readonly name: string;
+  readonly summary: string;
+  readonly skipped: string | null;
+  /** Set when the case could not run to its check (a process would not start…). */
+  readonly error: string | null;
+  readonly expectsLoss: string | null;
+  readonly attempted: number;
+  readonly acknowledged: number;
+  readonly verdict: Verdict | null;
+  readonly settling: Settling | null;
+  readonly failures: ReadonlyMap<string, number>;
+  readonly maxLatencyMs: number;
+  readonly timeline: readonly string[];
+  readonly directory: string;
+  readonly seconds: number;
+}
+
+/** Whether the case broke a guarantee (its expected loss aside). */
+export function failed(result: CaseResult): boolean {
+  if (result.skipped) return false;
+  if (result.error || !result.verdict || !result.settling?.settled) return true;
+  const v = result.verdict;
+  const unexpectedLost = v.lost.length - (result.expectsLoss ? v.expectedLost : 0);
+  const unexpectedMisanswered = v.misanswered.length - (result.expectsLoss ? v.expectedMisanswered : 0);
+  return unexpectedLost > 0 || v.doubledCount > 0 || v.drift.length > 0 || unexpectedMisanswered > 0 || result.settling.deadLettered > 0;
+}
+
+export interface SuiteOptions {
+  readonly cases?: readonly string[];
+  /** Where logs and findings go, one folder per case. */
+  readonly directory: string;
+  /** The broker the suite makes its vhost on (never restarted). */
+  readonly amqpUrl: string;
+  /** The PostgreSQL server to fall back on when no private cluster can be made (never restarted). */
+  readonly sharedDatabaseUrl: string;
+  readonly load?: Partial<LoadOptions>;
+  /** Scales every case's load duration (the vitest run uses shorter loads). */
+  readonly loadScale?: number;
+  readonly settleTimeoutMs?: number;
+  /** Settings for the service on top of the suite's and the case's. */
+  readonly serviceEnv?: Readonly<Record<string, string>>;
+  readonly progress?: (line: string) => void;
+}
+
+const partitions = 1024;
+const jwtSecret = "chaos-secret-not-for-production-use";
+
+interface Instances {
+  readonly postgres: PostgresInstance;
+  readonly vhost: Awaited<ReturnType<typeof createRabbitVhost>>;
+  readonly runTag: string;
+}
+
+export async function runChaos(options: SuiteOptions): Promise<CaseResult[]> {
+  const chosen = options.cases?.length ? allCases.filter((c) => options.cases?.includes(c.name)) : allCases;
+  const unknown = (options.cases ?? []).filter((n) => !caseNames.includes(n));
+  if (unknown.length) throw new Error(`Unknown case ${unknown.join(", ")}; the cases are ${caseNames.join(", ")}.`);
+  const progress = options.progress ?? (() => {});
+  const runTag = `chaos_${process.pid}_${Date.now().toString(36)}`;
+  mkdirSync(options.directory, { recursive: true });
+  progress("starting a private PostgreSQL cluster and a RabbitMQ vhost");
+  const postgres = await startPostgresInstance(options.sharedDatabaseUrl, runTag);
+  const vhost = await createRabbitVhost(options.amqpUrl, runTag);
+  const results: CaseResult[] = [];
+  try {
+    for (const [i, c] of chosen.entries()) {
+      const label = `case ${i + 1}/${chosen.length} ${c.name}`;
+      results.push(await runCase(c, { postgres, vhost, runTag }, options, (line) => progress(`${label}: ${line}`)));
+    }
+  } finally {
+    await vhost.remove();
+    await postgres.stop();
+  }
+  return results;
+}
+
+async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions, progress: (line: string) => void): Promise<CaseResult> {
+  const started = Date.now();
+  const directory = path.join(options.directory, c.name);
+  mkdirSync(directory, { recursive: true });
+  const empty = { expectsLoss: c.expectsLoss ?? null, attempted: 0, acknowledged: 0, verdict: null, settling: null, failures: new Map<string, number>(), maxLatencyMs: 0, directory };
+  const skipped = c.unavailable?.(instances.postgres) ?? null;
+  if (skipped) return { name: c.name, summary: c.summary, skipped, error: null, timeline: [], seconds: 0, ...empty };
+
+  const timeline: string[] = [];
+  const cleanup: (() => Promise<unknown>)[] = [];
+  let elapsedMs = () => 0;
+  const note = (event: string) => {
+    timeline.push(`${(elapsedMs() / 1000).toFixed(2)} s  ${event}`);
+    progress(event);
+  };
+  let load: ReturnType<typeof startLoad> | undefined;
+  try {
+    progress("starting Redis, proxies and the database");
+    const redis = await startRedisInstance({ appendOnly: c.redisAppendOnly });
+    cleanup.push(() => redis.stop());
+    const redisProxy = await startTcpProxy({ host: "127.0.0.1", port: redis.port });
+    cleanup.push(() => redisProxy.close());
+    const broker = new URL(options.amqpUrl);
+    const amqpProxy: TcpProxy = await startTcpProxy({ host: broker.hostname, port: Number(broker.port || 5672) }, "amqp");
+    cleanup.push(() => amqpProxy.close());
+    const databaseUrl = await instances.postgres.createDatabase(`${instances.runTag}_${c.name.replaceAll("-", "_")}`);
+    const redisClient = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: null });
+    redisClient.on("error", () => {});
+    await redisClient.connect();
+    cleanup.push(async () => redisClient.disconnect());
+
+    const apiPort = await freePort();
+    const prefix = `chaos-${c.name}`;
+    const env: Record<string, string> = {
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redisProxy.url,
+      AMQP_URL: instances.vhost.urlVia("127.0.0.1", amqpProxy.port),
+      RABBITMQ_PREFIX: prefix,
+      JWT_SECRET: jwtSecret,
+      HOST: "127.0.0.1",
+      PORT: String(apiPort),
+      METRICS_PORT: "0",
+      // Nothing may repair a difference behind the check's back, unless the case runs it.
+      RECONCILE_CRON: "off",
+      NODE_ENV: "production",
+      LOG_LEVEL: "info",
+      WEB_CONCURRENCY: "2",
+      REDIS_PARTITIONS: String(partitions),
+      ...c.env,
+      ...options.serviceEnv,
+    };
+    const logFile = (entry: Entry) => path.join(directory, `${entry}.log`);
+    const apiUrl = `http://127.0.0.1:${apiPort}/graphql`;
+    const processes = new Map<string, ServiceProcess>();
+    const start = async (entry: "server" | "api" | "worker") => {
+      const file = logFile(entry);
+      writeFileSync(file, "", { flag: "a" });
+      const from = statSync(file).size;
+      const proc = startEntry(entry, env, file);
+      processes.set(entry, proc);
+      if (entry === "worker") await waitForLogLine(file, "pipeline running", from, proc);
+      else await waitUntilServing(apiUrl, proc, file);
+    };
+    cleanup.push(() => Promise.all([...processes.values()].map((p) => p.stop())));
+    progress(`starting the service (${c.layout})`);
+    if (c.layout === "npm start") await start("server");
+    else await Promise.all([start("api"), start("worker")]);
+
+    const api = new Endpoint(apiUrl);
+    progress("registering users and writing posts");
+    const loadOptions = { ...defaultLoad, ...options.load };
+    const cast = await createCast(api, `c${Date.now().toString(36)}`, loadOptions);
+
+    const ctx: FaultContext = {
+      redis,
+      redisClient,
+      partitions,
+      redisProxy,
+      amqpProxy,
+      postgres: instances.postgres,
+      hotPostId: (cast.posts[0] as { id: string }).id,
+      process(role) {
+        const p = processes.get(role);
+        if (!p) throw new Error(`the case has no ${role} process (layout ${c.layout})`);
+        return p;
+      },
+      restart: (role) => start(role),
+      async reconcile() {
+        const proc = startEntry("reconcile", env, logFile("reconcile"));
+        processes.set(`reconcile-${Date.now()}`, proc);
+        return proc.exited;
+      },
+      elapsedMs: () => elapsedMs(),
+      note,
+    };
+
+    const loadMs = c.loadSeconds * 1000 * (options.loadScale ?? 1);
+    load = startLoad(api, cast, loadOptions);
+    elapsedMs = load.elapsedMs;
+    const running = load;
+    const ticker = setInterval(() => {
+      const acked = [...running.pairs.values()].reduce((n, p) => n + p.operations.filter((o) => o.outcome.kind === "acknowledged").length, 0);
+      progress(`load ${(running.elapsedMs() / 1000).toFixed(0)}/${(loadMs / 1000).toFixed(0)} s, ${running.attempted()} requests, ${acked} acknowledged`);
+    }, 1_000);
+    try {
+      await Promise.all([c.inject(ctx), sleep(loadMs)]);
+    } finally {
+      clearInterval(ticker);
+      await load.stop();
+    }
+    note("load stopped");
+
+    progress("settling: waiting for the outbox and the queues to empty");
+    const settling = await settle(redisClient, partitions, instances.vhost, prefix, options.settleTimeoutMs ?? 60_000);
+    note(settling.settled ? `settled in ${settling.seconds.toFixed(1)} s` : `not settled after ${settling.seconds.toFixed(1)} s: ${settling.left}`);
+    progress("checking Redis and PostgreSQL against the history");
+    // Opened only now: a connection opened before a PostgreSQL restart would be broken by it.
+    const sql = new pg.Client({ connectionString: databaseUrl });
+    sql.on("error", () => {});
+    await sql.connect();
+    cleanup.push(() => sql.end().catch(() => undefined));
+    const input = { redis: redisClient, partitions, sql, api, cast, pairs: load.pairs, ...(c.expectsLoss ? { expectedLoss: lossWindow(timeline) } : {}) };
+    let verdict = await verify(input);
+    // A difference may be a change still on its way (a command that ran late); only one that stays counts.
+    for (let again = 0; again < 2 && isDirty(verdict) && settling.settled; again++) {
+      await sleep(2_000);
+      const resettled = await settle(redisClient, partitions, instances.vhost, prefix, 10_000);
+      note(`checked again after ${resettled.settled ? "settling" : "waiting"} another ${resettled.seconds.toFixed(1)} s`);
+      verdict = await verify(input);
+    }
+    const result: CaseResult = {
+      name: c.name,
+      summary: c.summary,
+      skipped: null,
+      error: null,
+      expectsLoss: c.expectsLoss ?? null,
+      attempted: load.attempted(),
+      acknowledged: [...load.pairs.values()].reduce((n, p) => n + p.operations.filter((o) => o.outcome.kind === "acknowledged").length, 0),
+      verdict,
+      settling,
+      failures: load.failures,
+      maxLatencyMs: load.maxLatencyMs(),
+      timeline,
+      directory,
+      seconds: (Date.now() - started) / 1000,
+    };
+    writeFindings(result);
+    return result;
+  } catch (error) {
+    const result: CaseResult = {
+      name: c.name,
+      summary: c.summary,
+      skipped: null,
+      error: (error as Error).message,
+      timeline,
+      seconds: (Date.now() - started) / 1000,
+      ...empty,
+      ...(load ? { attempted: load.attempted(), failures: load.failures, maxLatencyMs: load.maxLatencyMs() } : {}),
+    };
+    writeFindings(result);
+    return result;
+  } finally {
+    await load?.stop();
+    progress("stopping the service and the case's instances");
+    for (const close of cleanup.reverse()) await close().catch(() => undefined);
+  }
+}
+
+const isDirty = (v: Verdict) => v.lost.length > 0 || v.doubledCount > 0 || v.drift.length > 0;
+
+/** From the crash of the case's Redis to its being back, as the timeline noted them (ms into the load). */
+function lossWindow(timeline: readonly string[]): { crashMs: number; backMs: number } {
+  const at = (what: string) => {
+    const line = timeline.find((l) => l.includes(what));
+    return line ? Number.parseFloat(line) * 1000 : Number.POSITIVE_INFINITY;
+  };
+  return { crashMs: at("Redis kill -9"), backMs: at("Redis started again") };
+}
+
+function writeFindings(result: CaseResult): void {
+  const v = result.verdict;
+  const lines = [
+    `${result.name}: ${result.summary}`,
+    result.error ? `ERROR: ${result.error}` : "",
+    `attempted ${result.attempted}, acknowledged ${result.acknowledged}, longest request ${result.maxLatencyMs} ms`,
+    `request failures: ${[...result.failures].map(([k, n]) => `${k}×${n}`).join(", ") || "none"}`,
+    result.settling ? `settled: ${result.settling.settled} after ${result.settling.seconds.toFixed(1)} s ${result.settling.left}; dead-lettered ${result.settling.deadLettered}` : "",
+    "",
+    "timeline (s into the load):",
+    ...result.timeline.map((t) => `  ${t}`),
+    ...(v
+      ? [
+          "",
+          `lost (${v.lost.length}${result.expectsLoss ? `, ${v.expectedLost} acknowledged before the crash` : ""}):`,
+          ...v.lost.map((l) => `  ${l}`),
+          `doubled (${v.doubledCount}):`,
+          ...v.doubled.map((l) => `  ${l}`),
+          `drift (${v.drift.length}):`,
+          ...v.drift.map((l) => `  ${l}`),
+          `misanswered (${v.misanswered.length}):`,
+          ...v.misanswered.map((l) => `  ${l}`),
+          `unknown pairs: ${v.unknown}`,
+        ]
+      : []),
+  ];
+  writeFileSync(path.join(result.directory, "findings.txt"), lines.filter((l, i) => l !== "" || i > 0).join("\n") + "\n");
+}
