@@ -185,6 +185,32 @@ describe("rebuild from PostgreSQL", () => {
       await pipeline.stop();
     }
   });
+
+  it("when a user's change is still in flight as their target is rebuilt, then what they are answered next is what both stores end with", async () => {
+    const config = testConfig();
+    const services = servicesOn({ db, redis }, config);
+    const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+    const { rebuilds } = lanes(config);
+    // Both wait in the outbox when Redis loses the target; the rebuild cannot see them.
+    expect((await services.likes.like(post, 9n)).changed).toBe(true);
+    expect((await services.likes.unlike(post, 10n)).changed).toBe(false);
+    expect((await services.likes.like(post, 10n)).changed).toBe(true);
+    expect(await rebuilds.drop(post)).toBe("evicted");
+    // Rebuilt without them: user 9 is answered "not liked", user 10 "liked".
+    expect((await services.likes.unlike(post, 9n)).changed).toBe(false);
+    const again = await services.likes.like(post, 10n);
+    expect(again).toMatchObject({ changed: true, counts: { like: 1 } });
+
+    const pipeline = await startTestPipeline(config);
+    try {
+      await agreeWithin({ db, redis }, config, [post]);
+      const [state] = await redisState(redis, config.redisPartitions, [post]);
+      expect(state).toEqual({ members: ["10"], count: 1 });
+      expect(await persistedLikes([post])).toBe(1);
+    } finally {
+      await pipeline.stop();
+    }
+  });
 });
 
 /** The stores two persist lanes share, as compose() wires them for the pipeline. */

@@ -22,7 +22,8 @@
 
   Output:
     { APPLIED, counters }    added; counters = the counter hash as field/value pairs
-    { UNCHANGED, counters }  already a member, nothing changed and no event appended
+    { UNCHANGED, counters }  already a member, nothing changed (no event appended, except
+                             in a rebuild window: includes/rebuild-window.lua)
     { TARGET_ABSENT }        the target's counter hash is not in Redis
     { TARGET_FULL }          every generation of the target is full
     { INVALID_ARGUMENTS }
@@ -37,6 +38,7 @@
 --@include append-event
 --@include rebuild-window
 --@include receipts
+--@include confirm-after-rebuild
 
 local counters = KEYS[1]
 local user = ARGV[1]
@@ -56,6 +58,7 @@ end
 
 local newest = tonumber(redis.call('HGET', counters, generationField) or '0')
 if findMember(newest, user) then
+  confirmAfterRebuild(counters, KEYS[2], KEYS[3], ARGV[4], ARGV[5], user, '1')
   keepReceipt(receipt, UNCHANGED)
   return { UNCHANGED, redis.call('HGETALL', counters) }
 end

@@ -15,7 +15,8 @@
 
   Output:
     { APPLIED, counters }    removed; counters = the counter hash as field/value pairs
-    { UNCHANGED, counters }  not a member, nothing changed and no event appended
+    { UNCHANGED, counters }  not a member, nothing changed (no event appended, except
+                             in a rebuild window: includes/rebuild-window.lua)
     { TARGET_ABSENT }        the target's counter hash is not in Redis
     { INVALID_ARGUMENTS }
 
@@ -29,6 +30,7 @@
 --@include append-event
 --@include rebuild-window
 --@include receipts
+--@include confirm-after-rebuild
 
 local counters = KEYS[1]
 local user = ARGV[1]
@@ -48,6 +50,7 @@ end
 local newest = tonumber(redis.call('HGET', counters, generationField) or '0')
 local shard = findMember(newest, user)
 if not shard then
+  confirmAfterRebuild(counters, KEYS[2], KEYS[3], ARGV[3], ARGV[4], user, '0')
   keepReceipt(receipt, UNCHANGED)
   return { UNCHANGED, redis.call('HGETALL', counters) }
 end

@@ -61,3 +61,4 @@ local function markTouched(counters, touched, user, epoch, micros)
     noteChange(touched, user, epoch, micros)
   end
 end
+
