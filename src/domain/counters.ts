@@ -43,6 +43,8 @@ export interface CounterServiceOptions {
   readonly rebuildLockMs?: number;
   /** How long a request waits for another process's rebuild of the same target. */
   readonly rebuildWaitMs?: number;
+  /** How long the rebuild of a dropped target waits for its changes in flight to reach PostgreSQL. */
+  readonly droppedWaitMs?: number;
 }
 
 export class RebuildTimeoutError extends Error {
@@ -55,10 +57,24 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   const { counterStore, rebuildStore, snapshots, lookup } = options;
   const lockMs = options.rebuildLockMs ?? 120_000;
   const waitMs = options.rebuildWaitMs ?? 10_000;
+  const droppedWaitMs = options.droppedWaitMs ?? 3_000;
   const missing = new LRUCache<TargetKey, true>({ max: 100_000, ttl: options.missingTtlMs ?? 30_000 });
   const rebuilding = new Map<TargetKey, Promise<boolean>>();
 
   const held = async (target: Target) => (await counterStore.read([target]))[0] !== null;
+
+  /**
+   * A target dropped with changes in flight (rebuildStore.drop) is rebuilt once
+   * PostgreSQL holds the last of them, or after `droppedWaitMs`: a snapshot without
+   * them would answer from an older state until they are replayed. Waiting is the
+   * rarer cost; the replay still covers whatever arrives later.
+   */
+  async function awaitDroppedChanges(target: Target): Promise<void> {
+    const dropped = await rebuildStore.droppedVersion(target);
+    if (dropped === null) return;
+    const deadline = Date.now() + droppedWaitMs;
+    while ((await snapshots.newestVersion(target)) < dropped && Date.now() < deadline) await sleep(50);
+  }
 
   async function rebuildOnce(target: Target): Promise<boolean> {
     const key = targetKey(target);
@@ -76,6 +92,7 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
         try {
           // Checked again under the lock: the previous holder may have just finished.
           if (await held(target)) return true;
+          await awaitDroppedChanges(target);
           const snapshot = await snapshots.read(target);
           await rebuildStore.write(target, { ...snapshot, counts: { ...zeroCounts(target.type), ...snapshot.counts } }, found.authorId);
           // Changes committed between the snapshot and the hash appearing were not replayed by

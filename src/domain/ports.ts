@@ -67,6 +67,8 @@ export interface SnapshotStore {
   read(target: Target): Promise<TargetSnapshot>;
   /** The applied change of each user whose change committed after the snapshot `mark`, whatever its version. */
   changesSince(target: Target, mark: string): Promise<AppliedChange[]>;
+  /** The newest version PostgreSQL applied to the target, or the start of its last epoch if later (0 when none). */
+  newestVersion(target: Target): Promise<bigint>;
 }
 
 export interface DatabaseReconcileStore {
@@ -154,6 +156,8 @@ export interface RebuildStore {
   evict(target: LikeableTarget, persistedVersion: bigint): Promise<"evicted" | "absent" | "kept">;
   /** Takes a target out of Redis whole whatever it holds, to come back by a rebuild (changes in flight are replayed into it). */
   drop(target: LikeableTarget): Promise<"evicted" | "absent" | "kept">;
+  /** The version a target dropped within the last hour had last stamped, or null. */
+  droppedVersion(target: Target): Promise<bigint | null>;
 }
 
 /** One page of a walk over the targets Redis holds. */

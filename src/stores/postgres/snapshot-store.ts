@@ -49,5 +49,13 @@ export function createSnapshotStore(db: Database): SnapshotStore {
           AND txid IS NOT NULL AND NOT pg_visible_in_snapshot(txid::text::xid8, ${mark}::pg_snapshot)`;
       return rows.map((r) => ({ userId: BigInt(r.user_id), liked: r.liked, version: BigInt(r.version) }));
     },
+    async newestVersion(target) {
+      const [newest] = await db.$queryRaw<{ v: string }[]>`
+        SELECT GREATEST(
+          (SELECT COALESCE(max(version), 0) FROM like_versions WHERE target_type = ${target.type} AND target_id = ${target.id}),
+          (SELECT COALESCE(max(epoch), 0)::numeric * ${epochScale.toString()}::numeric FROM target_epochs WHERE target_type = ${target.type} AND target_id = ${target.id})
+        )::text AS v`;
+      return BigInt(newest?.v ?? "0");
+    },
   };
 }

@@ -4,7 +4,8 @@
 //   cnt:{p}:<type>:<id>            hash: all counters of the target, plus bookkeeping fields
 //   lk:{p}:<type>:<id>:<g>:<s>     set: likers in membership generation g, shard s
 //   ob:{p}                         stream: outbox of like changes in partition p, read by the relay
-//   rt:{p}:<type>:<id>             hash: user → newest version known since a rebuild (scripts/includes/rebuild-window.lua)
+//   rt:{p}:<type>:<id>             hash: user → newest change (epoch:micros) known since a rebuild (scripts/includes/rebuild-window.lua)
+//   dr:{p}:<type>:<id>             string: the version a dropped target last stamped (epoch:micros), kept an hour, for its rebuild
 //   rbl:{p}:<type>:<id>            string: lock held by the process rebuilding the target from PostgreSQL
 //   rc:{p}:<operation>             string: the status a write first answered, kept 60 s (scripts/includes/receipts.lua)
 //   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
@@ -74,6 +75,8 @@ export interface RedisKeys {
   touched(target: Target): string;
   /** The receipt of one write to the target: a fresh operation id per call, in the target's slot. */
   receipt(target: Target): string;
+  /** Where a dropped target leaves the version it last stamped. */
+  dropped(target: Target): string;
   /** The lock of a target's rebuild. */
   rebuildLock(target: Target): string;
   /** The lock of the scheduled reconcile pass, so one worker runs it at a time. */
@@ -116,6 +119,7 @@ export function createRedisKeys(partitions: number): RedisKeys {
     outbox: (target) => outboxOf(partitionOf(target)),
     outboxOf,
     touched: (target) => base("rt", target),
+    dropped: (target) => base("dr", target),
     receipt: (target) => `rc:{${partitionOf(target)}}:${operationId()}`,
     reconcileLock: () => "reconcile:lock",
     rebuildLock: (target) => base("rbl", target),

@@ -16,7 +16,7 @@ import {
   versionField,
   type RedisKeys,
 } from "./keys.js";
-import { epochScale, splitVersion } from "../versions.js";
+import { epochScale, splitVersion, versionOf } from "../versions.js";
 import { ScriptStatus, toError } from "./statuses.js";
 
 /** Generations a target may have grown through and still be evicted or rebuilt over: 1 + 8 + 64 shards. */
@@ -44,12 +44,13 @@ export function rebuildGeneration(members: readonly bigint[], capacity: number):
 }
 
 export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCapacity = defaultShardCapacity): RebuildStore {
-  async function evict(target: LikeableTarget, persisted: { epoch: bigint; micros: bigint }): Promise<"evicted" | "absent" | "kept"> {
+  async function evict(target: LikeableTarget, persisted: { epoch: bigint; micros: bigint }, leaveVersion: boolean): Promise<"evicted" | "absent" | "kept"> {
     const generation = Number((await redis.hget(keys.counters(target), generationField)) ?? 0);
     if (generation > evictableGenerations) return "kept";
     const shards = Array.from({ length: generation + 1 }, (_, g) => keys.generationShards(target, g)).flat();
     const [status] = await redis.evictTarget(
-      2 + shards.length, keys.counters(target), keys.touched(target), ...shards, generation, persisted.epoch.toString(), persisted.micros.toString(),
+      3 + shards.length, keys.counters(target), keys.touched(target), keys.dropped(target), ...shards,
+      generation, persisted.epoch.toString(), persisted.micros.toString(), leaveVersion ? "1" : "0",
     );
     switch (status) {
       case ScriptStatus.Applied:
@@ -120,9 +121,14 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
           throw toError("replay-change", status, target);
       }
     },
-    evict: (target, persistedVersion) => evict(target, splitVersion(persistedVersion)),
+    evict: (target, persistedVersion) => evict(target, splitVersion(persistedVersion), false),
     // Above every epoch a version can name, so the version check never keeps the target.
-    drop: (target) => evict(target, { epoch: 2n ** 52n, micros: 0n }),
+    drop: (target) => evict(target, { epoch: 2n ** 52n, micros: 0n }, true),
+    async droppedVersion(target) {
+      const left = await redis.get(keys.dropped(target));
+      const [epoch, micros] = left?.split(":") ?? [];
+      return epoch && micros ? versionOf(BigInt(epoch), BigInt(micros)) : null;
+    },
     async epochStarts(targets) {
       const values =
         redis instanceof Cluster

@@ -156,6 +156,7 @@ describe("rebuild from PostgreSQL", () => {
         return snapshot;
       },
       changesSince: (target, mark) => snapshots.changesSince(target, mark),
+      newestVersion: (target) => snapshots.newestVersion(target),
     };
     const counters = createCounterService({ counterStore, rebuildStore: rebuilds, snapshots: racing, lookup: async () => ({ authorId: author.id }) });
     expect((await counters.read([post]))[0]?.like).toBe(2);
@@ -207,6 +208,24 @@ describe("rebuild from PostgreSQL", () => {
       const [state] = await redisState(redis, config.redisPartitions, [post]);
       expect(state).toEqual({ members: ["10"], count: 1 });
       expect(await persistedLikes([post])).toBe(1);
+    } finally {
+      await pipeline.stop();
+    }
+  });
+
+  it("when a target is dropped with a change in flight and the pipeline running, then its rebuild waits for the change and answers from it", async () => {
+    const config = testConfig({ PERSIST_LINGER_MS: "300" });
+    const services = servicesOn({ db, redis }, config);
+    const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+    const { rebuilds } = lanes(config);
+    const pipeline = await startTestPipeline(config);
+    try {
+      expect((await services.likes.like(post, 11n)).changed).toBe(true);
+      expect(await rebuilds.drop(post)).toBe("evicted");
+      // The like is still lingering in a batch: only a rebuild that waits for it sees it.
+      expect(await services.likes.unlike(post, 11n)).toMatchObject({ changed: true, counts: { like: 0 } });
+      await agreeWithin({ db, redis }, config, [post]);
+      expect(await persistedLikes([post])).toBe(0);
     } finally {
       await pipeline.stop();
     }

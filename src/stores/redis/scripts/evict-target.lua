@@ -8,9 +8,11 @@
   Input:
     KEYS[1]       counter hash of the target
     KEYS[2]       per user, the newest version known since a rebuild
-    KEYS[3..n]    every membership shard of generations 0..ARGV[1]
+    KEYS[3]       where a dropped target leaves the version it last stamped, for its rebuild
+    KEYS[4..n]    every membership shard of generations 0..ARGV[1]
     ARGV[1]       newest generation the caller passed shards for
     ARGV[2], ARGV[3]  epoch and microseconds of the highest version PostgreSQL applied to the target
+    ARGV[4]       '1' to leave the version at KEYS[3] for an hour (a drop, with changes in flight), '0' not to
 
   Output:
     { APPLIED }              evicted
@@ -25,7 +27,7 @@
 local passedGenerations = tonumber(ARGV[1])
 local persistedEpoch = tonumber(ARGV[2])
 local persistedMicros = tonumber(ARGV[3])
-if not passedGenerations or not persistedEpoch or not persistedMicros or #KEYS < 3 then
+if not passedGenerations or not persistedEpoch or not persistedMicros or (ARGV[4] ~= '0' and ARGV[4] ~= '1') or #KEYS < 4 then
   return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -39,5 +41,8 @@ local micros = tonumber(redis.call('HGET', KEYS[1], versionField) or '0')
 if epoch > persistedEpoch or (epoch == persistedEpoch and micros > persistedMicros) then
   return { NOT_PERSISTED }
 end
-redis.call('DEL', unpack(KEYS))
+if ARGV[4] == '1' then
+  redis.call('SET', KEYS[3], string.format('%.0f:%.0f', epoch, micros), 'PX', 3600000)
+end
+redis.call('DEL', KEYS[1], KEYS[2], unpack(KEYS, 4))
 return { APPLIED }
