@@ -62,7 +62,8 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const redisReconcile = createRedisReconcileStore(redis, keys);
 
   const catalog = createCatalog({ users, posts, comments });
-  const counters = createCounterService({ counterStore, rebuildStore: rebuilds, snapshots: createSnapshotStore(db), lookup: lookupTarget(catalog) });
+  const snapshots = createSnapshotStore(db);
+  const counters = createCounterService({ counterStore, rebuildStore: rebuilds, snapshots, lookup: lookupTarget(catalog) });
   const tokens = createTokenService({ secret: config.jwtSecret, ttlSeconds: config.tokenTtlSeconds });
   const services: Services = {
     catalog,
@@ -116,6 +117,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
           persistence: createLikePersistence({
             likeHistory,
             rebuilds,
+            snapshots,
             counters: counterStore,
             onRedisFailure: (err) => pipelineLogger.warn({ err }, "bringing a committed batch into Redis failed"),
           }),

@@ -76,6 +76,14 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     while ((await snapshots.newestVersion(target)) < dropped && Date.now() < deadline) await sleep(50);
   }
 
+  /** Whether every change committed after the snapshot `mark` is now in Redis. */
+  async function replayCommittedSince(target: Target, mark: string, intoEpoch: bigint): Promise<boolean> {
+    for (const change of await snapshots.changesSince(target, mark)) {
+      if ((await rebuildStore.replay({ target, ...change, intoEpoch })) === "tooLate") return false;
+    }
+    return true;
+  }
+
   async function rebuildOnce(target: Target): Promise<boolean> {
     const key = targetKey(target);
     if (missing.has(key)) return false;
@@ -97,10 +105,14 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
           await rebuildStore.write(target, { ...snapshot, counts: { ...zeroCounts(target.type), ...snapshot.counts } }, found.authorId);
           // Changes committed between the snapshot and the hash appearing were not replayed by
           // the consumer (it found no rebuilt hash): bring them in now. Repeats are harmless.
-          for (const change of await snapshots.changesSince(target, snapshot.mark)) {
-            await rebuildStore.replay({ target, ...change });
+          // One that cannot be brought in leaves the target incomplete: it goes, and is rebuilt.
+          let complete = false;
+          try {
+            complete = await replayCommittedSince(target, snapshot.mark, snapshot.epoch);
+          } finally {
+            if (!complete && isLikeable(target)) await rebuildStore.drop(target);
           }
-          return true;
+          if (complete) return true;
         } finally {
           await rebuildStore.unlock(target, token);
         }

@@ -155,6 +155,12 @@ export interface AppliedChange {
   readonly version: bigint;
 }
 
+/** A change PostgreSQL holds as its pair's newest, and the transaction that committed it. */
+export interface CommittedChange {
+  readonly change: LikeChange;
+  readonly txid: bigint;
+}
+
 /** What PostgreSQL did with a batch of like changes. */
 export interface AppliedLikes {
   /** Rows added to `likes`. */
@@ -165,6 +171,12 @@ export interface AppliedLikes {
   readonly superseded: number;
   /** The changes that passed: newer than what PostgreSQL held for their (target, user). */
   readonly passed: readonly LikeChange[];
+  /**
+   * The changes that are now their pair's newest in PostgreSQL, the passed ones and
+   * those an earlier delivery applied, each with the transaction that committed it:
+   * what a rebuilt target may still need replayed.
+   */
+  readonly current: readonly CommittedChange[];
   /** The counter deltas committed, from the rows really inserted or deleted. */
   readonly deltas: readonly CounterDelta[];
 }

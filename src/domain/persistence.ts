@@ -11,8 +11,8 @@
 // like script can move it. It moves here instead, in Redis by the same deltas
 // just committed to PostgreSQL (rows really inserted or deleted): both stores
 // derive it from one source, about a second after the like.
-import { targetKey, type AppliedLikes, type LikeChange } from "./model.js";
-import type { CounterStore, LikeHistoryStore, RebuildStore } from "./ports.js";
+import { targetKey, type AppliedLikes, type CommittedChange, type LikeChange } from "./model.js";
+import type { CounterStore, LikeHistoryStore, RebuildStore, SnapshotStore } from "./ports.js";
 
 /**
  * The newest change per (target, user): what a batch must apply. Older changes
@@ -35,35 +35,45 @@ export interface LikePersistence {
 export interface LikePersistenceDeps {
   readonly likeHistory: LikeHistoryStore;
   readonly rebuilds: RebuildStore;
+  /** Tells which commits a rebuild's snapshot saw. */
+  readonly snapshots: Pick<SnapshotStore, "sawCommit">;
   readonly counters: CounterStore;
   /** Told when bringing a committed batch into Redis failed (a replay, an author's credit). */
   readonly onRedisFailure: (error: unknown) => void;
 }
 
-export function createLikePersistence({ likeHistory, rebuilds, counters, onRedisFailure }: LikePersistenceDeps): LikePersistence {
-  async function replayIntoRebuilt(changes: readonly LikeChange[]): Promise<void> {
-    if (changes.length === 0) return;
-    const targets = [...new Map(changes.map((c) => [targetKey(c.target), c.target])).values()];
-    const epochStart = new Map((await rebuilds.epochStarts(targets)).map((start, i) => [targetKey(targets[i]!), start]));
-    const late = changes.filter((c) => {
-      const start = epochStart.get(targetKey(c.target));
-      return start != null && c.version < start;
+export function createLikePersistence({ likeHistory, rebuilds, snapshots, counters, onRedisFailure }: LikePersistenceDeps): LikePersistence {
+  /**
+   * Replays into rebuilt targets the committed changes their rebuild's snapshot did
+   * not see. Given every change that is its pair's newest in PostgreSQL, not only
+   * those this delivery applied, so a redelivery after a failure here replays too.
+   */
+  async function replayIntoRebuilt(committed: readonly CommittedChange[]): Promise<void> {
+    if (committed.length === 0) return;
+    const targets = [...new Map(committed.map(({ change }) => [targetKey(change.target), change.target])).values()];
+    const marks = new Map((await rebuilds.rebuilds(targets)).map((mark, i) => [targetKey(targets[i]!), mark]));
+    const late = committed.flatMap(({ change, txid }) => {
+      const rebuilt = marks.get(targetKey(change.target));
+      return rebuilt && change.version < rebuilt.epochStart && !snapshots.sawCommit(rebuilt.mark, txid) ? [{ change, intoEpoch: rebuilt.epoch }] : [];
     });
-    const outcomes = await Promise.all(late.map((c) => rebuilds.replay({ target: c.target, userId: c.userId, liked: c.liked, version: c.version })));
+    const outcomes = await Promise.all(
+      late.map(({ change: c, intoEpoch }) => rebuilds.replay({ target: c.target, userId: c.userId, liked: c.liked, version: c.version, intoEpoch })),
+    );
     // Too late to tell whether Redis superseded it: take the target out, and the next
     // read rebuilds it from PostgreSQL, which holds the change (and replays what is in flight).
-    const stale = new Map(late.filter((_, i) => outcomes[i] === "tooLate").map((c) => [targetKey(c.target), c.target]));
+    const stale = new Map(late.filter((_, i) => outcomes[i] === "tooLate").map(({ change }) => [targetKey(change.target), change.target]));
     await Promise.all([...stale.values()].map((target) => rebuilds.drop(target)));
   }
 
   return {
     async persist(changes) {
       const applied = await likeHistory.apply(coalesce(changes));
-      // PostgreSQL has committed: a failure here must not fail the batch, whose redelivery would apply nothing.
-      await replayIntoRebuilt(applied.passed).catch(onRedisFailure);
+      // First, as a redelivery would not credit again: rows already moved give no delta.
       // An author Redis does not hold is left alone: its rebuild reads the credit from PostgreSQL.
       const credits = applied.deltas.filter((d) => d.target.type === "user" && d.name === "likesReceived");
       await Promise.all(credits.map((d) => counters.bump(d.target, d.name, d.delta))).catch(onRedisFailure);
+      // A replay that fails fails the batch: its redelivery replays the changes again (see above).
+      await replayIntoRebuilt(applied.current);
       return applied;
     },
   };

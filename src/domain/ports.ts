@@ -69,6 +69,8 @@ export interface SnapshotStore {
   changesSince(target: Target, mark: string): Promise<AppliedChange[]>;
   /** The newest version PostgreSQL applied to the target, or the start of its last epoch if later (0 when none). */
   newestVersion(target: Target): Promise<bigint>;
+  /** Whether transaction `txid` had committed when the snapshot `mark` was taken. */
+  sawCommit(mark: string, txid: bigint): boolean;
 }
 
 export interface DatabaseReconcileStore {
@@ -128,9 +130,18 @@ export interface LikeStore {
   hasLiked(targets: readonly LikeableTarget[], userId: bigint): Promise<boolean[]>;
 }
 
+export interface RebuildMark {
+  readonly epoch: bigint;
+  /** The lowest version the epoch stamps. */
+  readonly epochStart: bigint;
+  readonly mark: string;
+}
+
 /** A change PostgreSQL applied after the target was loaded into Redis, to bring in late. */
 export interface LateChange extends AppliedChange {
   readonly target: Target;
+  /** The epoch of the rebuild that missed it: a target rebuilt again since saw it in its own snapshot. */
+  readonly intoEpoch: bigint;
 }
 
 export interface RebuildStore {
@@ -145,10 +156,11 @@ export interface RebuildStore {
    */
   replay(change: LateChange): Promise<"replayed" | "unchanged" | "tooLate">;
   /**
-   * The lowest version each target's current epoch stamps, or null when Redis does
-   * not hold it: a change below it was made before the target's last rebuild.
+   * Of each target Redis holds since a rebuild: the lowest version its epoch stamps
+   * (a change below it was made before the rebuild) and the rebuild's snapshot mark
+   * (what PostgreSQL had committed). Null for a target not held or never rebuilt.
    */
-  epochStarts(targets: readonly Target[]): Promise<(bigint | null)[]>;
+  rebuilds(targets: readonly Target[]): Promise<(RebuildMark | null)[]>;
   /**
    * Takes a target out of Redis whole, to come back by a rebuild. Only small
    * targets whose changes PostgreSQL has all applied (`persistedVersion`) leave.

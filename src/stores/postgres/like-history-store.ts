@@ -9,6 +9,7 @@ interface AdvancedRow {
   target_id: string;
   user_id: string;
   liked: boolean;
+  txid: string | null;
 }
 
 const byKey = (a: LikeChange, b: LikeChange) =>
@@ -34,7 +35,7 @@ export function createLikeHistoryStore(db: Database): LikeHistoryStore {
       return rows.map((r) => ({ at: r.createdAt, userId: r.userId }));
     },
     async apply(input) {
-      if (input.length === 0) return { inserted: 0, deleted: 0, superseded: 0, passed: [], deltas: [] };
+      if (input.length === 0) return { inserted: 0, deleted: 0, superseded: 0, passed: [], current: [], deltas: [] };
       // One lock order for every batch, so concurrent batches do not deadlock.
       const changes = [...input].sort(byKey);
       const key = (type: string, id: string, user: string) => `${type}:${id}:${user}`;
@@ -53,8 +54,27 @@ export function createLikeHistoryStore(db: Database): LikeHistoryStore {
             ON CONFLICT (target_type, target_id, user_id) DO UPDATE
               SET version = EXCLUDED.version, liked = EXCLUDED.liked, txid = EXCLUDED.txid
               WHERE like_versions.version < EXCLUDED.version
-            RETURNING target_type, target_id::text AS target_id, user_id::text AS user_id, liked`;
+            RETURNING target_type, target_id::text AS target_id, user_id::text AS user_id, liked, txid::text AS txid`;
           const passed = advanced.map((row) => byPair.get(key(row.target_type, row.target_id, row.user_id)) as LikeChange);
+          // Changes an earlier delivery applied are still their pair's newest when the row holds
+          // their version: a redelivery after a failure past the commit must replay them too.
+          const advancedKeys = new Set(advanced.map((row) => key(row.target_type, row.target_id, row.user_id)));
+          const repeated = changes.filter((c) => !advancedKeys.has(key(c.target.type, c.target.id.toString(), c.userId.toString())));
+          const standing = repeated.length
+            ? await tx.$queryRaw<AdvancedRow[]>`
+                SELECT v.target_type, v.target_id::text AS target_id, v.user_id::text AS user_id, v.liked, v.txid::text AS txid
+                FROM like_versions v JOIN unnest(
+                  ${repeated.map((c) => c.target.type)}::text[],
+                  ${repeated.map((c) => c.target.id.toString())}::text[]::bigint[],
+                  ${repeated.map((c) => c.userId.toString())}::text[]::bigint[],
+                  ${repeated.map((c) => c.version.toString())}::text[]::numeric[]) AS c(target_type, target_id, user_id, version)
+                ON v.target_type = c.target_type AND v.target_id = c.target_id AND v.user_id = c.user_id AND v.version = c.version
+                WHERE v.txid IS NOT NULL`
+            : [];
+          const current = [...advanced, ...standing].map((row) => ({
+            change: byPair.get(key(row.target_type, row.target_id, row.user_id)) as LikeChange,
+            txid: BigInt(row.txid ?? "0"),
+          }));
           const likes = passed.filter((c) => c.liked);
           const unlikes = passed.filter((c) => !c.liked);
 
@@ -96,7 +116,7 @@ export function createLikeHistoryStore(db: Database): LikeHistoryStore {
           }
           const moved = [...deltas].filter(([, d]) => d.delta !== 0).sort(([a], [b]) => a.localeCompare(b)).map(([, d]) => d);
           if (moved.length) await tx.$executeRaw(upsertCounters(moved));
-          return { inserted: inserted.length, deleted: deleted.length, superseded: changes.length - advanced.length, passed, deltas: moved };
+          return { inserted: inserted.length, deleted: deleted.length, superseded: changes.length - advanced.length, passed, current, deltas: moved };
         },
         { timeout: 60_000, maxWait: 10_000, isolationLevel: Prisma.TransactionIsolationLevel.ReadCommitted },
       );

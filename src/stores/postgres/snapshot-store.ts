@@ -49,6 +49,7 @@ export function createSnapshotStore(db: Database): SnapshotStore {
           AND txid IS NOT NULL AND NOT pg_visible_in_snapshot(txid::text::xid8, ${mark}::pg_snapshot)`;
       return rows.map((r) => ({ userId: BigInt(r.user_id), liked: r.liked, version: BigInt(r.version) }));
     },
+    sawCommit,
     async newestVersion(target) {
       const [newest] = await db.$queryRaw<{ v: string }[]>`
         SELECT GREATEST(
@@ -58,4 +59,17 @@ export function createSnapshotStore(db: Database): SnapshotStore {
       return BigInt(newest?.v ?? "0");
     },
   };
+}
+
+/**
+ * Whether transaction `txid` had committed when the snapshot `mark` was taken:
+ * pg_visible_in_snapshot's rule, on the text form of a pg_snapshot
+ * ('xmin:xmax:xip,…'), so a caller can ask it of many changes without a query.
+ */
+export function sawCommit(mark: string, txid: bigint): boolean {
+  const [xmin, xmax, xip = ""] = mark.split(":");
+  if (xmin === undefined || xmax === undefined) return false;
+  if (txid < BigInt(xmin)) return true;
+  if (txid >= BigInt(xmax)) return false;
+  return !xip.split(",").filter(Boolean).map(BigInt).includes(txid);
 }

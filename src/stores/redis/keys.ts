@@ -38,8 +38,10 @@ export const versionField = "ver";
 export const epochField = "ep";
 /** Hash field that holds when the hash was rebuilt from PostgreSQL, in microseconds. */
 export const rebuiltAtField = "rb";
+/** Hash field that holds the snapshot mark of the rebuild (what PostgreSQL had committed), for late replays. */
+export const snapshotMarkField = "mk";
 /** The counter hash's fields that are not counters; scripts/includes/hash-fields.lua names the same. */
-export const bookkeepingFields: ReadonlySet<string> = new Set([generationField, authorField, versionField, epochField, rebuiltAtField]);
+export const bookkeepingFields: ReadonlySet<string> = new Set([generationField, authorField, versionField, epochField, rebuiltAtField, snapshotMarkField]);
 
 /** 32-bit finalizer of MurmurHash3: spreads sequential user ids evenly over shards. */
 export function mix32(value: bigint): number {

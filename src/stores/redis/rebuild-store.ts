@@ -10,6 +10,7 @@ import {
   defaultShardCapacity,
   epochField,
   generationField,
+  snapshotMarkField,
   membershipFanout,
   membershipGenerations,
   mix32,
@@ -45,8 +46,10 @@ export function rebuildGeneration(members: readonly bigint[], capacity: number):
 
 export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCapacity = defaultShardCapacity): RebuildStore {
   async function evict(target: LikeableTarget, persisted: { epoch: bigint; micros: bigint }, leaveVersion: boolean): Promise<"evicted" | "absent" | "kept"> {
-    const generation = Number((await redis.hget(keys.counters(target), generationField)) ?? 0);
-    if (generation > evictableGenerations) return "kept";
+    const newest = Number((await redis.hget(keys.counters(target), generationField)) ?? 0);
+    if (newest > evictableGenerations && !leaveVersion) return "kept";
+    // A drop of a bigger target leaves its later generations to its rebuild (see write).
+    const generation = Math.min(newest, evictableGenerations);
     const shards = Array.from({ length: generation + 1 }, (_, g) => keys.generationShards(target, g)).flat();
     const [status] = await redis.evictTarget(
       3 + shards.length, keys.counters(target), keys.touched(target), keys.dropped(target), ...shards,
@@ -82,6 +85,12 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
       }
       // All in one slot, so one pipeline works on a cluster too.
       // Shards a partial loss may have left behind (a hash lost alone) go first: stale members would otherwise count twice.
+      // A dropped big target left the generations past what a drop removes.
+      const droppedGeneration = Number((await redis.get(keys.dropped(target)))?.split(":")[2] ?? 0);
+      for (let g = evictableGenerations + 1; g <= droppedGeneration; g++) {
+        const later = keys.generationShards(target, g);
+        for (let i = 0; i < later.length; i += 1_000) await redis.del(...later.slice(i, i + 1_000));
+      }
       const stale = Array.from({ length: evictableGenerations + 1 }, (_, g) => keys.generationShards(target, g)).flat();
       {
         const pipeline = redis.pipeline();
@@ -98,17 +107,20 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
         // A fresh epoch: the target's next change outranks every change made before.
         epochField, snapshot.epoch.toString(),
         versionField, 0,
+        snapshotMarkField, snapshot.mark,
       ];
       if (authorId !== null) fields.push(authorField, authorId.toString());
       const [status] = await redis.finishRebuild(keys.counters(target), ...fields);
+      // What a drop left is done with: its later generations are gone and its changes were waited for.
+      if (status === ScriptStatus.Applied) await redis.del(keys.dropped(target));
       if (status === ScriptStatus.Applied || status === ScriptStatus.Unchanged) return status === ScriptStatus.Applied;
       throw toError("finish-rebuild", status, target);
     },
-    async replay({ target, userId, liked, version }) {
+    async replay({ target, userId, liked, version, intoEpoch }) {
       const { epoch, micros } = splitVersion(version);
       const [status] = await redis.replayChange(
         keys.counters(target), keys.outbox(target), keys.touched(target), keys.receipt(target), ...keys.memberShards(target, userId),
-        userId.toString(), liked ? "1" : "0", epoch.toString(), micros.toString(), shardCapacity,
+        userId.toString(), liked ? "1" : "0", epoch.toString(), micros.toString(), shardCapacity, intoEpoch.toString(),
       );
       switch (status) {
         case ScriptStatus.Applied:
@@ -129,13 +141,15 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
       const [epoch, micros] = left?.split(":") ?? [];
       return epoch && micros ? versionOf(BigInt(epoch), BigInt(micros)) : null;
     },
-    async epochStarts(targets) {
+    async rebuilds(targets) {
       const values =
         redis instanceof Cluster
-          ? await Promise.all(targets.map((t) => redis.hget(keys.counters(t), epochField)))
-          : ((await redis.pipeline(targets.map((t) => ["hget", keys.counters(t), epochField])).exec()) ?? []).map(([, v]) => v as string | null);
-      // No epoch: never rebuilt (epoch 0, where nothing is older) or not held; either way nothing to replay.
-      return values.map((v) => (v ? BigInt(v) * epochScale : null));
+          ? await Promise.all(targets.map((t) => redis.hmget(keys.counters(t), epochField, snapshotMarkField)))
+          : ((await redis.pipeline(targets.map((t) => ["hmget", keys.counters(t), epochField, snapshotMarkField])).exec()) ?? []).map(
+              ([, v]) => v as (string | null)[],
+            );
+      // No mark: never rebuilt (epoch 0, where nothing is older), rebuilt before marks, or not held; nothing to replay.
+      return values.map(([epoch, mark]) => (epoch && mark ? { epoch: BigInt(epoch), epochStart: BigInt(epoch) * epochScale, mark } : null));
     },
   };
 }

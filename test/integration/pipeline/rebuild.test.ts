@@ -6,7 +6,7 @@ import type { Config } from "../../../src/config.js";
 import { createCounterService } from "../../../src/domain/counters.js";
 import type { LikeChange, LikeableTarget } from "../../../src/domain/model.js";
 import { createLikePersistence } from "../../../src/domain/persistence.js";
-import type { SnapshotStore } from "../../../src/domain/ports.js";
+import type { LikeHistoryStore, SnapshotStore } from "../../../src/domain/ports.js";
 import { createLikeHistoryStore } from "../../../src/stores/postgres/like-history-store.js";
 import { createSnapshotStore } from "../../../src/stores/postgres/snapshot-store.js";
 import { createCounterStore } from "../../../src/stores/redis/counter-store.js";
@@ -157,6 +157,7 @@ describe("rebuild from PostgreSQL", () => {
       },
       changesSince: (target, mark) => snapshots.changesSince(target, mark),
       newestVersion: (target) => snapshots.newestVersion(target),
+      sawCommit: (mark, txid) => snapshots.sawCommit(mark, txid),
     };
     const counters = createCounterService({ counterStore, rebuildStore: rebuilds, snapshots: racing, lookup: async () => ({ authorId: author.id }) });
     expect((await counters.read([post]))[0]?.like).toBe(2);
@@ -230,6 +231,56 @@ describe("rebuild from PostgreSQL", () => {
       await pipeline.stop();
     }
   });
+
+  it("when a lane's replay is delayed past a rebuild whose snapshot holds a newer change of the pair, then the older change is not put back", async () => {
+    const config = testConfig();
+    const services = servicesOn({ db, redis }, config);
+    const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+    const { rebuilds, persistence, counterStore } = lanes(config);
+    // Lane A commits its like, then stalls before looking for rebuilt targets to replay into.
+    const history = createLikeHistoryStore(db);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let committed = () => {};
+    const hasCommitted = new Promise<void>((resolve) => (committed = resolve));
+    const stalling: LikeHistoryStore = {
+      ...history,
+      async apply(changes) {
+        const applied = await history.apply(changes);
+        committed();
+        await held;
+        return applied;
+      },
+    };
+    const laneA = createLikePersistence({ likeHistory: stalling, rebuilds, snapshots: createSnapshotStore(db), counters: counterStore, onRedisFailure: (error) => { throw error; } });
+    const now = BigInt(Date.now()) * 1000n;
+    const liking = laneA.persist([change(post, 12n, true, now)]);
+    await hasCommitted;
+    // Lane B commits the newer unlike; then the target is lost and rebuilt with both seen.
+    await persistence.persist([change(post, 12n, false, now + 1_000n)]);
+    expect(await rebuilds.drop(post)).toBe("evicted");
+    expect((await services.counters.read([post]))[0]?.like).toBe(0);
+    release();
+    await liking;
+    expect((await services.counters.read([post]))[0]?.like).toBe(0);
+    await agreeWithin({ db, redis }, config, [post]);
+  });
+
+  it("when a worker dies between committing a late change and replaying it, then the redelivered change is replayed", async () => {
+    const config = testConfig();
+    const services = servicesOn({ db, redis }, config);
+    const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+    const { rebuilds, persistence } = lanes(config);
+    expect(await rebuilds.drop(post)).toBe("evicted");
+    expect((await services.counters.read([post]))[0]?.like).toBe(0);
+    // Made before the rebuild, committed after it by a worker that died before its replay.
+    const late = change(post, 13n, true, BigInt(Date.now()) * 1000n - 5_000_000n);
+    await createLikeHistoryStore(db).apply([late]);
+    // The broker redelivers it: PostgreSQL has it already, Redis does not.
+    await persistence.persist([late]);
+    expect((await services.counters.read([post]))[0]?.like).toBe(1);
+    await agreeWithin({ db, redis }, config, [post]);
+  });
 });
 
 /** The stores two persist lanes share, as compose() wires them for the pipeline. */
@@ -240,6 +291,7 @@ function lanes(config: Config) {
   const persistence = createLikePersistence({
     likeHistory: createLikeHistoryStore(db),
     rebuilds,
+    snapshots: createSnapshotStore(db),
     counters: counterStore,
     onRedisFailure: (error) => {
       throw error;

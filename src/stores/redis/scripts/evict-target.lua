@@ -12,7 +12,10 @@
     KEYS[4..n]    every membership shard of generations 0..ARGV[1]
     ARGV[1]       newest generation the caller passed shards for
     ARGV[2], ARGV[3]  epoch and microseconds of the highest version PostgreSQL applied to the target
-    ARGV[4]       '1' to leave the version at KEYS[3] for an hour (a drop, with changes in flight), '0' not to
+    ARGV[4]       '0' to evict; '1' to drop: whatever the target holds and however many generations
+                  it has, leaving at KEYS[3] the version it last stamped and its generation
+                  ('epoch:micros:generation'), for its rebuild. Shards past ARGV[1] stay until that
+                  rebuild removes them (the key then has no expiry; otherwise an hour).
 
   Output:
     { APPLIED }              evicted
@@ -33,16 +36,23 @@ end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return { TARGET_ABSENT }
 end
-if tonumber(redis.call('HGET', KEYS[1], generationField) or '0') > passedGenerations then
-  return { TOO_MANY_GENERATIONS }
-end
+local generation = tonumber(redis.call('HGET', KEYS[1], generationField) or '0')
 local epoch = tonumber(redis.call('HGET', KEYS[1], epochField) or '0')
 local micros = tonumber(redis.call('HGET', KEYS[1], versionField) or '0')
-if epoch > persistedEpoch or (epoch == persistedEpoch and micros > persistedMicros) then
-  return { NOT_PERSISTED }
-end
 if ARGV[4] == '1' then
-  redis.call('SET', KEYS[3], string.format('%.0f:%.0f', epoch, micros), 'PX', 3600000)
+  local left = string.format('%.0f:%.0f:%d', epoch, micros, generation)
+  if generation > passedGenerations then
+    redis.call('SET', KEYS[3], left)
+  else
+    redis.call('SET', KEYS[3], left, 'PX', 3600000)
+  end
+else
+  if generation > passedGenerations then
+    return { TOO_MANY_GENERATIONS }
+  end
+  if epoch > persistedEpoch or (epoch == persistedEpoch and micros > persistedMicros) then
+    return { NOT_PERSISTED }
+  end
 end
 redis.call('DEL', KEYS[1], KEYS[2], unpack(KEYS, 4))
 return { APPLIED }

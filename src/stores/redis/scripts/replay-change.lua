@@ -16,6 +16,8 @@
     ARGV[3]       epoch of the change
     ARGV[4]       microseconds of the change
     ARGV[5]       shard capacity (members)
+    ARGV[6]       the epoch of the rebuild that missed the change: another means the target was
+                  rebuilt again since, and that rebuild's snapshot holds the change
 
   Output:
     { APPLIED }              replayed
@@ -36,13 +38,15 @@ local user = ARGV[1]
 local epoch = tonumber(ARGV[3])
 local micros = tonumber(ARGV[4])
 local capacity = tonumber(ARGV[5])
-if not isUserId(user) or (ARGV[2] ~= '1' and ARGV[2] ~= '0') or not epoch or not micros or not capacity then
+local intoEpoch = tonumber(ARGV[6])
+if not isUserId(user) or (ARGV[2] ~= '1' and ARGV[2] ~= '0') or not epoch or not micros or not capacity or not intoEpoch then
   return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', counters) == 0 then
   return { UNCHANGED }
 end
-if epoch >= tonumber(redis.call('HGET', counters, epochField) or '0') then
+local currentEpoch = tonumber(redis.call('HGET', counters, epochField) or '0')
+if epoch >= currentEpoch or currentEpoch ~= intoEpoch then
   return { UNCHANGED }
 end
 if not inRebuildWindow(counters) then

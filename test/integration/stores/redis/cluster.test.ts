@@ -132,14 +132,14 @@ describe("scripts on a Redis Cluster", () => {
     const tokens = await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)));
     expect(tokens.every((token) => token !== null)).toBe(true);
     expect(await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)))).toEqual(group.map(() => null));
-    expect(await Promise.all(group.map((t) => rebuilds.write(t, { members, counts: { comment: 3 }, version: 50n, epoch: 2n, mark: "" }, 8n)))).toEqual(group.map(() => true));
+    expect(await Promise.all(group.map((t) => rebuilds.write(t, { members, counts: { comment: 3 }, version: 50n, epoch: 2n, mark: "100:100:" }, 8n)))).toEqual(group.map(() => true));
     await Promise.all(group.map((t, i) => rebuilds.unlock(t, tokens[i] as string)));
     expect((await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)))).every((token) => token !== null)).toBe(true);
 
-    const epochStarts = await rebuilds.epochStarts(group);
+    const epochStarts = (await rebuilds.rebuilds(group)).map((r) => r?.epochStart);
     expect(epochStarts).toEqual(group.map(() => versionOf(2n, 0n)));
     // A late change made before the rebuild: user 18 liked, PostgreSQL applied it after the snapshot.
-    const replayed = await Promise.all(group.map((t, i) => rebuilds.replay({ target: t, userId: 18n, liked: true, version: (epochStarts[i] as bigint) - 1_000n })));
+    const replayed = await Promise.all(group.map((t, i) => rebuilds.replay({ target: t, userId: 18n, liked: true, version: (epochStarts[i] as bigint) - 1_000n, intoEpoch: 2n })));
     expect(replayed).toEqual(group.map(() => "replayed"));
     expect((await likes.hasLiked(group, 18n)).every(Boolean)).toBe(true);
 
@@ -154,7 +154,7 @@ describe("scripts on a Redis Cluster", () => {
     expect(await reconcile.holds(group)).toEqual(group.map(() => false));
     expect(await Promise.all(group.map((t) => rebuilds.evict(t, 0n)))).toEqual(group.map(() => "absent"));
 
-    expect(await Promise.all(group.map((t) => rebuilds.write(t, { members, counts: {}, version: 60n, epoch: 3n, mark: "" }, 8n)))).toEqual(group.map(() => true));
+    expect(await Promise.all(group.map((t) => rebuilds.write(t, { members, counts: {}, version: 60n, epoch: 3n, mark: "100:100:" }, 8n)))).toEqual(group.map(() => true));
     expect((await createCounterStore(cluster, keys).read(group)).map((c) => c?.like)).toEqual(group.map(() => members.length));
   });
 

@@ -2,7 +2,7 @@
 // Lua and TypeScript both use (hash fields, status codes) agree.
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { authorField, epochField, generationField, rebuiltAtField, versionField } from "../../../../src/stores/redis/keys.js";
+import { authorField, epochField, generationField, rebuiltAtField, snapshotMarkField, versionField } from "../../../../src/stores/redis/keys.js";
 import { loadScript } from "../../../../src/stores/redis/scripts.js";
 import { ScriptStatus } from "../../../../src/stores/redis/statuses.js";
 
@@ -26,6 +26,7 @@ describe("Lua scripts", () => {
       versionField,
       epochField,
       rebuiltAtField,
+      snapshotMarkField,
     });
   });
 
