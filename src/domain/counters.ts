@@ -47,6 +47,9 @@ export interface CounterServiceOptions {
   readonly droppedWaitMs?: number;
 }
 
+/** Rebuilds a read tries before it gives up on a target that keeps leaving Redis. */
+export const rebuildRounds = 3;
+
 export class RebuildTimeoutError extends Error {
   constructor(target: Target, waitedMs: number) {
     super(`${target.type} ${target.id} was still being rebuilt from PostgreSQL after ${waitedMs} ms.`);
@@ -155,14 +158,19 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   }
 
   async function view(targets: readonly Target[], viewerId: bigint | null): Promise<TargetView[]> {
-    const found = await viewHeld(targets, viewerId);
-    const misses = targets.filter((_, i) => found[i] === null);
-    if (misses.length === 0) return found as TargetView[];
-    await Promise.all(misses.map(rebuild));
-    const reread = await viewHeld(misses, viewerId);
-    let next = 0;
+    const views = await viewHeld(targets, viewerId);
+    // A target dropped again right after its rebuild (a late replay, a reconcile repair) is rebuilt once more.
+    for (let round = 0; round < rebuildRounds; round++) {
+      const missing = targets.flatMap((_, i) => (views[i] === null ? [i] : []));
+      if (missing.length === 0) break;
+      const exists = await Promise.all(missing.map((i) => rebuild(targets[i] as Target)));
+      const existing = missing.filter((_, j) => exists[j]);
+      if (existing.length === 0) break;
+      const reread = await viewHeld(existing.map((i) => targets[i] as Target), viewerId);
+      existing.forEach((i, j) => (views[i] = reread[j] ?? null));
+    }
     // A target that does not exist reads as all zeros.
-    return found.map((v, i) => v ?? reread[next++] ?? { counts: zeroCounts((targets[i] as Target).type), viewerLikes: false });
+    return views.map((v, i) => v ?? { counts: zeroCounts((targets[i] as Target).type), viewerLikes: false });
   }
 
   return {

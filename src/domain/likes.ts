@@ -1,6 +1,6 @@
 // Liking and unliking posts and comments: idempotent, exact, at Redis speed.
 import { badInput, forbidden, notFound, TargetFullError } from "../errors.js";
-import type { CounterService } from "./counters.js";
+import { rebuildRounds, type CounterService } from "./counters.js";
 import type { Counts, LikeableTarget, LikerPosition } from "./model.js";
 import type { LikeHistoryStore, LikeStore, MembershipChange } from "./ports.js";
 
@@ -52,10 +52,11 @@ export function createLikeService(deps: { likeStore: LikeStore; likeHistory: Lik
         throw error;
       });
     let result = await attempt();
-    if (result.kind === "unloaded") {
+    // A target dropped again right after its rebuild (a late replay, a reconcile repair) is rebuilt once more.
+    for (let round = 0; result.kind === "unloaded"; round++) {
+      if (round === rebuildRounds) throw new Error(`Counters of ${target.type} ${target.id} left Redis ${rebuildRounds} times right after being loaded.`);
       if (!(await counters.rebuild(target))) throw notFound(target.type, target.id);
       result = await attempt();
-      if (result.kind === "unloaded") throw new Error(`Counters of ${target.type} ${target.id} left Redis right after being loaded.`);
     }
     return { changed: result.changed, counts: result.counts };
   }
