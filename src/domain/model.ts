@@ -173,7 +173,12 @@ export interface AppliedLikes {
 export interface RedisTarget {
   readonly target: LikeableTarget;
   readonly count: number;
-  readonly members: readonly bigint[];
+  /** Its members, or null when there are more than a reconcile pass loads at once (compared in chunks). */
+  readonly members: readonly bigint[] | null;
+  /** How many members its shards hold. */
+  readonly memberCount: number;
+  /** Newest membership generation: which shards hold members. */
+  readonly generation: number;
   /** Version of the newest change Redis made to the target; -1 when it changed while being read. */
   readonly version: bigint;
   /** Seconds since anything read or wrote the target, before this inspection. */
@@ -183,7 +188,10 @@ export interface RedisTarget {
 /** A likeable target as PostgreSQL holds it, for a reconcile pass. */
 export interface DatabaseTarget {
   readonly count: number;
-  readonly members: readonly bigint[];
+  /** Its likers, or null when there are more than a reconcile pass loads at once (compared in chunks). */
+  readonly members: readonly bigint[] | null;
+  /** Rows in `likes`. */
+  readonly rows: number;
   /** Highest version PostgreSQL applied to the target. */
   readonly version: bigint;
 }
