@@ -124,11 +124,16 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
     const stillQuiescent = async () => (await redis.version(target)) === held.version;
     const counted = compareCounts(held, persisted);
     let aligned = false;
-    const publishAligned = async (add: readonly bigint[], remove: readonly bigint[]) => {
-      if (add.length === 0 && remove.length === 0) return true;
+    // Differences wait here until a full repair's worth (or the end of a side): at most two chunks held.
+    const pending = { add: [] as bigint[], remove: [] as bigint[] };
+    const flush = async (all: boolean) => {
+      const add = all ? pending.add.length : pending.add.length - (pending.add.length % memberChunk);
+      const remove = all ? pending.remove.length : pending.remove.length - (pending.remove.length % memberChunk);
+      if (add === 0 && remove === 0) return true;
       if (!(await stillQuiescent())) return false;
-      await send(alignDatabase(target, held.version, add, remove, false, memberChunk));
-      count({ missingInDatabase: add.length, strayInDatabase: remove.length });
+      const [adding, removing] = [pending.add.splice(0, add), pending.remove.splice(0, remove)];
+      await send(alignDatabase(target, held.version, adding, removing, false, memberChunk));
+      count({ missingInDatabase: adding.length, strayInDatabase: removing.length });
       aligned = true;
       return true;
     };
@@ -138,16 +143,20 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
       for (let i = 0; i < piece.members.length; i += memberChunk) {
         const users = piece.members.slice(i, i + memberChunk);
         const liked = await database.likedBy(target, users);
-        if (!(await publishAligned(users.filter((_, j) => !liked[j]), []))) return "inFlight";
+        pending.add.push(...users.filter((_, j) => !liked[j]));
+        if (!(await flush(false))) return "inFlight";
       }
     }
+    if (!(await flush(true))) return "inFlight";
     for (let after = beforeEveryUser; ; ) {
       const users = await database.membersAfter(target, after, memberChunk);
       if (users.length === 0) break;
       after = users.at(-1) as bigint;
       const heldNow = await redis.holdsMembers(target, held.generation, users);
-      if (!(await publishAligned([], users.filter((_, j) => !heldNow[j])))) return "inFlight";
+      pending.remove.push(...users.filter((_, j) => !heldNow[j]));
+      if (!(await flush(false))) return "inFlight";
     }
+    if (!(await flush(true))) return "inFlight";
     if (!(await stillQuiescent())) return "inFlight";
     count(counted.differences);
     // Every alignDatabase repair recounts PostgreSQL's counter; only without one does a wrong counter need its own.
