@@ -103,20 +103,25 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
   /**
    * Compares a quiescent target too big to load, in pieces of at most
    * `memberChunk` members, both ways, as two exact probes:
-   *   1. Redis → PostgreSQL: Redis's shards are read a few whole shards at a
-   *      time (each under the shard bound), and PostgreSQL is asked which of
-   *      those users it holds; the rest are missing in PostgreSQL.
-   *   2. PostgreSQL → Redis: PostgreSQL's likers are read in keyset pages
+   *   1. PostgreSQL → Redis: PostgreSQL's likers are read in keyset pages
    *      (user_id > last ORDER BY user_id LIMIT n, on the unique index), and
    *      Redis is asked which of them its shards hold (each user's own shard
-   *      of every generation); the rest are stray in PostgreSQL.
+   *      of every generation); the rest are stray in PostgreSQL. The users
+   *      both hold are counted.
+   *   2. Redis → PostgreSQL: Redis holds memberCount users, so memberCount
+   *      minus the users both hold are missing in PostgreSQL. Only when some
+   *      are, Redis's shards are read a few whole shards at a time (each under
+   *      the shard bound) and PostgreSQL is asked which of those users it
+   *      holds, until that many are found.
    * A sorted merge would need Redis's members in user order, which sharded
    * sets cannot give without loading them all; membership probes need no
-   * order, so each side is read once in any order and each piece is checked
-   * against the other side's index. Every difference is found exactly once,
-   * and memory holds one piece, whatever the target's size.
-   * Repairs go out piece by piece, each only after Redis's version is seen
-   * unchanged (a target that moves mid-walk is in flight; what was sent is
+   * order, so each side is read at most once, in any order, and each piece is
+   * checked against the other side's index. Every difference is found exactly
+   * once, and memory holds at most two pieces, whatever the target's size.
+   * The count in step 2 saves the slow side (one index probe in PostgreSQL per
+   * Redis member) in the usual case where PostgreSQL misses nothing.
+   * Repairs go out a full repair at a time, each only after Redis's version is
+   * seen unchanged (a target that moves mid-walk is in flight; what was sent is
    * gated per pair by its observed version, so it cannot undo a newer change).
    */
   const walkBigTarget = async (held: RedisTarget, persisted: DatabaseTarget): Promise<"compared" | "inFlight"> => {
@@ -137,24 +142,31 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
       aligned = true;
       return true;
     };
-    for (let from: number | null = 0; from !== null; ) {
-      const piece = await redis.membersFrom(target, held.generation, from, memberChunk);
-      from = piece.next;
-      for (let i = 0; i < piece.members.length; i += memberChunk) {
-        const users = piece.members.slice(i, i + memberChunk);
-        const liked = await database.likedBy(target, users);
-        pending.add.push(...users.filter((_, j) => !liked[j]));
-        if (!(await flush(false))) return "inFlight";
-      }
-    }
-    if (!(await flush(true))) return "inFlight";
+    let inBoth = 0;
     for (let after = beforeEveryUser; ; ) {
       const users = await database.membersAfter(target, after, memberChunk);
       if (users.length === 0) break;
       after = users.at(-1) as bigint;
       const heldNow = await redis.holdsMembers(target, held.generation, users);
-      pending.remove.push(...users.filter((_, j) => !heldNow[j]));
+      for (const [j, user] of users.entries()) {
+        if (heldNow[j]) inBoth++;
+        else pending.remove.push(user);
+      }
       if (!(await flush(false))) return "inFlight";
+    }
+    if (!(await flush(true))) return "inFlight";
+    let missing = held.memberCount - inBoth;
+    for (let from: number | null = 0; from !== null && missing > 0; ) {
+      const piece = await redis.membersFrom(target, held.generation, from, memberChunk);
+      from = piece.next;
+      for (let i = 0; i < piece.members.length && missing > 0; i += memberChunk) {
+        const users = piece.members.slice(i, i + memberChunk);
+        const liked = await database.likedBy(target, users);
+        const absent = users.filter((_, j) => !liked[j]);
+        missing -= absent.length;
+        pending.add.push(...absent);
+        if (!(await flush(false))) return "inFlight";
+      }
     }
     if (!(await flush(true))) return "inFlight";
     if (!(await stillQuiescent())) return "inFlight";
