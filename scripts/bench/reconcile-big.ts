@@ -102,7 +102,8 @@ export async function reconcileBigPass(redis: PrivateRedis, databaseUrl: string,
   const peakRssMb = await peakRss(child.pid as number, exited);
   const exitCode = await exited;
   const passSeconds = (Date.now() - started) / 1000;
-  const peakHeapMb = Number(readFileSync(probe.file, "utf8")) / 2 ** 20;
+  // A process killed by the heap limit never writes its figure.
+  const peakHeapMb = exitCode === 0 ? Number(readFileSync(probe.file, "utf8")) / 2 ** 20 : Number.NaN;
   const crashed = /heap out of memory|FATAL ERROR[^\n]*/.exec(errors)?.[0];
   return {
     likers,

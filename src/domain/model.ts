@@ -177,8 +177,8 @@ export interface RedisTarget {
   readonly members: readonly bigint[] | null;
   /** How many members its shards hold. */
   readonly memberCount: number;
-  /** Newest membership generation: which shards hold members. */
-  readonly generation: number;
+  /** The membership generations whose shards held members: the only ones a walk over its members reads. */
+  readonly generations: readonly number[];
   /** Version of the newest change Redis made to the target; -1 when it changed while being read. */
   readonly version: bigint;
   /** Seconds since anything read or wrote the target, before this inspection. */

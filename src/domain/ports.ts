@@ -189,12 +189,12 @@ export interface RedisReconcileStore {
   inspect(targets: readonly LikeableTarget[]): Promise<((RedisTarget & { readonly members: readonly bigint[] }) | null)[]>;
   /**
    * One bounded piece of a walk over every member of the target's shards of
-   * generations 0..`generation`: members from whole shards, starting at shard
+   * `generations`: members from whole shards, starting at shard
    * `from`, until at least `atLeast` (or the shards run out); `next` is where the walk goes on, null at the end.
    */
-  membersFrom(target: LikeableTarget, generation: number, from: number, atLeast: number): Promise<{ members: bigint[]; next: number | null }>;
-  /** Which of `users` the target's shards of generations 0..`generation` hold, in order. */
-  holdsMembers(target: LikeableTarget, generation: number, users: readonly bigint[]): Promise<boolean[]>;
+  membersFrom(target: LikeableTarget, generations: readonly number[], from: number, atLeast: number): Promise<{ members: bigint[]; next: number | null }>;
+  /** Which of `users` the target's shards of `generations` hold, in order. */
+  holdsMembers(target: LikeableTarget, generations: readonly number[], users: readonly bigint[]): Promise<boolean[]>;
   /** The target's version now (-1 when Redis no longer holds it), to tell whether it changed during a walk. */
   version(target: LikeableTarget): Promise<bigint>;
   /**

@@ -106,7 +106,7 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
    *   1. PostgreSQL → Redis: PostgreSQL's likers are read in keyset pages
    *      (user_id > last ORDER BY user_id LIMIT n, on the unique index), and
    *      Redis is asked which of them its shards hold (each user's own shard
-   *      of every generation); the rest are stray in PostgreSQL. The users
+   *      of every generation that holds members); the rest are stray in PostgreSQL. The users
    *      both hold are counted.
    *   2. Redis → PostgreSQL: Redis holds memberCount users, so memberCount
    *      minus the users both hold are missing in PostgreSQL. Only when some
@@ -147,7 +147,7 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
       const users = await database.membersAfter(target, after, memberChunk);
       if (users.length === 0) break;
       after = users.at(-1) as bigint;
-      const heldNow = await redis.holdsMembers(target, held.generation, users);
+      const heldNow = await redis.holdsMembers(target, held.generations, users);
       for (const [j, user] of users.entries()) {
         if (heldNow[j]) inBoth++;
         else pending.remove.push(user);
@@ -157,7 +157,7 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
     if (!(await flush(true))) return "inFlight";
     let missing = held.memberCount - inBoth;
     for (let from: number | null = 0; from !== null && missing > 0; ) {
-      const piece = await redis.membersFrom(target, held.generation, from, memberChunk);
+      const piece = await redis.membersFrom(target, held.generations, from, memberChunk);
       from = piece.next;
       for (let i = 0; i < piece.members.length && missing > 0; i += memberChunk) {
         const users = piece.members.slice(i, i + memberChunk);

@@ -7,7 +7,7 @@ import type { RedisReconcileStore } from "../../domain/ports.js";
 import type { RedisClient } from "./client.js";
 import { parseCounterHash } from "./counter-hash.js";
 import { splitVersion, versionOf } from "../versions.js";
-import { epochField, generationField, versionField, type RedisKeys } from "./keys.js";
+import { epochField, generationField, membershipFanout, versionField, type RedisKeys } from "./keys.js";
 import { ScriptStatus, toError } from "./statuses.js";
 
 /**
@@ -29,6 +29,11 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
     for (let i = 0; i < items.length; i += commandsPerRound) results.push(...(await Promise.all(items.slice(i, i + commandsPerRound).map(command))));
     return results;
   }
+  /** Whether generation g's shards (in shardsOf's order: 1, 8, 64, … shards) hold a member. */
+  const generationHolds = (g: number, sizes: readonly number[]) => {
+    const first = (membershipFanout ** g - 1) / (membershipFanout - 1);
+    return sizes.slice(first, first + membershipFanout ** g).some((n) => n > 0);
+  };
   const versionNow = async (target: LikeableTarget) => {
     const [epoch, micros] = await redis.hmget(keys.counters(target), epochField, versionField);
     return { epoch, micros };
@@ -64,7 +69,7 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
           count: hash.counts.like ?? 0,
           members,
           memberCount,
-          generation: hash.generation,
+          generations: Array.from({ length: hash.generation + 1 }, (_, g) => g).filter((g) => generationHolds(g, sizes)),
           version: unchanged ? hash.version : -1n,
           idleSeconds,
         };
@@ -85,10 +90,10 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
     },
     inspect: (targets) => survey(targets, Number.POSITIVE_INFINITY) as Promise<((RedisTarget & { members: bigint[] }) | null)[]>,
     survey,
-    async membersFrom(target, generation, from, atLeast) {
+    async membersFrom(target, generations, from, atLeast) {
       // Whole shards: each holds at most the shard capacity (far under the 10,000 bound on a key),
       // so a piece is at most `atLeast` plus one shard, whatever the target's size.
-      const shards = shardsOf(target, generation);
+      const shards = generations.flatMap((g) => keys.generationShards(target, g));
       const members: bigint[] = [];
       let next = from;
       while (next < shards.length && members.length < atLeast) {
@@ -97,13 +102,13 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
       }
       return { members, next: next < shards.length ? next : null };
     },
-    async holdsMembers(target, generation, users) {
+    async holdsMembers(target, generations, users) {
       // A member sits in one shard of one generation: its shard of each generation is asked,
       // users grouped by shard so one SMISMEMBER asks for all of a shard's users at once.
       const byShard = new Map<string, number[]>();
       for (const [i, user] of users.entries()) {
         const shardOf = keys.memberShardsOf(user);
-        for (let g = 0; g <= generation; g++) {
+        for (const g of generations) {
           const key = shardOf(target, g);
           let positions = byShard.get(key);
           if (!positions) byShard.set(key, (positions = []));
