@@ -98,6 +98,8 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       rebuilds,
       publish: (repairs) => bus.publishRepairs(repairs),
       batchSize: config.reconcile.batchSize,
+      memberChunk: config.reconcile.memberChunk,
+      logger: logger.child({ component: "reconcile" }),
       coldAfterSeconds: config.reconcile.coldAfterSeconds,
       onProgress,
     });

@@ -55,6 +55,8 @@ const schema = z.object({
   // When the worker runs a reconcile pass: a cron expression, or "off".
   RECONCILE_CRON: z.string().default("0 3 * * *"),
   RECONCILE_BATCH_SIZE: positiveInt(200),
+  // Members a reconcile pass loads at once: bigger targets are compared in pieces of this size.
+  RECONCILE_MEMBER_CHUNK: positiveInt(10_000),
   // Targets idle this long leave Redis during a reconcile pass (rebuilt on next use); 0 keeps all.
   COLD_TARGET_IDLE_SECONDS: z.coerce.number().int().min(0).default(7 * 24 * 3600),
   // Prometheus metrics at http://HOST:METRICS_PORT/metrics; 0 turns them off.
@@ -101,6 +103,7 @@ export interface Config {
   readonly reconcile: {
     readonly cron: string | null;
     readonly batchSize: number;
+    readonly memberChunk: number;
     readonly coldAfterSeconds: number;
   };
   readonly metricsPort: number;
@@ -152,6 +155,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reconcile: Object.freeze({
       cron: e.RECONCILE_CRON === "off" ? null : e.RECONCILE_CRON,
       batchSize: e.RECONCILE_BATCH_SIZE,
+      memberChunk: e.RECONCILE_MEMBER_CHUNK,
       coldAfterSeconds: e.COLD_TARGET_IDLE_SECONDS,
     }),
     metricsPort: e.METRICS_PORT,

@@ -5,7 +5,11 @@ import { Presets, SingleBar } from "cli-progress";
 import { compose } from "./compose.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
+import { stuckAfterPasses } from "./domain/reconcile.js";
+import type { TargetTally } from "./pipeline/reconcile-pass.js";
 import { openClients } from "./stores/clients.js";
+
+const tally = (t: TargetTally) => (t.count === 0 ? "0" : `${t.count}: ${t.sample.join(" ")}${t.count > t.sample.length ? " …" : ""}`);
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel === "info" ? "warn" : config.logLevel, "reconcile");
@@ -29,7 +33,11 @@ try {
     [
       `Reconcile pass finished in ${summary.seconds.toFixed(1)} s (${Math.round(summary.targetsChecked / Math.max(summary.seconds, 0.001))} targets/s).`,
       `  targets checked          ${summary.targetsChecked}`,
-      `  skipped, changes in flight ${summary.skippedInFlight}`,
+      `  skipped, changes in flight ${tally(summary.inFlight)}`,
+      `    stuck for ${stuckAfterPasses} passes  ${tally(summary.stuck)}`,
+      `  lacking changes, rebuilt  ${tally(summary.rebuiltBehind)}`,
+      `  lacking changes, kept     ${tally(summary.behindKept)}`,
+      `  compared in pieces        ${summary.walked}`,
       `  likes missing in PostgreSQL ${d.missingInDatabase}`,
       `  stray likes in PostgreSQL   ${d.strayInDatabase}`,
       `  PostgreSQL counters wrong   ${d.databaseCounter}`,

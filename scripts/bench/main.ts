@@ -7,12 +7,17 @@
 //   memory                                  Redis memory of the warmed data set
 //   persist                                 outbox → RabbitMQ → PostgreSQL in a worker process
 //   reconcile                               rebuild and a full reconcile pass over 1,000,000 likes
+//   reconcile-big                           a reconcile pass over one post with 5,000,000 likers, in pieces
+//                                           within the 160 MB heap of npm run reconcile (and, for contrast,
+//                                           loaded whole as passes did before); not run unless named
 // With no scenario named, the four HTTP scenarios and memory run. `--quick` loads a
 // tenth of the data for development; the README's figures come from the full set.
 // `--profile dir` has every process of the service write a CPU profile into dir.
 // `--against dir` also runs the HTTP scenarios against the service of another
 // checkout (a git worktree of an earlier commit, with its npm ci done), each mode
 // this one then that one, so the two are compared on the same data in one run.
+// `--database name` (default likes_bench) names the bench's database and RabbitMQ vhost,
+// so two checkouts can run benches on one machine at once.
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { SingleBar, Presets } from "cli-progress";
@@ -28,15 +33,22 @@ import { measureMemory } from "./memory.js";
 import { persist } from "./persist.js";
 import { freshVhost } from "./rabbitmq.js";
 import { reconcileScenario } from "./reconcile.js";
+import { loadBigTarget, reconcileBigPass } from "./reconcile-big.js";
 import { connections, feed100, FreshPairs, likeHot, likeSpread, mixed, rawFeedPipelines, rawLikeScript, type HttpFigures, type ScenarioContext } from "./scenarios.js";
 
 const httpScenarios = ["feed100", "like-hot", "like-spread", "mixed"] as const;
-const all = [...httpScenarios, "memory", "persist", "reconcile"] as const;
+const all = [...httpScenarios, "memory", "persist", "reconcile", "reconcile-big"] as const;
 type Scenario = (typeof all)[number];
 
 const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
-  options: { quick: { type: "boolean", default: false }, mode: { type: "string" }, profile: { type: "string" }, against: { type: "string" } },
+  options: {
+    quick: { type: "boolean", default: false },
+    mode: { type: "string" },
+    profile: { type: "string" },
+    against: { type: "string" },
+    database: { type: "string", default: "likes_bench" },
+  },
 });
 const unknown = positionals.filter((s) => !(all as readonly string[]).includes(s));
 const modes: ServiceMode[] = flags.mode === undefined ? ["npm start", "API only"] : flags.mode === "npm-start" ? ["npm start"] : flags.mode === "api-only" ? ["API only"] : [];
@@ -52,7 +64,7 @@ const warmUpSeconds = flags.quick ? 2 : 3;
 const config = loadConfig();
 const databaseUrl = (() => {
   const url = new URL(config.databaseUrl);
-  url.pathname = "/likes_bench";
+  url.pathname = `/${flags.database}`;
   return url.toString();
 })();
 
@@ -102,7 +114,7 @@ async function issueTokens(ids: readonly bigint[]): Promise<Map<bigint, string>>
 
 const redis = await startPrivateRedis();
 const sql = await prepareDatabase(databaseUrl);
-const amqp = freshVhost(config.amqpUrl, "likes_bench");
+const amqp = freshVhost(config.amqpUrl, flags.database);
 const results: HttpFigures[] = [];
 try {
   const wantsHttp = httpScenarios.some((s) => chosen.has(s));
@@ -212,6 +224,24 @@ try {
       "reconcile peak RSS (MB)": r.reconcilePeakRssMb,
     }]);
     console.log(r.summary);
+  }
+  if (chosen.has("reconcile-big")) {
+    console.error("reconcile-big: one post with 5,000,000 likers ...");
+    const loadSeconds = await loadBigTarget(redis, sql);
+    console.error(`  loaded in ${loadSeconds.toFixed(0)} s; a pass in pieces (RECONCILE_MEMBER_CHUNK=10000) ...`);
+    const chunked = await reconcileBigPass(redis, databaseUrl, amqp, 10_000);
+    console.error("  a pass loading the target whole (RECONCILE_MEMBER_CHUNK=100000000), as before ...");
+    const whole = await reconcileBigPass(redis, databaseUrl, amqp, 100_000_000);
+    console.log("\nReconcile of one post with 5,000,000 likers, node --max-old-space-size=160 (npm run reconcile):");
+    console.table([chunked, whole].map((r, i) => ({
+      pass: i === 0 ? "in pieces of 10,000" : "loaded whole",
+      "exit code": r.exitCode,
+      "pass (s)": Number(r.passSeconds.toFixed(1)),
+      "peak heap (MB)": r.peakHeapMb,
+      "peak RSS (MB)": r.peakRssMb,
+    })));
+    console.log(chunked.summary);
+    console.log(`loaded whole: ${whole.summary.split("\n")[0]}`);
   }
 } finally {
   await sql.end();

@@ -24,7 +24,7 @@ export interface ReconcileFigures {
 }
 
 /** Peak resident memory of a process, from /proc, sampled until it exits. */
-function peakRss(pid: number, exited: Promise<unknown>): Promise<number> {
+export function peakRss(pid: number, exited: Promise<unknown>): Promise<number> {
   let peak = 0;
   const sample = () => {
     try {

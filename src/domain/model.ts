@@ -185,7 +185,12 @@ export interface AppliedLikes {
 export interface RedisTarget {
   readonly target: LikeableTarget;
   readonly count: number;
-  readonly members: readonly bigint[];
+  /** Its members, or null when there are more than a reconcile pass loads at once (compared in chunks). */
+  readonly members: readonly bigint[] | null;
+  /** How many members its shards hold. */
+  readonly memberCount: number;
+  /** The membership generations whose shards held members: the only ones a walk over its members reads. */
+  readonly generations: readonly number[];
   /** Version of the newest change Redis made to the target; -1 when it changed while being read. */
   readonly version: bigint;
   /** Seconds since anything read or wrote the target, before this inspection. */
@@ -195,7 +200,10 @@ export interface RedisTarget {
 /** A likeable target as PostgreSQL holds it, for a reconcile pass. */
 export interface DatabaseTarget {
   readonly count: number;
-  readonly members: readonly bigint[];
+  /** Its likers, or null when there are more than a reconcile pass loads at once (compared in chunks). */
+  readonly members: readonly bigint[] | null;
+  /** Rows in `likes`. */
+  readonly rows: number;
   /** Highest version PostgreSQL applied to the target. */
   readonly version: bigint;
 }

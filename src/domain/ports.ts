@@ -74,8 +74,15 @@ export interface SnapshotStore {
 }
 
 export interface DatabaseReconcileStore {
-  /** Members, like counter and highest applied version of each target, in order. */
-  read(targets: readonly LikeableTarget[]): Promise<DatabaseTarget[]>;
+  /**
+   * Like counter, rows and highest applied version of each target, in order, with
+   * its members where it has at most `memberLimit` rows (null otherwise).
+   */
+  read(targets: readonly LikeableTarget[], memberLimit: number): Promise<DatabaseTarget[]>;
+  /** The target's likers with ids above `afterUser`, lowest first, at most `limit`: one keyset page. */
+  membersAfter(target: LikeableTarget, afterUser: bigint, limit: number): Promise<bigint[]>;
+  /** Which of `users` like the target, in order. */
+  likedBy(target: LikeableTarget, users: readonly bigint[]): Promise<boolean[]>;
   /** The next page of targets with likes or a like counter, in (type, id) order, after `after`. */
   page(after: LikeableTarget | null, limit: number): Promise<DatabaseCount[]>;
   /** Applies a repair to PostgreSQL; safe to repeat. */
@@ -172,6 +179,13 @@ export interface RebuildStore {
   droppedVersion(target: Target): Promise<bigint | null>;
 }
 
+/** A target a reconcile pass could not compare because Redis is ahead of PostgreSQL. */
+export interface InFlightTarget {
+  readonly target: LikeableTarget;
+  readonly redisVersion: bigint;
+  readonly databaseVersion: bigint;
+}
+
 /** One page of a walk over the targets Redis holds. */
 export interface RedisTargetPage {
   readonly targets: LikeableTarget[];
@@ -182,8 +196,29 @@ export interface RedisTargetPage {
 export interface RedisReconcileStore {
   /** The next page of likeable targets Redis holds. */
   scan(cursor: string | null, count: number): Promise<RedisTargetPage>;
-  /** Each target's count, members and version (null where Redis no longer holds it). */
-  inspect(targets: readonly LikeableTarget[]): Promise<(RedisTarget | null)[]>;
+  /**
+   * Each target's count, member count and version, with its members where it has
+   * at most `memberLimit` (null where Redis no longer holds the target).
+   */
+  survey(targets: readonly LikeableTarget[], memberLimit: number): Promise<(RedisTarget | null)[]>;
+  /** survey() with every member loaded, for targets known to be small. */
+  inspect(targets: readonly LikeableTarget[]): Promise<((RedisTarget & { readonly members: readonly bigint[] }) | null)[]>;
+  /**
+   * One bounded piece of a walk over every member of the target's shards of
+   * `generations`: members from whole shards, starting at shard
+   * `from`, until at least `atLeast` (or the shards run out); `next` is where the walk goes on, null at the end.
+   */
+  membersFrom(target: LikeableTarget, generations: readonly number[], from: number, atLeast: number): Promise<{ members: bigint[]; next: number | null }>;
+  /** Which of `users` the target's shards of `generations` hold, in order. */
+  holdsMembers(target: LikeableTarget, generations: readonly number[], users: readonly bigint[]): Promise<boolean[]>;
+  /** The target's version now (-1 when Redis no longer holds it), to tell whether it changed during a walk. */
+  version(target: LikeableTarget): Promise<bigint>;
+  /**
+   * Notes that each target was found in flight at these versions and answers, per target,
+   * in how many passes in a row it was found so (1 when its versions moved since).
+   * Kept in Redis, so it spans processes and passes.
+   */
+  noteInFlight(targets: readonly InFlightTarget[]): Promise<number[]>;
   /** Which targets Redis holds. */
   holds(targets: readonly LikeableTarget[]): Promise<boolean[]>;
   /** Sets the like counter to the member count if the target is unchanged since `observedVersion`. */

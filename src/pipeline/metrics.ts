@@ -9,6 +9,9 @@ export interface PipelineMetrics {
   readonly eventsPersisted: Counter;
   readonly persistBatches: Counter;
   readonly deadLettered: Counter;
+  readonly reconcileInFlight: Gauge;
+  readonly reconcileStuck: Gauge;
+  readonly reconcileRebuiltBehind: Counter;
 }
 
 export function createPipelineMetrics(): PipelineMetrics {
@@ -23,6 +26,9 @@ export function createPipelineMetrics(): PipelineMetrics {
     eventsPersisted: make(Counter, "likes_events_persisted_total", "Like changes committed to PostgreSQL"),
     persistBatches: make(Counter, "likes_persist_batches_total", "PostgreSQL transactions that committed like changes"),
     deadLettered: make(Counter, "likes_dead_lettered_total", "Messages parked in the dead-letter queue"),
+    reconcileInFlight: make(Gauge, "likes_reconcile_in_flight_targets", "Targets the last reconcile pass could not compare: Redis ahead of PostgreSQL"),
+    reconcileStuck: make(Gauge, "likes_reconcile_stuck_targets", "Targets in flight without progress for several reconcile passes in a row"),
+    reconcileRebuiltBehind: make(Counter, "likes_reconcile_rebuilt_behind_total", "Targets whose Redis lacked changes PostgreSQL had, taken out of Redis to be rebuilt"),
   };
 }
 

@@ -78,7 +78,7 @@ export async function startPipeline(parts: PipelineParts, settings: PipelineSett
   });
   const repairs = startRepairConsumer({ bus: parts.bus, repairs: parts.repairs, metrics, logger: logger.child({ part: "repairs" }) });
   const schedule = settings.reconcile.cron
-    ? scheduleReconcile({ cron: settings.reconcile.cron, lease: parts.reconcileLease, run: parts.reconcile, logger: logger.child({ part: "reconcile" }) })
+    ? scheduleReconcile({ cron: settings.reconcile.cron, lease: parts.reconcileLease, run: parts.reconcile, metrics, logger: logger.child({ part: "reconcile" }) })
     : null;
   const metricsServer: Server | null = await serveMetrics(metrics.registry, settings.host, settings.metricsPort, logger);
   return {

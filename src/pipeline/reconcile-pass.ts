@@ -3,13 +3,33 @@
 // PostgreSQL holds (keyset pages), PostgreSQL authoritative. Differences become
 // repair messages that the repair consumer applies. Quiescent cold
 // targets leave Redis on the way, to come back by a rebuild when next used.
-import type { DifferenceKind, LikeableTarget, Repair } from "../domain/model.js";
-import type { DatabaseReconcileStore, RebuildStore, RedisReconcileStore } from "../domain/ports.js";
-import { compareHeld, compareUnheld } from "../domain/reconcile.js";
+//
+// Memory is bounded by members, not targets: a target with more members than
+// `memberChunk` on either side is never loaded whole but walked in pieces
+// (walkBigTarget), so neither a batch nor one target can outgrow the heap.
+import type { Logger } from "pino";
+import type { DatabaseTarget, DifferenceKind, LikeableTarget, RedisTarget, Repair } from "../domain/model.js";
+import type { DatabaseReconcileStore, InFlightTarget, RebuildStore, RedisReconcileStore } from "../domain/ports.js";
+import { alignDatabase, compareCounts, compareHeld, compareUnheld, compareVersions, stuckAfterPasses } from "../domain/reconcile.js";
+
+/** How many targets of a kind, and the first few of them ("post:12"), for an operator to look at. */
+export interface TargetTally {
+  readonly count: number;
+  readonly sample: readonly string[];
+}
 
 export interface ReconcileSummary {
   readonly targetsChecked: number;
-  readonly skippedInFlight: number;
+  /** Targets not compared because Redis holds changes PostgreSQL has not applied yet. */
+  readonly inFlight: TargetTally;
+  /** Of those, targets found in flight at the same versions `stuckAfterPasses` passes in a row: the pipeline is not bringing them together. */
+  readonly stuck: TargetTally;
+  /** Targets whose Redis lacked changes PostgreSQL applied, taken out of Redis to be rebuilt from PostgreSQL on next use. */
+  readonly rebuiltBehind: TargetTally;
+  /** Targets whose Redis lacked changes PostgreSQL applied but that Redis refused to let go. */
+  readonly behindKept: TargetTally;
+  /** Targets too big to load whole, compared in pieces. */
+  readonly walked: number;
   readonly differences: Record<DifferenceKind, number>;
   readonly repairsSent: number;
   readonly evicted: number;
@@ -28,27 +48,132 @@ export interface ReconcileOptions {
   readonly database: DatabaseReconcileStore;
   readonly rebuilds: RebuildStore;
   readonly publish: (repairs: readonly Repair[]) => Promise<void>;
-  /** Targets per batch: bounds the memory of a pass. */
+  /** Targets per batch. */
   readonly batchSize?: number;
+  /** Members loaded at once: a target with more is walked in pieces of this size; also the most users one repair names. */
+  readonly memberChunk?: number;
   /** Targets idle longer than this leave Redis; 0 keeps every target. */
   readonly coldAfterSeconds?: number;
   readonly onProgress?: (progress: ReconcileProgress) => void;
+  /** Where stuck targets and targets rebuilt for lacking changes are reported. */
+  readonly logger?: Logger;
 }
 
+const sampleSize = 10;
+
+class Tally {
+  count = 0;
+  readonly sample: string[] = [];
+  add(target: LikeableTarget): void {
+    this.count++;
+    if (this.sample.length < sampleSize) this.sample.push(`${target.type}:${target.id}`);
+  }
+  get value(): TargetTally {
+    return { count: this.count, sample: this.sample };
+  }
+}
+
+/** Below every user id, where a keyset walk over a target's likers starts. */
+const beforeEveryUser = -(2n ** 63n);
+
 export async function runReconcile(options: ReconcileOptions): Promise<ReconcileSummary> {
-  const { redis, database } = options;
+  const { redis, database, logger } = options;
   const batchSize = options.batchSize ?? 200;
+  const memberChunk = options.memberChunk ?? 10_000;
   const started = Date.now();
   const differences: Record<DifferenceKind, number> = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0 };
+  const inFlight = new Tally();
+  const stuck = new Tally();
+  const rebuiltBehind = new Tally();
+  const behindKept = new Tally();
   let targetsChecked = 0;
-  let skippedInFlight = 0;
+  let walked = 0;
   let repairsSent = 0;
   let evicted = 0;
 
-  const send = async (repairs: Repair[]) => {
+  const send = async (repairs: readonly Repair[]) => {
     if (repairs.length === 0) return;
     await options.publish(repairs);
     repairsSent += repairs.length;
+  };
+  const count = (found: Partial<Record<DifferenceKind, number>>) => {
+    for (const [kind, n] of Object.entries(found)) differences[kind as DifferenceKind] += n;
+  };
+
+  /**
+   * Compares a quiescent target too big to load, in pieces of at most
+   * `memberChunk` members, both ways, as two exact probes:
+   *   1. PostgreSQL → Redis: PostgreSQL's likers are read in keyset pages
+   *      (user_id > last ORDER BY user_id LIMIT n, on the unique index), and
+   *      Redis is asked which of them its shards hold (each user's own shard
+   *      of every generation that holds members); the rest are stray in PostgreSQL. The users
+   *      both hold are counted.
+   *   2. Redis → PostgreSQL: Redis holds memberCount users, so memberCount
+   *      minus the users both hold are missing in PostgreSQL. Only when some
+   *      are, Redis's shards are read a few whole shards at a time (each under
+   *      the shard bound) and PostgreSQL is asked which of those users it
+   *      holds, until that many are found.
+   * A sorted merge would need Redis's members in user order, which sharded
+   * sets cannot give without loading them all; membership probes need no
+   * order, so each side is read at most once, in any order, and each piece is
+   * checked against the other side's index. Every difference is found exactly
+   * once, and memory holds at most two pieces, whatever the target's size.
+   * The count in step 2 saves the slow side (one index probe in PostgreSQL per
+   * Redis member) in the usual case where PostgreSQL misses nothing.
+   * Repairs go out a full repair at a time, each only after Redis's version is
+   * seen unchanged (a target that moves mid-walk is in flight; what was sent is
+   * gated per pair by its observed version, so it cannot undo a newer change).
+   */
+  const walkBigTarget = async (held: RedisTarget, persisted: DatabaseTarget): Promise<"compared" | "inFlight"> => {
+    const { target } = held;
+    const stillQuiescent = async () => (await redis.version(target)) === held.version;
+    const counted = compareCounts(held, persisted);
+    let aligned = false;
+    // Differences wait here until a full repair's worth (or the end of a side): at most two chunks held.
+    const pending = { add: [] as bigint[], remove: [] as bigint[] };
+    const flush = async (all: boolean) => {
+      const add = all ? pending.add.length : pending.add.length - (pending.add.length % memberChunk);
+      const remove = all ? pending.remove.length : pending.remove.length - (pending.remove.length % memberChunk);
+      if (add === 0 && remove === 0) return true;
+      if (!(await stillQuiescent())) return false;
+      const [adding, removing] = [pending.add.splice(0, add), pending.remove.splice(0, remove)];
+      await send(alignDatabase(target, held.version, adding, removing, false, memberChunk));
+      count({ missingInDatabase: adding.length, strayInDatabase: removing.length });
+      aligned = true;
+      return true;
+    };
+    let inBoth = 0;
+    for (let after = beforeEveryUser; ; ) {
+      const users = await database.membersAfter(target, after, memberChunk);
+      if (users.length === 0) break;
+      after = users.at(-1) as bigint;
+      const heldNow = await redis.holdsMembers(target, held.generations, users);
+      for (const [j, user] of users.entries()) {
+        if (heldNow[j]) inBoth++;
+        else pending.remove.push(user);
+      }
+      if (!(await flush(false))) return "inFlight";
+    }
+    if (!(await flush(true))) return "inFlight";
+    let missing = held.memberCount - inBoth;
+    for (let from: number | null = 0; from !== null && missing > 0; ) {
+      const piece = await redis.membersFrom(target, held.generations, from, memberChunk);
+      from = piece.next;
+      for (let i = 0; i < piece.members.length && missing > 0; i += memberChunk) {
+        const users = piece.members.slice(i, i + memberChunk);
+        const liked = await database.likedBy(target, users);
+        const absent = users.filter((_, j) => !liked[j]);
+        missing -= absent.length;
+        pending.add.push(...absent);
+        if (!(await flush(false))) return "inFlight";
+      }
+    }
+    if (!(await flush(true))) return "inFlight";
+    if (!(await stillQuiescent())) return "inFlight";
+    count(counted.differences);
+    // Every alignDatabase repair recounts PostgreSQL's counter; only without one does a wrong counter need its own.
+    await send([...counted.repairs, ...alignDatabase(target, held.version, [], [], !aligned && persisted.count !== persisted.rows, memberChunk)]);
+    return "compared";
   };
 
   // Redis side.
@@ -59,24 +184,47 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
     const page = await redis.scan(cursor, batchSize);
     cursor = page.cursor;
     done += page.targets.length;
-    const inspected = await redis.inspect(page.targets);
-    const present = inspected.filter((t): t is NonNullable<typeof t> => t !== null);
-    const persisted = await database.read(present.map((t) => t.target));
+    const surveyed = await redis.survey(page.targets, memberChunk);
+    const present = surveyed.filter((t): t is NonNullable<typeof t> => t !== null);
+    const persisted = await database.read(
+      present.map((t) => t.target),
+      memberChunk,
+    );
     const repairs: Repair[] = [];
+    const seenInFlight: InFlightTarget[] = [];
     for (const [i, held] of present.entries()) {
-      const persistedTarget = persisted[i]!;
-      const comparison = compareHeld(held, persistedTarget);
+      const persistedTarget = persisted[i] as DatabaseTarget;
       targetsChecked++;
-      if (comparison.inFlight) {
-        skippedInFlight++;
+      const standing = compareVersions(held.version, persistedTarget.version);
+      if (standing === "redisBehind") {
+        // Redis is missing changes PostgreSQL applied: it cannot be the authority, so it gives the target up
+        // and the next read rebuilds it from PostgreSQL (with every change committed after the snapshot).
+        const outcome = await options.rebuilds.drop(held.target);
+        if (outcome === "kept") behindKept.add(held.target);
+        else rebuiltBehind.add(held.target);
         continue;
       }
-      for (const [kind, n] of Object.entries(comparison.differences)) differences[kind as DifferenceKind] += n;
-      repairs.push(...comparison.repairs);
-      const cold = options.coldAfterSeconds && held.idleSeconds > options.coldAfterSeconds;
-      if (cold && comparison.repairs.length === 0 && (await options.rebuilds.evict(held.target, persistedTarget.version)) === "evicted") evicted++;
+      let compared: "compared" | "inFlight" = standing === "quiescent" ? "compared" : "inFlight";
+      if (compared === "compared" && (held.members === null || persistedTarget.members === null)) {
+        walked++;
+        compared = await walkBigTarget(held, persistedTarget);
+      } else if (compared === "compared") {
+        const comparison = compareHeld(held, persistedTarget, memberChunk);
+        count(comparison.differences);
+        repairs.push(...comparison.repairs);
+        const cold = options.coldAfterSeconds && held.idleSeconds > options.coldAfterSeconds;
+        if (cold && comparison.repairs.length === 0 && (await options.rebuilds.evict(held.target, persistedTarget.version)) === "evicted") evicted++;
+      }
+      if (compared === "inFlight") {
+        inFlight.add(held.target);
+        seenInFlight.push({ target: held.target, redisVersion: held.version, databaseVersion: persistedTarget.version });
+      }
     }
     await send(repairs);
+    if (seenInFlight.length) {
+      const inARow = await redis.noteInFlight(seenInFlight);
+      for (const [i, t] of seenInFlight.entries()) if ((inARow[i] ?? 0) >= stuckAfterPasses) stuck.add(t.target);
+    }
     options.onProgress?.({ phase: "redis", done, total: Math.max(done, redisTotal) });
   } while (cursor !== null);
 
@@ -104,5 +252,28 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
     options.onProgress?.({ phase: "postgres", done, total: Math.max(done, postgresTotal) });
   }
 
-  return { targetsChecked, skippedInFlight, differences, repairsSent, evicted, seconds: (Date.now() - started) / 1000 };
+  if (stuck.count > 0) {
+    logger?.warn(
+      { stuck: stuck.value, passesInARow: stuckAfterPasses },
+      `${stuck.count} targets stayed in flight without progress for ${stuckAfterPasses} reconcile passes: Redis holds changes PostgreSQL never applied (look for dead-lettered changes)`,
+    );
+  }
+  if (rebuiltBehind.count + behindKept.count > 0) {
+    logger?.warn(
+      { rebuilt: rebuiltBehind.value, kept: behindKept.value },
+      "Redis lacked changes PostgreSQL had applied (lost writes, e.g. a failover): those targets were taken out of Redis to be rebuilt",
+    );
+  }
+  return {
+    targetsChecked,
+    inFlight: inFlight.value,
+    stuck: stuck.value,
+    rebuiltBehind: rebuiltBehind.value,
+    behindKept: behindKept.value,
+    walked,
+    differences,
+    repairsSent,
+    evicted,
+    seconds: (Date.now() - started) / 1000,
+  };
 }

@@ -3,6 +3,7 @@
 import { Cron } from "croner";
 import type { Logger } from "pino";
 import type { Lease } from "../domain/ports.js";
+import type { PipelineMetrics } from "./metrics.js";
 import type { ReconcileSummary } from "./reconcile-pass.js";
 
 export interface ReconcileSchedule {
@@ -14,6 +15,7 @@ export function scheduleReconcile(options: {
   /** Shared by every worker on the schedule. */
   lease: Lease;
   run: () => Promise<ReconcileSummary>;
+  metrics?: Pick<PipelineMetrics, "reconcileInFlight" | "reconcileStuck" | "reconcileRebuiltBehind">;
   logger: Logger;
 }): ReconcileSchedule {
   const { lease, logger } = options;
@@ -32,7 +34,11 @@ export function scheduleReconcile(options: {
       }
       try {
         logger.info("reconcile pass started");
-        logger.info({ summary: await options.run() }, "reconcile pass finished");
+        const summary = await options.run();
+        options.metrics?.reconcileInFlight.set(summary.inFlight.count);
+        options.metrics?.reconcileStuck.set(summary.stuck.count);
+        options.metrics?.reconcileRebuiltBehind.inc(summary.rebuiltBehind.count);
+        logger.info({ summary }, describeSummary(summary));
       } catch (err) {
         logger.error({ err }, "reconcile pass failed");
       } finally {
@@ -47,4 +53,15 @@ export function scheduleReconcile(options: {
       await running;
     },
   };
+}
+
+/** The pass's log line: what it could not compare is in the message, not only in the fields. */
+export function describeSummary(summary: ReconcileSummary): string {
+  const ids = (sample: readonly string[], count: number) => (count === 0 ? "" : ` (${sample.join(", ")}${count > sample.length ? ", …" : ""})`);
+  return [
+    `reconcile pass finished: ${summary.targetsChecked} targets checked, ${summary.repairsSent} repairs sent`,
+    `${summary.inFlight.count} skipped as in flight${ids(summary.inFlight.sample, summary.inFlight.count)}`,
+    `${summary.stuck.count} stuck${ids(summary.stuck.sample, summary.stuck.count)}`,
+    `${summary.rebuiltBehind.count + summary.behindKept.count} lacking changes PostgreSQL has${ids([...summary.rebuiltBehind.sample, ...summary.behindKept.sample], summary.rebuiltBehind.count + summary.behindKept.count)}`,
+  ].join("; ");
 }

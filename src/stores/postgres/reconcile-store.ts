@@ -15,15 +15,16 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
     ON CONFLICT (target_type, target_id, name) DO UPDATE SET value = EXCLUDED.value`;
 
   return {
-    async read(targets) {
+    async read(targets, memberLimit) {
       if (targets.length === 0) return [];
       const types = targets.map((t) => t.type);
       const ids = targets.map((t) => t.id.toString());
-      const [rows, counters, versions] = await Promise.all([
-        db.$queryRaw<{ target_type: string; target_id: string; user_id: string }[]>`
-          SELECT l.target_type, l.target_id::text AS target_id, l.user_id::text AS user_id
+      const [sizes, counters, versions] = await Promise.all([
+        db.$queryRaw<{ target_type: string; target_id: string; rows: string }[]>`
+          SELECT l.target_type, l.target_id::text AS target_id, count(*)::text AS rows
           FROM likes l JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
-            ON l.target_type = t.target_type AND l.target_id = t.target_id`,
+            ON l.target_type = t.target_type AND l.target_id = t.target_id
+          GROUP BY 1, 2`,
         db.$queryRaw<{ target_type: string; target_id: string; value: string }[]>`
           SELECT c.target_type, c.target_id::text AS target_id, c.value::text AS value
           FROM counters c JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
@@ -42,19 +43,39 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
           ) newest GROUP BY target_type, target_id`,
       ]);
       const key = (type: string, id: string) => `${type}:${id}`;
-      const members = new Map<string, bigint[]>();
-      for (const r of rows) {
-        const k = key(r.target_type, r.target_id);
-        let list = members.get(k);
-        if (!list) members.set(k, (list = []));
-        list.push(BigInt(r.user_id));
-      }
+      const rowsOf = new Map(sizes.map((s) => [key(s.target_type, s.target_id), Number(s.rows)]));
+      // Members of the small targets only: a big one is walked in keyset pages (membersAfter).
+      const small = targets.filter((t) => (rowsOf.get(key(t.type, t.id.toString())) ?? 0) <= memberLimit);
+      const rows = small.length === 0 ? [] : await db.$queryRaw<{ target_type: string; target_id: string; user_id: string }[]>`
+          SELECT l.target_type, l.target_id::text AS target_id, l.user_id::text AS user_id
+          FROM likes l JOIN unnest(${small.map((t) => t.type)}::text[], ${small.map((t) => t.id.toString())}::text[]::bigint[]) AS t(target_type, target_id)
+            ON l.target_type = t.target_type AND l.target_id = t.target_id`;
+      const members = new Map<string, bigint[]>(small.map((t) => [key(t.type, t.id.toString()), []]));
+      for (const r of rows) members.get(key(r.target_type, r.target_id))?.push(BigInt(r.user_id));
       const count = new Map(counters.map((c) => [key(c.target_type, c.target_id), Number(c.value)]));
       const version = new Map(versions.map((v) => [key(v.target_type, v.target_id), BigInt(v.version)]));
       return targets.map((t) => {
         const k = key(t.type, t.id.toString());
-        return { members: members.get(k) ?? [], count: count.get(k) ?? 0, version: version.get(k) ?? 0n };
+        const list = members.get(k) ?? null;
+        // Rows committed between the two reads: the walk of a big target (or the version check) sorts that out.
+        const tooMany = list !== null && list.length > memberLimit;
+        return { members: tooMany ? null : list, rows: list && !tooMany ? list.length : (rowsOf.get(k) ?? 0), count: count.get(k) ?? 0, version: version.get(k) ?? 0n };
       });
+    },
+    async membersAfter(target, afterUser, limit) {
+      const rows = await db.$queryRaw<{ user_id: string }[]>`
+        SELECT user_id::text AS user_id FROM likes
+        WHERE target_type = ${target.type} AND target_id = ${target.id} AND user_id > ${afterUser}
+        ORDER BY user_id LIMIT ${limit}`;
+      return rows.map((r) => BigInt(r.user_id));
+    },
+    async likedBy(target, users) {
+      if (users.length === 0) return [];
+      const rows = await db.$queryRaw<{ user_id: string }[]>`
+        SELECT l.user_id::text AS user_id FROM likes l
+        WHERE l.target_type = ${target.type} AND l.target_id = ${target.id} AND l.user_id = ANY(${users.map(String)}::text[]::bigint[])`;
+      const liked = new Set(rows.map((r) => BigInt(r.user_id)));
+      return users.map((u) => liked.has(u));
     },
     async page(after, limit) {
       const afterType = after?.type ?? "";

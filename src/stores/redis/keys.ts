@@ -9,6 +9,7 @@
 //   rbl:{p}:<type>:<id>            string: lock held by the process rebuilding the target from PostgreSQL
 //   rc:{p}:<operation>             string: the status a write first answered, kept 60 s (scripts/includes/receipts.lua)
 //   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
+//   rif:{p}:<type>:<id>            string: versions at which reconcile passes found the target in flight, and how many in a row
 //
 // Membership grows by generations instead of a fixed shard count, so small
 // targets use one small set and big ones never put more than
@@ -81,6 +82,8 @@ export interface RedisKeys {
   dropped(target: Target): string;
   /** The lock of a target's rebuild. */
   rebuildLock(target: Target): string;
+  /** Where reconcile passes note the target in flight, to tell a stuck target. */
+  inFlight(target: Target): string;
   /** The lock of the scheduled reconcile pass, so one worker runs it at a time. */
   reconcileLock(): string;
   /** The outbox stream a target's like changes are appended to. */
@@ -123,6 +126,7 @@ export function createRedisKeys(partitions: number): RedisKeys {
     touched: (target) => base("rt", target),
     dropped: (target) => base("dr", target),
     receipt: (target) => `rc:{${partitionOf(target)}}:${operationId()}`,
+    inFlight: (target) => base("rif", target),
     reconcileLock: () => "reconcile:lock",
     rebuildLock: (target) => base("rbl", target),
     outboxes: () => Array.from({ length: partitions }, (_, p) => outboxOf(p)),

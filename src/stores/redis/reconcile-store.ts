@@ -1,18 +1,81 @@
 // What a reconcile pass reads from Redis: counter hashes found by SCAN (never
-// KEYS), each with its members, and the one repair it makes here.
+// KEYS), each with its members (whole for small targets, in bounded pieces for
+// big ones), and the one repair it makes here.
 import { Cluster, type Redis } from "ioredis";
 import type { LikeableTarget, RedisTarget } from "../../domain/model.js";
 import type { RedisReconcileStore } from "../../domain/ports.js";
 import type { RedisClient } from "./client.js";
 import { parseCounterHash } from "./counter-hash.js";
 import { splitVersion, versionOf } from "../versions.js";
-import { epochField, generationField, versionField, type RedisKeys } from "./keys.js";
+import { epochField, generationField, membershipFanout, versionField, type RedisKeys } from "./keys.js";
 import { ScriptStatus, toError } from "./statuses.js";
+
+/**
+ * How long a pass's note of a target in flight lasts: past a week of daily
+ * passes, so `stuckAfterPasses` passes in a row can see it, yet notes of
+ * targets that settled (or left Redis) clean themselves up.
+ */
+const inFlightNoteSeconds = 8 * 24 * 3600;
+/** Commands sent together when a target has thousands of shards: bounds the replies held at once. */
+const commandsPerRound = 1024;
 
 export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): RedisReconcileStore {
   const masters = (): Redis[] => (redis instanceof Cluster ? redis.nodes("master") : [redis]);
   const shardsOf = (target: LikeableTarget, newest: number) =>
     Array.from({ length: newest + 1 }, (_, g) => keys.generationShards(target, g)).flat();
+  /** Runs `command` over `items` a round at a time; all of one target, so one slot. */
+  async function inRounds<T, R>(items: readonly T[], command: (item: T) => Promise<R>): Promise<R[]> {
+    const results: R[] = [];
+    for (let i = 0; i < items.length; i += commandsPerRound) results.push(...(await Promise.all(items.slice(i, i + commandsPerRound).map(command))));
+    return results;
+  }
+  /** Whether generation g's shards (in shardsOf's order: 1, 8, 64, … shards) hold a member. */
+  const generationHolds = (g: number, sizes: readonly number[]) => {
+    const first = (membershipFanout ** g - 1) / (membershipFanout - 1);
+    return sizes.slice(first, first + membershipFanout ** g).some((n) => n > 0);
+  };
+  const versionNow = async (target: LikeableTarget) => {
+    const [epoch, micros] = await redis.hmget(keys.counters(target), epochField, versionField);
+    return { epoch, micros };
+  };
+
+  async function survey(targets: readonly LikeableTarget[], memberLimit: number): Promise<(RedisTarget | null)[]> {
+    return Promise.all(
+      targets.map(async (target): Promise<RedisTarget | null> => {
+        const counters = keys.counters(target);
+        // Idle time first: reading the hash resets it.
+        const idleSeconds = Number(await redis.object("IDLETIME", counters).catch(() => 0));
+        const raw = await redis.hgetall(counters);
+        if (Object.keys(raw).length === 0) return null;
+        const hash = parseCounterHash(raw);
+        const shards = shardsOf(target, hash.generation);
+        // Sizes first, so a big target's members are never loaded whole.
+        const sizes = await inRounds(shards, (k) => redis.scard(k));
+        const memberCount = sizes.reduce((a, b) => a + b, 0);
+        let members: bigint[] | null = null;
+        if (memberCount <= memberLimit) {
+          members = [];
+          const contents = await inRounds(
+            shards.filter((_, i) => (sizes[i] ?? 0) > 0),
+            (k) => redis.smembers(k),
+          );
+          for (const ids of contents) for (const id of ids) members.push(BigInt(id));
+        }
+        // A change between reading the hash and its shards: report it as in flight (version -1 matches nothing).
+        const { epoch, micros } = await versionNow(target);
+        const unchanged = versionOf(BigInt(epoch ?? 0), BigInt(micros ?? 0)) === hash.version && (members === null || members.length === memberCount);
+        return {
+          target,
+          count: hash.counts.like ?? 0,
+          members,
+          memberCount,
+          generations: Array.from({ length: hash.generation + 1 }, (_, g) => g).filter((g) => generationHolds(g, sizes)),
+          version: unchanged ? hash.version : -1n,
+          idleSeconds,
+        };
+      }),
+    );
+  }
 
   return {
     async scan(cursor, count) {
@@ -25,25 +88,57 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
       const done = next === "0";
       return { targets, cursor: done ? (node + 1 < nodes.length ? `${node + 1}:0` : null) : `${node}:${next}` };
     },
-    async inspect(targets) {
+    inspect: (targets) => survey(targets, Number.POSITIVE_INFINITY) as Promise<((RedisTarget & { members: bigint[] }) | null)[]>,
+    survey,
+    async membersFrom(target, generations, from, atLeast) {
+      // Whole shards: each holds at most the shard capacity (far under the 10,000 bound on a key),
+      // so a piece is at most `atLeast` plus one shard, whatever the target's size.
+      const shards = generations.flatMap((g) => keys.generationShards(target, g));
+      const members: bigint[] = [];
+      let next = from;
+      while (next < shards.length && members.length < atLeast) {
+        for (const id of await redis.smembers(shards[next] as string)) members.push(BigInt(id));
+        next++;
+      }
+      return { members, next: next < shards.length ? next : null };
+    },
+    async holdsMembers(target, generations, users) {
+      // A member sits in one shard of one generation: its shard of each generation is asked,
+      // users grouped by shard so one SMISMEMBER asks for all of a shard's users at once.
+      const byShard = new Map<string, number[]>();
+      for (const [i, user] of users.entries()) {
+        const shardOf = keys.memberShardsOf(user);
+        for (const g of generations) {
+          const key = shardOf(target, g);
+          let positions = byShard.get(key);
+          if (!positions) byShard.set(key, (positions = []));
+          positions.push(i);
+        }
+      }
+      const held = users.map(() => false);
+      const asked = [...byShard];
+      const answers = await inRounds(asked, ([key, positions]) => redis.smismember(key, ...positions.map((i) => (users[i] as bigint).toString())));
+      for (const [a, [, positions]] of asked.entries()) {
+        const answer = answers[a] as number[];
+        for (const [j, i] of positions.entries()) if (answer[j] === 1) held[i] = true;
+      }
+      return held;
+    },
+    async version(target) {
+      const { epoch, micros } = await versionNow(target);
+      if (epoch === null && micros === null && (await redis.exists(keys.counters(target))) === 0) return -1n;
+      return versionOf(BigInt(epoch ?? 0), BigInt(micros ?? 0));
+    },
+    async noteInFlight(targets) {
+      const previous = await Promise.all(targets.map((t) => redis.get(keys.inFlight(t.target))));
       return Promise.all(
-        targets.map(async (target): Promise<RedisTarget | null> => {
-          const counters = keys.counters(target);
-          // Idle time first: reading the hash resets it.
-          const idleSeconds = Number(await redis.object("IDLETIME", counters).catch(() => 0));
-          const raw = await redis.hgetall(counters);
-          if (Object.keys(raw).length === 0) return null;
-          const hash = parseCounterHash(raw);
-          const shards = shardsOf(target, hash.generation);
-          const members: bigint[] = [];
-          for (let i = 0; i < shards.length; i += 512) {
-            const contents = await Promise.all(shards.slice(i, i + 512).map((k) => redis.smembers(k)));
-            for (const ids of contents) for (const id of ids) members.push(BigInt(id));
-          }
-          // A change between reading the hash and its shards: report it as in flight (version -1 matches nothing).
-          const [epoch, micros] = await redis.hmget(counters, epochField, versionField);
-          const version = versionOf(BigInt(epoch ?? 0), BigInt(micros ?? 0)) === hash.version ? hash.version : -1n;
-          return { target, count: hash.counts.like ?? 0, members, version, idleSeconds };
+        targets.map(async (t, i) => {
+          const seenAt = `${t.redisVersion}:${t.databaseVersion}`;
+          const [versions, passes] = (previous[i] ?? "").split("/");
+          // Progress on either side restarts the count: only a target that does not move is stuck.
+          const inARow = versions === seenAt ? Number(passes ?? 0) + 1 : 1;
+          await redis.set(keys.inFlight(t.target), `${seenAt}/${inARow}`, "EX", inFlightNoteSeconds);
+          return inARow;
         }),
       );
     },

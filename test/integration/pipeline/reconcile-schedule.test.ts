@@ -16,7 +16,11 @@ afterAll(async () => {
 
 const emptySummary: ReconcileSummary = {
   targetsChecked: 0,
-  skippedInFlight: 0,
+  inFlight: { count: 0, sample: [] },
+  stuck: { count: 0, sample: [] },
+  rebuiltBehind: { count: 0, sample: [] },
+  behindKept: { count: 0, sample: [] },
+  walked: 0,
   differences: { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0 },
   repairsSent: 0,
   evicted: 0,
