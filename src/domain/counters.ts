@@ -161,10 +161,10 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     const views = await viewHeld(targets, viewerId);
     // A target dropped again right after its rebuild (a late replay, a reconcile repair) is rebuilt once more.
     for (let round = 0; round < rebuildRounds; round++) {
-      const missing = targets.flatMap((_, i) => (views[i] === null ? [i] : []));
-      if (missing.length === 0) break;
-      const exists = await Promise.all(missing.map((i) => rebuild(targets[i] as Target)));
-      const existing = missing.filter((_, j) => exists[j]);
+      const absent = targets.flatMap((_, i) => (views[i] === null ? [i] : []));
+      if (absent.length === 0) break;
+      const exists = await Promise.all(absent.map((i) => rebuild(targets[i] as Target)));
+      const existing = absent.filter((_, j) => exists[j]);
       if (existing.length === 0) break;
       const reread = await viewHeld(existing.map((i) => targets[i] as Target), viewerId);
       existing.forEach((i, j) => (views[i] = reread[j] ?? null));

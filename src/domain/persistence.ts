@@ -38,7 +38,7 @@ export interface LikePersistenceDeps {
   /** Tells which commits a rebuild's snapshot saw. */
   readonly snapshots: Pick<SnapshotStore, "sawCommit">;
   readonly counters: CounterStore;
-  /** Told when bringing a committed batch into Redis failed (a replay, an author's credit). */
+  /** Told when crediting an author in Redis failed (a replay that fails fails the batch instead). */
   readonly onRedisFailure: (error: unknown) => void;
 }
 
