@@ -2,7 +2,7 @@
 import { badInput, notFound } from "../errors.js";
 import type { CounterService } from "./counters.js";
 import type { Comment, Page, Post } from "./model.js";
-import type { CommentStore, PostStore } from "./ports.js";
+import type { CommentStore, PageRequest, PostStore } from "./ports.js";
 
 export const limits = {
   titleLength: 200,
@@ -21,8 +21,10 @@ export interface ContentService {
   createPost(authorId: bigint, title: string, body: string): Promise<Post>;
   createComment(authorId: bigint, postId: bigint, body: string, parentId: bigint | null): Promise<Comment>;
   feed(limit: number, beforeId: bigint | null): Promise<Page<Post>>;
-  commentsOf(postId: bigint, limit: number, beforeId: bigint | null): Promise<Page<Comment>>;
-  repliesTo(commentId: bigint, limit: number, beforeId: bigint | null): Promise<Page<Comment>>;
+  /** Top-level comments of posts, a page per request in order, with one query for them all. */
+  commentsOf(requests: readonly PageRequest[]): Promise<Page<Comment>[]>;
+  /** Replies to comments, a page per request in order, with one query for them all. */
+  repliesTo(requests: readonly PageRequest[]): Promise<Page<Comment>[]>;
 }
 
 export interface ContentServiceDeps {
@@ -65,7 +67,7 @@ export function createContentService(deps: ContentServiceDeps): ContentService {
       return comment;
     },
     feed: (limit, beforeId) => posts.feed(limit, beforeId),
-    commentsOf: (postId, limit, beforeId) => comments.ofPost(postId, limit, beforeId),
-    repliesTo: (commentId, limit, beforeId) => comments.repliesTo(commentId, limit, beforeId),
+    commentsOf: (requests) => comments.ofPosts(requests),
+    repliesTo: (requests) => comments.repliesTo(requests),
   };
 }

@@ -19,11 +19,23 @@ export interface LikeService {
   like(target: LikeableTarget, userId: bigint): Promise<LikeOutcome>;
   unlike(target: LikeableTarget, userId: bigint): Promise<LikeOutcome>;
   /**
-   * Likers of a target as PostgreSQL holds them, newest like first: `first` at
-   * most, after the liker whose cursor is `after`. A like shows here once the
-   * pipeline persisted it, about a second after it was made.
+   * Likers of each target as PostgreSQL holds them, newest like first: `first` at
+   * most, after the position `after` (a decoded cursor, see `decodeLikerCursor`);
+   * a page per request in order, with one query for them all. A like shows here
+   * once the pipeline persisted it, about a second after it was made.
    */
-  likers(target: LikeableTarget, first: number, after: string | null): Promise<{ likers: Liker[]; hasMore: boolean }>;
+  likers(requests: readonly LikersPageRequest[]): Promise<LikersPage[]>;
+}
+
+export interface LikersPage {
+  readonly likers: Liker[];
+  readonly hasMore: boolean;
+}
+
+export interface LikersPageRequest {
+  readonly target: LikeableTarget;
+  readonly first: number;
+  readonly after: LikerPosition | null;
 }
 
 export function encodeLikerCursor(p: LikerPosition): string {
@@ -64,12 +76,16 @@ export function createLikeService(deps: { likeStore: LikeStore; likeHistory: Lik
   return {
     like: (target, userId) => apply(target, userId, (t, u) => likeStore.like(t, u)),
     unlike: (target, userId) => apply(target, userId, (t, u) => likeStore.unlike(t, u)),
-    async likers(target, first, after) {
-      const found = await likeHistory.likers(target, first + 1, after === null ? null : decodeLikerCursor(after));
-      return {
-        likers: found.slice(0, first).map((p) => ({ userId: p.userId, cursor: encodeLikerCursor(p) })),
-        hasMore: found.length > first,
-      };
+    async likers(requests) {
+      // One row past each page tells whether more follow.
+      const found = await likeHistory.likers(requests.map((r) => ({ target: r.target, limit: r.first + 1, after: r.after })));
+      return requests.map(({ first }, i) => {
+        const positions = found[i] ?? [];
+        return {
+          likers: positions.slice(0, first).map((p) => ({ userId: p.userId, cursor: encodeLikerCursor(p) })),
+          hasMore: positions.length > first,
+        };
+      });
     },
   };
 }

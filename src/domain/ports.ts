@@ -45,15 +45,29 @@ export interface CommentStore {
   /** Inserts the comment and counts it on its post (and parent), in one transaction. */
   create(input: { postId: bigint; authorId: bigint; parentId: bigint | null; body: string }): Promise<Comment>;
   findByIds(ids: readonly bigint[]): Promise<Comment[]>;
-  /** Top-level comments of a post, newest first, strictly older than `beforeId` when given. */
-  ofPost(postId: bigint, limit: number, beforeId: bigint | null): Promise<Page<Comment>>;
-  /** Replies to a comment, newest first, strictly older than `beforeId` when given. */
-  repliesTo(parentId: bigint, limit: number, beforeId: bigint | null): Promise<Page<Comment>>;
+  /** Top-level comments of each post, a page per request in order, with one query for them all. */
+  ofPosts(requests: readonly PageRequest[]): Promise<Page<Comment>[]>;
+  /** Replies to each comment, a page per request in order, with one query for them all. */
+  repliesTo(requests: readonly PageRequest[]): Promise<Page<Comment>[]>;
+}
+
+/** One parent's page of children: newest first, at most `limit`, strictly older than `beforeId` when given. */
+export interface PageRequest {
+  readonly parentId: bigint;
+  readonly limit: number;
+  readonly beforeId: bigint | null;
+}
+
+/** One target's page of likers: at most `limit`, newest like first, strictly after `after` when given. */
+export interface LikersRequest {
+  readonly target: LikeableTarget;
+  readonly limit: number;
+  readonly after: LikerPosition | null;
 }
 
 export interface LikeHistoryStore {
-  /** Up to `limit` likers of a target, newest like first, strictly after `after`. */
-  likers(target: LikeableTarget, limit: number, after: LikerPosition | null): Promise<LikerPosition[]>;
+  /** The likers each request asks for, in order, with one query for them all. */
+  likers(requests: readonly LikersRequest[]): Promise<LikerPosition[][]>;
   /**
    * Applies coalesced changes (at most one per target and user) in one transaction:
    * a change passes only when its version is newer than the last applied for its

@@ -2,7 +2,9 @@
 // round trip for counts and the viewer's likes, one SQL query for unseen rows.
 import DataLoader from "dataloader";
 import type { Viewer } from "../domain/identity.js";
-import type { Comment, Counts, LikeableTarget, Post, Target, TargetType, TargetView, User } from "../domain/model.js";
+import type { LikersPage, LikersPageRequest } from "../domain/likes.js";
+import { targetKey, type Comment, type Counts, type LikeableTarget, type Page, type Post, type Target, type TargetType, type TargetView, type User } from "../domain/model.js";
+import type { PageRequest } from "../domain/ports.js";
 import type { Services } from "../domain/services.js";
 
 /**
@@ -68,15 +70,40 @@ export interface Loaders {
   readonly comment: DataLoader<bigint, Comment | null>;
   /** Counts of a target and whether the viewer likes it, read together. */
   readonly views: SettledLoader<TargetView>;
+  /**
+   * Pages of a connection, one per parent: the parents of one level (every post's
+   * comments, every comment's replies) load with one SQL query, whatever their
+   * number and whatever page size and cursor each asks.
+   */
+  readonly commentsOf: DataLoader<PageRequest, Page<Comment>, string>;
+  readonly repliesTo: DataLoader<PageRequest, Page<Comment>, string>;
+  readonly likers: DataLoader<LikersPageRequest, LikersPage, string>;
 }
 
+const pageKey = (r: PageRequest) => `${r.parentId}:${r.limit}:${r.beforeId ?? ""}`;
+const likersKey = (r: LikersPageRequest) => `${targetKey(r.target)}:${r.first}:${r.after ? `${r.after.at.getTime()}:${r.after.userId}` : ""}`;
+
 export function createLoaders(services: Services, viewer: Viewer | null): Loaders {
-  const { catalog, counters } = services;
+  const { catalog, content, counters, likes } = services;
+  const comment = new DataLoader<bigint, Comment | null>((ids) => catalog.comments(ids));
+  /** Comments a page brought are known rows: `parent` and `comment` lookups of them need no batch. */
+  const commentPages = (load: (requests: readonly PageRequest[]) => Promise<Page<Comment>[]>) =>
+    new DataLoader<PageRequest, Page<Comment>, string>(
+      async (requests) => {
+        const pages = await load(requests);
+        for (const page of pages) for (const row of page.items) comment.prime(row.id, row);
+        return pages;
+      },
+      { cacheKeyFn: pageKey },
+    );
   return {
     user: new DataLoader((ids) => catalog.users(ids)),
     post: new DataLoader((ids) => catalog.posts(ids)),
-    comment: new DataLoader((ids) => catalog.comments(ids)),
+    comment,
     views: new SettledLoader<TargetView>((targets) => counters.view(targets, viewer?.userId ?? null)),
+    commentsOf: commentPages((requests) => content.commentsOf(requests)),
+    repliesTo: commentPages((requests) => content.repliesTo(requests)),
+    likers: new DataLoader((requests) => likes.likers(requests), { cacheKeyFn: likersKey }),
   };
 }
 

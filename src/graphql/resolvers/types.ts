@@ -1,13 +1,13 @@
 // Field resolvers of the object types. Parents are the model's entities; list
 // fields go through the request's loaders, never straight to a service.
 import { decodeCursor, parsePageSize } from "../../domain/ids.js";
+import { decodeLikerCursor } from "../../domain/likes.js";
 import {
   countOf,
   type Comment as CommentEntity,
   type CounterName,
   type Counts,
   type LikeableTarget,
-  type Page,
   type Target,
   type TargetView,
   type Post as PostEntity,
@@ -35,14 +35,20 @@ const counts = (target: Target, ctx: Context) => viewOf(target, ctx, (v) => v.co
 const viewerHasLiked = (target: LikeableTarget, ctx: Context) => (ctx.viewer ? viewOf(target, ctx, (v) => v.viewerLikes) : false);
 const counter = (name: CounterName) => (counts: Counts) => countOf(counts, name);
 
-/** A page of comments as a connection, their counts prefetched when selected. */
+/**
+ * A page of comments as a connection, through a page loader so that every parent
+ * of the level shares one SQL query; their counts, when selected, are then
+ * prefetched for the whole level at once.
+ */
 async function commentConnection(
+  parentId: bigint,
   args: PageArgs,
   ctx: Context,
   info: GraphQLResolveInfo,
-  fetch: (first: number, before: bigint | null) => Promise<Page<CommentEntity>>,
+  loader: Context["loaders"]["commentsOf"],
 ) {
-  const page = await fetch(parsePageSize(args.first), args.after ? decodeCursor(args.after) : null);
+  const limit = parsePageSize(args.first);
+  const page = await loader.load({ parentId, limit, beforeId: args.after ? decodeCursor(args.after) : null });
   await prefetchCounts(ctx, info, "comment", page.items.map((c) => c.id), ["edges", "node"]);
   return idConnection(page);
 }
@@ -58,7 +64,9 @@ export const Post = {
   viewerHasLiked: (post: PostEntity, _: unknown, ctx: Context) => viewerHasLiked({ type: "post", id: post.id }, ctx),
   async likers(post: PostEntity, args: PageArgs, ctx: Context) {
     const first = parsePageSize(args.first);
-    const page = await ctx.services.likes.likers({ type: "post", id: post.id }, first, args.after ?? null);
+    const cursor = args.after ?? null;
+    const after = cursor === null ? null : decodeLikerCursor(cursor);
+    const page = await ctx.loaders.likers.load({ target: { type: "post", id: post.id }, first, after });
     const users = await ctx.loaders.user.loadMany(page.likers.map((l) => l.userId));
     // A liker whose account row is gone is left out rather than failing the page.
     const edges = page.likers.flatMap((liker, i) => {
@@ -68,7 +76,7 @@ export const Post = {
     return { edges, pageInfo: { hasNextPage: page.hasMore, endCursor: page.likers.at(-1)?.cursor ?? null } };
   },
   comments: (post: PostEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
-    commentConnection(args, ctx, info, (first, before) => ctx.services.content.commentsOf(post.id, first, before)),
+    commentConnection(post.id, args, ctx, info, ctx.loaders.commentsOf),
 };
 
 export const PostCounts = {
@@ -88,7 +96,7 @@ export const Comment = {
   viewerHasLiked: (comment: CommentEntity, _: unknown, ctx: Context) =>
     viewerHasLiked({ type: "comment", id: comment.id }, ctx),
   replies: (comment: CommentEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
-    commentConnection(args, ctx, info, (first, before) => ctx.services.content.repliesTo(comment.id, first, before)),
+    commentConnection(comment.id, args, ctx, info, ctx.loaders.repliesTo),
 };
 
 export const CommentCounts = {

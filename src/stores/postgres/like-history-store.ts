@@ -1,5 +1,5 @@
 import { Prisma } from "../../generated/prisma/client.js";
-import type { CounterDelta, LikeableTarget, LikeChange, Target } from "../../domain/model.js";
+import type { CounterDelta, LikeableTarget, LikeChange, LikerPosition, Target } from "../../domain/model.js";
 import type { LikeHistoryStore } from "../../domain/ports.js";
 import type { Database } from "./database.js";
 import { upsertCounters } from "./counter-sql.js";
@@ -19,20 +19,32 @@ const byKey = (a: LikeChange, b: LikeChange) =>
 
 export function createLikeHistoryStore(db: Database): LikeHistoryStore {
   return {
-    async likers(target, limit, after) {
-      const rows = await db.like.findMany({
-        where: {
-          targetType: target.type,
-          targetId: target.id,
-          ...(after && {
-            OR: [{ createdAt: { lt: after.at } }, { createdAt: after.at, userId: { lt: after.userId } }],
-          }),
-        },
-        orderBy: [{ createdAt: "desc" }, { userId: "desc" }],
-        take: limit,
-        select: { createdAt: true, userId: true },
-      });
-      return rows.map((r) => ({ at: r.createdAt, userId: r.userId }));
+    async likers(requests) {
+      if (requests.length === 0) return [];
+      // One statement for every target: a LATERAL subquery per target walks its
+      // (target_type, target_id, created_at) index backwards from its own cursor
+      // (PostgreSQL bounds the scan by the row comparison's leading column). No
+      // cursor is a position newer than every like: infinity, with any user id.
+      const rows = await db.$queryRaw<{ ord: number; created_at: Date; user_id: string }[]>`
+        SELECT k.ord::int AS ord, l.created_at, l.user_id::text AS user_id
+        FROM unnest(
+          ${requests.map((r) => r.target.type)}::text[],
+          ${requests.map((r) => r.target.id.toString())}::text[]::bigint[],
+          ${requests.map((r) => r.after?.at.toISOString() ?? "infinity")}::text[]::timestamptz[],
+          ${requests.map((r) => r.after?.userId.toString() ?? "0")}::text[]::bigint[],
+          ${requests.map((r) => r.limit)}::int[]
+        ) WITH ORDINALITY AS k(target_type, target_id, after_at, after_user, lim, ord)
+        CROSS JOIN LATERAL (
+          SELECT l.created_at, l.user_id FROM likes l
+          WHERE l.target_type = k.target_type AND l.target_id = k.target_id
+            AND (l.created_at, l.user_id) < (k.after_at, k.after_user)
+          ORDER BY l.created_at DESC, l.user_id DESC
+          LIMIT k.lim
+        ) l
+        ORDER BY k.ord, l.created_at DESC, l.user_id DESC`;
+      const pages: LikerPosition[][] = requests.map(() => []);
+      for (const row of rows) pages[row.ord - 1]?.push({ at: row.created_at, userId: BigInt(row.user_id) });
+      return pages;
     },
     async apply(input) {
       if (input.length === 0) return { inserted: 0, deleted: 0, superseded: 0, passed: [], current: [], deltas: [] };
