@@ -14,7 +14,10 @@ import type { Services } from "../domain/services.js";
  * of 100. Keys are bigint ids per type, since building string keys showed in profiles.
  */
 export class SettledLoader<V, T extends Target = Target> {
-  private readonly byType = new Map<TargetType, { loader: DataLoader<bigint, V>; settled: Map<bigint, V> }>();
+  private readonly byType = new Map<
+    TargetType,
+    { loader: DataLoader<bigint, V>; settled: Map<bigint, V>; prefetcher: DataLoader<readonly T[], void> }
+  >();
 
   constructor(private readonly batch: (targets: readonly T[]) => Promise<V[]>) {}
 
@@ -27,7 +30,20 @@ export class SettledLoader<V, T extends Target = Target> {
         values.forEach((value, i) => settled.set(ids[i] as bigint, value));
         return values;
       });
-      entry = { loader, settled };
+      // Lists prefetched in the same tick, such as the pages of one connection level
+      // (every post's comments), load together: one batch for the level, not one per parent.
+      const prefetcher = new DataLoader<readonly T[], void>(
+        async (lists) => {
+          const missing = [...new Map(lists.flat().filter((t) => !settled.has(t.id)).map((t) => [t.id, t])).values()];
+          if (missing.length > 0) {
+            const values = await this.batch(missing);
+            values.forEach((value, i) => settled.set((missing[i] as T).id, value));
+          }
+          return lists.map(() => undefined);
+        },
+        { cache: false },
+      );
+      entry = { loader, settled, prefetcher };
       this.byType.set(type, entry);
     }
     return entry;
@@ -44,16 +60,17 @@ export class SettledLoader<V, T extends Target = Target> {
     return this.of(target.type).loader.load(target.id);
   }
 
-  /** Loads those not loaded yet in one batch (targets of one type); afterwards `get` answers them synchronously. */
+  /**
+   * Loads those not loaded yet (targets of one type), in one batch with every other
+   * list prefetched in the same tick; afterwards `get` answers them synchronously.
+   */
   async prefetch(targets: readonly T[]): Promise<void> {
     const first = targets[0];
     if (!first) return;
     if (targets.some((t) => t.type !== first.type)) throw new Error("prefetch takes targets of one type at a time.");
-    const { settled } = this.of(first.type);
-    const missing = targets.filter((t) => !settled.has(t.id));
-    if (missing.length === 0) return;
-    const values = await this.batch(missing);
-    values.forEach((value, i) => settled.set((missing[i] as T).id, value));
+    const { settled, prefetcher } = this.of(first.type);
+    if (targets.every((t) => settled.has(t.id))) return;
+    await prefetcher.load(targets);
   }
 
   /** Replaces a value, e.g. with a mutation's own result. */

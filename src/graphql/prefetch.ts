@@ -5,7 +5,8 @@ import { selects } from "./look-ahead.js";
 /**
  * Before a list of posts or comments is returned: when its items select
  * `counts` or `viewerHasLiked`, load both for the whole list in one round trip,
- * so each item answers synchronously.
+ * so each item answers synchronously. Lists of one connection level (each
+ * post's page of comments) arrive in the same tick and share that round trip.
  */
 export async function prefetchCounts(
   ctx: Context,
