@@ -5,13 +5,17 @@ import type { GraphQLFormattedError } from "graphql";
 import type { Logger } from "pino";
 import { DomainError, ErrorCode, RequestErrorCode } from "../errors.js";
 
-/** Codes Apollo, graphql-js and this service's limits give to problems with the request itself. */
+/**
+ * Codes Apollo, graphql-js and this service's limits give to problems with the request
+ * itself, and the service's own codes when a plugin throws them as a GraphQLError
+ * (a cost hook's RATE_LIMITED).
+ */
 const requestErrorCodes = new Set<string>([
   "GRAPHQL_PARSE_FAILED",
   "GRAPHQL_VALIDATION_FAILED",
-  "BAD_USER_INPUT",
   "OPERATION_RESOLUTION_FAILURE",
   ...Object.values(RequestErrorCode),
+  ...Object.values(ErrorCode),
 ]);
 
 /**
