@@ -1,11 +1,13 @@
 // Limits on what one GraphQL request may ask for, checked once the operation is
 // parsed, validated and chosen, and before the context's loaders, any resolver or
 // any store call runs. A refusal is a coded error with what was measured and the
-// limit in `extensions`, answered with HTTP 400.
+// limit in `extensions`, answered with HTTP 400. Arguments holding a NUL byte are
+// refused here too (BAD_USER_INPUT), since no store could take them.
 import type { ApolloServerPlugin } from "@apollo/server";
 import { GraphQLError, type GraphQLSchema } from "graphql";
 import { ErrorCode, RequestErrorCode } from "../../errors.js";
 import type { Context } from "../context.js";
+import { argumentWithNul } from "./nul-bytes.js";
 import { measureOperation, type OperationShape } from "./operation-shape.js";
 import { maxPricedSelections, queryCost } from "./query-cost.js";
 
@@ -78,6 +80,8 @@ export function createRequestLimitsPlugin(options: RequestLimitsOptions): Apollo
           if (!operation) return;
           const refusal = checkShape(measureOperation(document, operation), operation.operation, limits);
           if (refusal) throw refusal;
+          const nulIn = argumentWithNul(document, variables);
+          if (nulIn) throw new GraphQLError(`${nulIn} must not contain a NUL byte (\\u0000).`, { extensions: { code: ErrorCode.BAD_USER_INPUT, field: nulIn, http: { status: 400 } } });
           const priced = queryCost(schema, document, operationName ?? undefined, variables);
           if ("badVariables" in priced) {
             throw new GraphQLError(priced.badVariables.message, { nodes: priced.badVariables.nodes, extensions: { code: ErrorCode.BAD_USER_INPUT, http: { status: 400 } } });
