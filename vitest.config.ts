@@ -1,6 +1,12 @@
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
+  resolve: {
+    // Node loads graphql's CommonJS build (its package has no "exports"), for our code and for
+    // the libraries alike; Vite would hand our code the .mjs build instead, and graphql's
+    // instanceof checks then fail between the two copies ("from another module or realm").
+    alias: [{ find: /^graphql$/, replacement: "graphql/index.js" }],
+  },
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/setup/global.ts"],

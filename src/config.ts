@@ -61,6 +61,13 @@ const schema = z.object({
   COLD_TARGET_IDLE_SECONDS: z.coerce.number().int().min(0).default(7 * 24 * 3600),
   // Prometheus metrics at http://HOST:METRICS_PORT/metrics; 0 turns them off.
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  // Request limits, checked before any resolver runs (README, "Limits").
+  MAX_BODY_BYTES: positiveInt(100 * 1024),
+  MAX_QUERY_DEPTH: positiveInt(12),
+  MAX_QUERY_COST: positiveInt(5_000),
+  MAX_ALIASES: positiveInt(30),
+  MAX_MUTATIONS: positiveInt(10),
+  MAX_VARIABLE_VALUES: positiveInt(1_000),
 });
 
 export interface Config {
@@ -107,6 +114,14 @@ export interface Config {
     readonly coldAfterSeconds: number;
   };
   readonly metricsPort: number;
+  readonly limits: {
+    readonly bodyBytes: number;
+    readonly depth: number;
+    readonly cost: number;
+    readonly aliases: number;
+    readonly mutations: number;
+    readonly variableValues: number;
+  };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -159,5 +174,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       coldAfterSeconds: e.COLD_TARGET_IDLE_SECONDS,
     }),
     metricsPort: e.METRICS_PORT,
+    limits: Object.freeze({
+      bodyBytes: e.MAX_BODY_BYTES,
+      depth: e.MAX_QUERY_DEPTH,
+      cost: e.MAX_QUERY_COST,
+      aliases: e.MAX_ALIASES,
+      mutations: e.MAX_MUTATIONS,
+      variableValues: e.MAX_VARIABLE_VALUES,
+    }),
   });
 }

@@ -22,6 +22,42 @@ export const ErrorCode = {
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
+/**
+ * Codes of requests refused before any resolver runs: the document or the HTTP
+ * request itself is at fault. The limits put what they measured and the limit in
+ * `extensions` beside the code (for example `{ code, cost, limit }`).
+ */
+export const RequestErrorCode = {
+  /** The body or a JSON value in it is not valid JSON, or the request has no usable query. */
+  BAD_REQUEST: "BAD_REQUEST",
+  /** The body is larger than MAX_BODY_BYTES (HTTP 413; `extensions.limit` in bytes). */
+  PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
+  /** No route at this path (GraphQL is served on /graphql only; HTTP 404). */
+  ROUTE_NOT_FOUND: "ROUTE_NOT_FOUND",
+  /** Fields nest deeper than MAX_QUERY_DEPTH (`extensions.depth`, `extensions.limit`). */
+  QUERY_TOO_DEEP: "QUERY_TOO_DEEP",
+  /** The operation could resolve more objects than MAX_QUERY_COST allows (`extensions.cost`, `extensions.limit`). */
+  QUERY_TOO_COSTLY: "QUERY_TOO_COSTLY",
+  /** The operation renames more fields than MAX_ALIASES (`extensions.aliases`, `extensions.limit`). */
+  TOO_MANY_ALIASES: "TOO_MANY_ALIASES",
+  /** A mutation operation has more root fields than MAX_MUTATIONS (`extensions.mutations`, `extensions.limit`). */
+  TOO_MANY_MUTATIONS: "TOO_MANY_MUTATIONS",
+  /** The variables hold more values than MAX_VARIABLE_VALUES (`extensions.values`, `extensions.limit`). */
+  VARIABLES_TOO_LARGE: "VARIABLES_TOO_LARGE",
+  /** An automatic persisted query hash is unknown to this server: send the query with its hash. */
+  PERSISTED_QUERY_NOT_FOUND: "PERSISTED_QUERY_NOT_FOUND",
+  /** Automatic persisted queries are turned off on this server. */
+  PERSISTED_QUERY_NOT_SUPPORTED: "PERSISTED_QUERY_NOT_SUPPORTED",
+  /** The persisted query's `sha256Hash` is not the SHA-256 of the query sent with it. */
+  PERSISTED_QUERY_HASH_MISMATCH: "PERSISTED_QUERY_HASH_MISMATCH",
+  /** The persisted query extension names a version other than 1. */
+  PERSISTED_QUERY_VERSION_UNSUPPORTED: "PERSISTED_QUERY_VERSION_UNSUPPORTED",
+  /** A subscription sent over plain HTTP; subscriptions need a WebSocket connection. */
+  OPERATION_NOT_SUPPORTED: "OPERATION_NOT_SUPPORTED",
+} as const;
+
+export type RequestErrorCode = (typeof RequestErrorCode)[keyof typeof RequestErrorCode];
+
 export class DomainError extends Error {
   override readonly name = "DomainError";
   constructor(

@@ -3,6 +3,7 @@ import { badInput, notFound } from "../errors.js";
 import type { CounterService } from "./counters.js";
 import type { Comment, Page, Post } from "./model.js";
 import type { CommentStore, PageRequest, PostStore } from "./ports.js";
+import { checkPlainText } from "./text.js";
 
 export const limits = {
   titleLength: 200,
@@ -11,6 +12,8 @@ export const limits = {
 } as const;
 
 function text(field: string, value: string, max: number): string {
+  // Bodies are multi-line; a title is one line.
+  checkPlainText(field, value, { multiline: field === "body" });
   const trimmed = value.trim();
   if (trimmed.length === 0) throw badInput(field, `${field} must not be empty.`);
   if (trimmed.length > max) throw badInput(field, `${field} must be at most ${max} characters; got ${trimmed.length}.`);

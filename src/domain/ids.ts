@@ -20,7 +20,8 @@ export function encodeCursor(id: bigint): string {
 export function decodeCursor(cursor: string, field = "after"): bigint {
   const text = Buffer.from(cursor, "base64url").toString();
   const match = /^c:([1-9][0-9]{0,18})$/.exec(text);
-  if (!match?.[1]) throw badInput(field, `${field} is not a cursor this service issued; pass a pageInfo.endCursor back unchanged.`);
+  // Nineteen digits can still exceed a bigint column, which PostgreSQL would refuse mid-query.
+  if (!match?.[1] || BigInt(match[1]) > maxId) throw badInput(field, `${field} is not a cursor this service issued; pass a pageInfo.endCursor back unchanged.`);
   return BigInt(match[1]);
 }
 

@@ -6,6 +6,7 @@ import type { CounterService } from "./counters.js";
 import { hashPassword, verifyPassword, type TokenService, type Viewer } from "./identity.js";
 import type { User } from "./model.js";
 import type { UserStore } from "./ports.js";
+import { checkPlainText } from "./text.js";
 
 export interface Session {
   readonly token: string;
@@ -26,9 +27,12 @@ export function validateRegistration(username: string, email: string, password: 
   if (!/^[A-Za-z0-9_]{3,32}$/.test(username)) {
     throw badInput("username", "username must be 3 to 32 letters, digits or underscores.");
   }
+  // The username's pattern admits no control character; email and password are checked for them.
+  checkPlainText("email", email);
   if (email.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) {
     throw badInput("email", "email must be an address such as name@example.com.");
   }
+  checkPlainText("password", password);
   if (password.length < 8 || password.length > 128 || !/[A-Za-z]/.test(password) || !/[0-9]/.test(password)) {
     throw badInput("password", "password must be 8 to 128 characters with at least one letter and one digit.");
   }

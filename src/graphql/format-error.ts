@@ -3,17 +3,29 @@
 // logged with its cause, never sent with a stack.
 import type { GraphQLFormattedError } from "graphql";
 import type { Logger } from "pino";
-import { DomainError, ErrorCode } from "../errors.js";
+import { DomainError, ErrorCode, RequestErrorCode } from "../errors.js";
 
-/** Codes Apollo and graphql-js give to problems with the request itself. */
-const requestErrorCodes = new Set([
+/**
+ * Codes Apollo, graphql-js and this service's limits give to problems with the request
+ * itself, and the service's own codes when a plugin throws them as a GraphQLError
+ * (a cost hook's RATE_LIMITED).
+ */
+const requestErrorCodes = new Set<string>([
   "GRAPHQL_PARSE_FAILED",
   "GRAPHQL_VALIDATION_FAILED",
-  "BAD_USER_INPUT",
-  "BAD_REQUEST",
-  "PERSISTED_QUERY_NOT_FOUND",
-  "PERSISTED_QUERY_NOT_SUPPORTED",
   "OPERATION_RESOLUTION_FAILURE",
+  ...Object.values(RequestErrorCode),
+  ...Object.values(ErrorCode),
+]);
+
+/**
+ * Apollo refuses these persisted-query requests with HTTP 400 but no code (so they
+ * would read as internal errors); its messages are matched exactly, and a test
+ * sends both cases so that a change of wording in Apollo shows.
+ */
+const uncodedApolloErrors = new Map<string, { code: RequestErrorCode; message: string }>([
+  ["provided sha does not match query", { code: RequestErrorCode.PERSISTED_QUERY_HASH_MISMATCH, message: "The persisted query's sha256Hash is not the SHA-256 of the query sent with it; compute it over the exact query text." }],
+  ["Unsupported persisted query version", { code: RequestErrorCode.PERSISTED_QUERY_VERSION_UNSUPPORTED, message: "Only version 1 of the persisted query extension is supported." }],
 ]);
 
 /** The error a resolver threw, under the GraphQLError(s) wrapped around it. */
@@ -35,6 +47,10 @@ export function createFormatError(logger: Logger, isUnavailable: (error: unknown
         path: formatted.path,
         extensions: { code: original.code, ...(original.field ? { field: original.field } : {}) },
       };
+    }
+    const apolloError = uncodedApolloErrors.get(formatted.message);
+    if (apolloError && formatted.extensions?.code === "INTERNAL_SERVER_ERROR" && !formatted.path) {
+      return { message: apolloError.message, extensions: { code: apolloError.code } };
     }
     const code = formatted.extensions?.code;
     if (typeof code === "string" && requestErrorCodes.has(code)) {

@@ -10,7 +10,9 @@ import type { Readiness } from "../domain/readiness.js";
 import type { Services } from "../domain/services.js";
 import { createContext, type Context } from "./context.js";
 import { createFormatError } from "./format-error.js";
+import { installHttpErrorHandlers } from "./http-errors.js";
 import { jitGateway } from "./jit-executor.js";
+import { createRequestLimitsPlugin, type RequestLimitsOptions } from "./limits/request-limits-plugin.js";
 import { createSchema } from "./schema.js";
 
 export interface GraphQLServerOptions {
@@ -20,6 +22,10 @@ export interface GraphQLServerOptions {
   readonly isUnavailable: (error: unknown) => boolean;
   /** What GET /health/ready reports: 200 when every dependency answers, else 503 naming those that do not. */
   readonly readiness: Readiness;
+  /** What one request may ask for (MAX_* settings), checked before anything executes. */
+  readonly limits: RequestLimitsOptions["limits"] & { readonly bodyBytes: number };
+  /** Charges an operation's cost once it passed the limits (a rate limiter's hook); its error is the response. */
+  readonly onCost?: RequestLimitsOptions["onCost"];
 }
 
 export interface ServingApi {
@@ -34,10 +40,14 @@ export async function serveGraphQL(
   services: Services,
   options: GraphQLServerOptions & { readonly host: string; readonly port: number },
 ): Promise<ServingApi> {
-  const http = Fastify();
+  const http = Fastify({ bodyLimit: options.limits.bodyBytes });
+  installHttpErrorHandlers(http, options.logger, options.limits.bodyBytes);
+  const schema = createSchema();
   const apollo = new ApolloServer<Context>({
-    gateway: jitGateway(createSchema()),
+    gateway: jitGateway(schema),
     introspection: options.introspection,
+    // "Did you mean …?" suggestions would describe the schema that turning introspection off hides.
+    hideSchemaDetailsFromClientErrors: !options.introspection,
     includeStacktraceInErrorResponses: false,
     // The entry point owns signals and closes everything in order; Apollo's own handler would race it.
     stopOnTerminationSignals: false,
@@ -50,6 +60,7 @@ export async function serveGraphQL(
       // Counts change every moment, so no response carries cache hints; the plugin
       // would otherwise wrap every field resolver, compiled ones included.
       ApolloServerPluginCacheControlDisabled(),
+      createRequestLimitsPlugin({ schema, limits: options.limits, onCost: options.onCost }),
     ],
   });
   await apollo.start();

@@ -25,6 +25,13 @@ describe("ids and cursors", () => {
     expect(() => decodeCursor("bm9wZQ")).toThrow(/cursor/);
   });
 
+  it("when a cursor holds an id above 2^63-1, then it is BAD_USER_INPUT naming the argument", () => {
+    expect(decodeCursor(encodeCursor(2n ** 63n - 1n))).toBe(2n ** 63n - 1n);
+    const tooLarge = Buffer.from(`c:${2n ** 63n}`).toString("base64url");
+    expect(() => decodeCursor(tooLarge)).toThrow(expect.objectContaining({ code: "BAD_USER_INPUT", field: "after" }));
+    expect(() => decodeCursor(Buffer.from("c:9999999999999999999").toString("base64url"))).toThrow(DomainError);
+  });
+
   it("when a page size is out of 0..100, then it is refused", () => {
     expect(parsePageSize(0)).toBe(0);
     expect(parsePageSize(100)).toBe(100);
