@@ -3,7 +3,7 @@
 // logged with its cause, never sent with a stack.
 import type { GraphQLFormattedError } from "graphql";
 import type { Logger } from "pino";
-import { DomainError, ErrorCode } from "../errors.js";
+import { DomainError, ErrorCode, RateLimitedError } from "../errors.js";
 
 /** Codes Apollo and graphql-js give to problems with the request itself. */
 const requestErrorCodes = new Set([
@@ -33,7 +33,11 @@ export function createFormatError(logger: Logger, isUnavailable: (error: unknown
         message: original.message,
         locations: formatted.locations,
         path: formatted.path,
-        extensions: { code: original.code, ...(original.field ? { field: original.field } : {}) },
+        extensions: {
+          code: original.code,
+          ...(original.field ? { field: original.field } : {}),
+          ...(original instanceof RateLimitedError ? { retryAfterSeconds: original.retryAfterSeconds } : {}),
+        },
       };
     }
     const code = formatted.extensions?.code;

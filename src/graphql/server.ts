@@ -8,9 +8,11 @@ import Fastify from "fastify";
 import type { Logger } from "pino";
 import type { Readiness } from "../domain/readiness.js";
 import type { Services } from "../domain/services.js";
+import { authenticationPlugin } from "./authentication-plugin.js";
 import { createContext, type Context } from "./context.js";
 import { createFormatError } from "./format-error.js";
 import { jitGateway } from "./jit-executor.js";
+import { rateLimitPlugin } from "./rate-limit-plugin.js";
 import { createSchema } from "./schema.js";
 
 export interface GraphQLServerOptions {
@@ -20,6 +22,8 @@ export interface GraphQLServerOptions {
   readonly isUnavailable: (error: unknown) => boolean;
   /** What GET /health/ready reports: 200 when every dependency answers, else 503 naming those that do not. */
   readonly readiness: Readiness;
+  /** Fastify's `trustProxy` (TRUST_PROXY): whether and which proxies' X-Forwarded-For names the client; default false. */
+  readonly trustProxy?: boolean | number | string[];
 }
 
 export interface ServingApi {
@@ -34,7 +38,9 @@ export async function serveGraphQL(
   services: Services,
   options: GraphQLServerOptions & { readonly host: string; readonly port: number },
 ): Promise<ServingApi> {
-  const http = Fastify();
+  const { trustProxy = false } = options;
+  // A hop count as the function Fastify would make of it (its types take no number).
+  const http = Fastify({ trustProxy: typeof trustProxy === "number" ? (_address: string, hop: number) => hop < trustProxy : trustProxy });
   const apollo = new ApolloServer<Context>({
     gateway: jitGateway(createSchema()),
     introspection: options.introspection,
@@ -50,6 +56,9 @@ export async function serveGraphQL(
       // Counts change every moment, so no response carries cache hints; the plugin
       // would otherwise wrap every field resolver, compiled ones included.
       ApolloServerPluginCacheControlDisabled(),
+      // In this order: a bad token is refused before it spends any budget.
+      authenticationPlugin(),
+      rateLimitPlugin(),
     ],
   });
   await apollo.start();
@@ -59,7 +68,7 @@ export async function serveGraphQL(
     const report = await options.readiness();
     return reply.code(report.ready ? 200 : 503).send({ status: report.ready ? "ready" : "unavailable", checks: report.checks });
   });
-  await http.register(fastifyApollo(apollo), { context: async (request) => createContext(services, request.headers.authorization) });
+  await http.register(fastifyApollo(apollo), { context: async (request) => createContext(services, request.headers.authorization, request.ip) });
   await http.listen({ host: options.host, port: options.port });
   const address = http.server.address();
   const port = typeof address === "object" && address ? address.port : options.port;
