@@ -63,8 +63,8 @@ const schema = z.object({
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   // Tokens: accepted this long past `exp` (clocks disagree); `iss` / `aud` required and issued when set.
   JWT_CLOCK_TOLERANCE_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
-  JWT_ISSUER: z.string().min(1).optional(),
-  JWT_AUDIENCE: z.string().min(1).optional(),
+  JWT_ISSUER: z.string().optional().transform((v) => v || undefined),
+  JWT_AUDIENCE: z.string().optional().transform((v) => v || undefined),
   // Whether X-Forwarded-For names the client: "false", "true" (any proxy), a hop count, or proxy addresses/CIDRs, comma-separated.
   TRUST_PROXY: z.string().default("false"),
   // Rate budgets, in units per minute (a quiet client may spend a minute's worth at once); 0 leaves one unlimited.
