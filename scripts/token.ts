@@ -17,4 +17,5 @@ try {
   console.error((error as Error).message);
   process.exit(2);
 }
-console.log(await createTokenService({ secret: config.jwtSecret, ttlSeconds: config.tokenTtlSeconds }).issue(userId));
+const tokens = createTokenService({ secret: config.jwtSecret, ttlSeconds: config.tokenTtlSeconds, issuer: config.jwt.issuer, audience: config.jwt.audience });
+console.log(await tokens.issue(userId));

@@ -15,6 +15,6 @@ const shutdown = onTermination(logger);
 const clients = await openClients(config, logger);
 shutdown.add(() => clients.close());
 const app = compose(config, clients, logger);
-const api = await serveGraphQL(app.services, { logger, isUnavailable: app.isUnavailable, readiness: app.readiness, limits: config.limits, introspection: !config.production, host: config.host, port: config.port });
+const api = await serveGraphQL(app.services, { logger, isUnavailable: app.isUnavailable, readiness: app.readiness, limits: config.limits, introspection: !config.production, host: config.host, port: config.port, trustProxy: config.trustProxy });
 shutdown.add(() => api.close());
 logger.info({ url: `${api.url}graphql` }, "API process ready");

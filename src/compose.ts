@@ -9,6 +9,7 @@ import { createTokenService } from "./domain/identity.js";
 import { createLikeService } from "./domain/likes.js";
 import { createLikePersistence } from "./domain/persistence.js";
 import type { MessageBus } from "./domain/ports.js";
+import { createRateLimits } from "./domain/rate-limits.js";
 import { createRepairService } from "./domain/repairs.js";
 import { createReadiness, type Readiness } from "./domain/readiness.js";
 import type { Services } from "./domain/services.js";
@@ -29,6 +30,7 @@ import { createRedisKeys } from "./stores/redis/keys.js";
 import { createLease } from "./stores/redis/lease-store.js";
 import { createLikeStore } from "./stores/redis/like-store.js";
 import { createOutboxStore } from "./stores/redis/outbox-store.js";
+import { createRateBudgetStore } from "./stores/redis/rate-budget-store.js";
 import { createRebuildStore } from "./stores/redis/rebuild-store.js";
 import { createRedisReconcileStore } from "./stores/redis/reconcile-store.js";
 
@@ -64,13 +66,38 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const catalog = createCatalog({ users, posts, comments });
   const snapshots = createSnapshotStore(db);
   const counters = createCounterService({ counterStore, rebuildStore: rebuilds, snapshots, lookup: lookupTarget(catalog) });
-  const tokens = createTokenService({ secret: config.jwtSecret, ttlSeconds: config.tokenTtlSeconds });
+  const tokens = createTokenService({
+    secret: config.jwtSecret,
+    ttlSeconds: config.tokenTtlSeconds,
+    issuer: config.jwt.issuer,
+    audience: config.jwt.audience,
+    clockToleranceSeconds: config.jwt.clockToleranceSeconds,
+  });
+  const { rateLimits: limits } = config;
+  const rateLimits = createRateLimits({
+    store: createRateBudgetStore(redis, keys),
+    settings: {
+      enabled: limits.enabled,
+      periodMs: 60_000,
+      queryCostThreshold: limits.queryCostThreshold,
+      limits: {
+        userMutations: limits.userMutations,
+        ipMutations: limits.ipMutations,
+        ipSignIns: limits.ipSignIns,
+        usernameLogins: limits.usernameLogins,
+        viewerQueryCost: limits.viewerQueryCost,
+        ipQueryCost: limits.ipQueryCost,
+      },
+    },
+    onStoreFailure: (err) => logger.warn({ err }, "rate budgets could not be read from Redis; requests pass uncharged for a second"),
+  });
   const services: Services = {
     catalog,
     counters,
     tokens,
     likes: createLikeService({ likeStore: createLikeStore(redis, keys), likeHistory, counters }),
-    users: createUserService({ users, tokens, counters, catalog }),
+    users: createUserService({ users, tokens, counters, catalog, rateLimits }),
+    rateLimits,
     content: createContentService({
       posts,
       comments,

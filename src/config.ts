@@ -68,7 +68,34 @@ const schema = z.object({
   MAX_ALIASES: positiveInt(30),
   MAX_MUTATIONS: positiveInt(10),
   MAX_VARIABLE_VALUES: positiveInt(1_000),
+  // Tokens: accepted this long past `exp` (clocks disagree); `iss` / `aud` required and issued when set.
+  JWT_CLOCK_TOLERANCE_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
+  JWT_ISSUER: z.string().optional().transform((v) => v || undefined),
+  JWT_AUDIENCE: z.string().optional().transform((v) => v || undefined),
+  // Whether X-Forwarded-For names the client: "false", "true" (any proxy), a hop count, or proxy addresses/CIDRs, comma-separated.
+  TRUST_PROXY: z.string().default("false"),
+  // Rate budgets, in units per minute (a quiet client may spend a minute's worth at once); 0 leaves one unlimited.
+  RATE_LIMITS: z.enum(["on", "off"]).default("on"),
+  RATE_LIMIT_USER_MUTATIONS: z.coerce.number().int().min(0).default(600),
+  RATE_LIMIT_IP_MUTATIONS: z.coerce.number().int().min(0).default(3000),
+  RATE_LIMIT_IP_SIGN_INS: z.coerce.number().int().min(0).default(300),
+  RATE_LIMIT_USERNAME_LOGINS: z.coerce.number().int().min(0).default(10),
+  // Queries whose cost reaches the threshold are charged their cost; cheaper ones cost no budget (and no Redis call).
+  RATE_LIMIT_QUERY_COST_THRESHOLD: positiveInt(1000),
+  RATE_LIMIT_VIEWER_QUERY_COST: z.coerce.number().int().min(0).default(100_000),
+  RATE_LIMIT_IP_QUERY_COST: z.coerce.number().int().min(0).default(500_000),
 });
+
+/** Fastify's `trustProxy`: whether and which proxies' X-Forwarded-For to believe. */
+export type TrustProxy = boolean | number | string[];
+
+function parseTrustProxy(value: string): TrustProxy {
+  const v = value.trim().toLowerCase();
+  if (v === "" || v === "false" || v === "off") return false;
+  if (v === "true" || v === "on") return true;
+  if (/^\d+$/.test(v)) return Number(v);
+  return value.split(",").map((s) => s.trim()).filter(Boolean);
+}
 
 export interface Config {
   readonly databaseUrl: string;
@@ -121,6 +148,22 @@ export interface Config {
     readonly aliases: number;
     readonly mutations: number;
     readonly variableValues: number;
+  };
+  readonly jwt: {
+    readonly clockToleranceSeconds: number;
+    readonly issuer: string | undefined;
+    readonly audience: string | undefined;
+  };
+  readonly trustProxy: TrustProxy;
+  readonly rateLimits: {
+    readonly enabled: boolean;
+    readonly userMutations: number;
+    readonly ipMutations: number;
+    readonly ipSignIns: number;
+    readonly usernameLogins: number;
+    readonly queryCostThreshold: number;
+    readonly viewerQueryCost: number;
+    readonly ipQueryCost: number;
   };
 }
 
@@ -181,6 +224,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       aliases: e.MAX_ALIASES,
       mutations: e.MAX_MUTATIONS,
       variableValues: e.MAX_VARIABLE_VALUES,
+    }),
+    jwt: Object.freeze({ clockToleranceSeconds: e.JWT_CLOCK_TOLERANCE_SECONDS, issuer: e.JWT_ISSUER, audience: e.JWT_AUDIENCE }),
+    trustProxy: parseTrustProxy(e.TRUST_PROXY),
+    rateLimits: Object.freeze({
+      enabled: e.RATE_LIMITS === "on",
+      userMutations: e.RATE_LIMIT_USER_MUTATIONS,
+      ipMutations: e.RATE_LIMIT_IP_MUTATIONS,
+      ipSignIns: e.RATE_LIMIT_IP_SIGN_INS,
+      usernameLogins: e.RATE_LIMIT_USERNAME_LOGINS,
+      queryCostThreshold: e.RATE_LIMIT_QUERY_COST_THRESHOLD,
+      viewerQueryCost: e.RATE_LIMIT_VIEWER_QUERY_COST,
+      ipQueryCost: e.RATE_LIMIT_IP_QUERY_COST,
     }),
   });
 }

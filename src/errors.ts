@@ -90,3 +90,16 @@ export class TargetFullError extends Error {
     super(`${target.type} ${target.id} has reached the most likers its membership shards can hold.`);
   }
 }
+
+/**
+ * A budget of the caller's is spent (RATE_LIMITED): nothing was done, and the
+ * same request is accepted again after `retryAfterSeconds` (a whole number, at least 1).
+ */
+export class RateLimitedError extends DomainError {
+  constructor(
+    readonly retryAfterSeconds: number,
+    what: string,
+  ) {
+    super(ErrorCode.RATE_LIMITED, `Too many ${what}; retry in ${retryAfterSeconds} s.`);
+  }
+}

@@ -203,6 +203,10 @@ export async function startService(mode: ServiceMode, env: Record<string, string
       RABBITMQ_PREFIX: "likes_bench",
       METRICS_PORT: "0",
       RECONCILE_CRON: "off",
+      // Every bench request comes from 127.0.0.1: per-address budgets would measure the limiter, not the service.
+      RATE_LIMIT_IP_MUTATIONS: "0",
+      RATE_LIMIT_IP_SIGN_INS: "0",
+      RATE_LIMIT_IP_QUERY_COST: "0",
       ...env,
       PIPELINE: mode === "npm start" ? "embedded" : "off",
       PORT: String(port),

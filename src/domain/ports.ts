@@ -343,3 +343,14 @@ export interface MessageBus {
   consumeRepairs(options: ConsumeOptions, handle: (delivery: Delivery<Repair>) => Promise<Disposition>): Subscription;
   close(): Promise<void>;
 }
+
+/** Rate budgets kept where every API process shares them (src/domain/rate-limits.ts spends them). */
+export interface RateBudgetStore {
+  /**
+   * Charges `cost` units against `subject`'s budget named `budget`, which holds
+   * `limit` units and refills them evenly over `periodMs`; `cost` is 1 to `limit`.
+   * Answers 0 when charged, else the milliseconds until the same charge would be
+   * accepted (nothing charged).
+   */
+  charge(budget: string, subject: string, cost: number, limit: number, periodMs: number): Promise<number>;
+}

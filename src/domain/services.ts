@@ -4,6 +4,7 @@ import type { ContentService } from "./content.js";
 import type { CounterService } from "./counters.js";
 import type { TokenService } from "./identity.js";
 import type { LikeService } from "./likes.js";
+import type { RateLimits } from "./rate-limits.js";
 import type { UserService } from "./users.js";
 
 export interface Services {
@@ -13,4 +14,5 @@ export interface Services {
   readonly likes: LikeService;
   readonly tokens: TokenService;
   readonly users: UserService;
+  readonly rateLimits: RateLimits;
 }

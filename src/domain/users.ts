@@ -7,6 +7,7 @@ import { hashPassword, verifyPassword, type TokenService, type Viewer } from "./
 import type { User } from "./model.js";
 import type { UserStore } from "./ports.js";
 import { checkPlainText } from "./text.js";
+import type { RateLimits } from "./rate-limits.js";
 
 export interface Session {
   readonly token: string;
@@ -40,14 +41,36 @@ export function validateRegistration(username: string, email: string, password: 
 
 const noSuchUser = "The bearer token names no user of this service; sign in again.";
 
-export function createUserService(deps: { users: UserStore; tokens: TokenService; counters: CounterService; catalog: Catalog; missingTtlMs?: number }): UserService {
-  const { users, tokens, counters, catalog } = deps;
+/**
+ * Whether a username could name an account (registration's rule). Others are
+ * answered as unknown without asking PostgreSQL: a null byte would make it fail
+ * the query, and no such name was ever registered.
+ */
+const couldBeUsername = (username: string): boolean => /^[A-Za-z0-9_]{3,32}$/.test(username);
+
+/**
+ * What an unknown username's password is checked against, so that answering
+ * "wrong" costs one scrypt whether the account exists or not. The same shape as
+ * a stored hash (16-byte salt, 32-byte key); no password is sought to match it.
+ */
+const unknownUserHash = `scrypt$${"5a".repeat(16)}$${"c3".repeat(32)}`;
+
+export function createUserService(deps: {
+  users: UserStore;
+  tokens: TokenService;
+  counters: CounterService;
+  catalog: Catalog;
+  missingTtlMs?: number;
+  /** Charges each sign-in attempt to its username's budget before any password work. */
+  rateLimits?: RateLimits;
+}): UserService {
+  const { users, tokens, counters, catalog, rateLimits } = deps;
   // Users found missing, so a token naming none costs one query per 30 s, not one per request.
   // Users that exist are remembered by the catalog: the steady state sends no SQL.
   const missing = new LRUCache<bigint, true>({ max: 100_000, ttl: deps.missingTtlMs ?? 30_000 });
   return {
     async authenticate(token) {
-      const viewer = tokens.verify(token);
+      const viewer = await tokens.verify(token);
       if (!viewer) return { problem: "The bearer token is invalid or expired; sign in again." };
       if (missing.has(viewer.userId)) return { problem: noSuchUser };
       let exists: boolean;
@@ -73,9 +96,11 @@ export function createUserService(deps: { users: UserStore; tokens: TokenService
       return { token: await tokens.issue(user.id), user };
     },
     async login(username, password) {
-      const found = await users.findCredentials(username);
-      // One message for both cases, so sign-in does not reveal which usernames exist.
-      if (!found || !(await verifyPassword(password, found.passwordHash))) {
+      await rateLimits?.charge([{ budget: "usernameLogins", subject: username, cost: 1 }]);
+      const found = couldBeUsername(username) ? await users.findCredentials(username) : null;
+      // One message and one scrypt for both cases, so sign-in reveals neither by its answer nor by its time which usernames exist.
+      const matches = await verifyPassword(password, found ? found.passwordHash : unknownUserHash);
+      if (!found || !matches) {
         throw new DomainError(ErrorCode.UNAUTHENTICATED, "Username or password is wrong.");
       }
       return { token: await tokens.issue(found.user.id), user: found.user };

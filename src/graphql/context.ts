@@ -6,14 +6,19 @@ import { createLoaders, type Loaders } from "./loaders.js";
 export interface Context {
   /** Set by register and login for the rest of their request, so the payload reads as the new user. */
   viewer: Viewer | null;
-  /** Why a sent token was not accepted, for the error a mutation then gets. */
+  /**
+   * Why a sent token was not accepted. The operation is then refused before any
+   * resolver runs (authentication-plugin.ts), unless it only signs in.
+   */
   readonly tokenProblem: string | null;
+  /** The caller's address as Fastify saw it (X-Forwarded-For only when TRUST_PROXY believes it): whose per-address budgets pay. */
+  readonly clientIp: string;
   readonly loaders: Loaders;
   readonly services: Services;
 }
 
-/** A request's context, from its Authorization header. */
-export async function createContext(services: Services, header: string | undefined): Promise<Context> {
+/** A request's context, from its Authorization header and the client's address. */
+export async function createContext(services: Services, header: string | undefined, clientIp = "unknown"): Promise<Context> {
   let viewer: Viewer | null = null;
   let tokenProblem: string | null = null;
   if (header) {
@@ -26,7 +31,7 @@ export async function createContext(services: Services, header: string | undefin
       tokenProblem = 'The Authorization header must be "Bearer <token>".';
     }
   }
-  return { viewer, tokenProblem, loaders: createLoaders(services, viewer), services };
+  return { viewer, tokenProblem, clientIp, loaders: createLoaders(services, viewer), services };
 }
 
 /** The signed-in viewer, or UNAUTHENTICATED. */

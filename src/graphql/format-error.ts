@@ -3,7 +3,7 @@
 // logged with its cause, never sent with a stack.
 import type { GraphQLFormattedError } from "graphql";
 import type { Logger } from "pino";
-import { DomainError, ErrorCode, RequestErrorCode } from "../errors.js";
+import { DomainError, ErrorCode, RateLimitedError, RequestErrorCode } from "../errors.js";
 
 /**
  * Codes Apollo, graphql-js and this service's limits give to problems with the request
@@ -45,7 +45,11 @@ export function createFormatError(logger: Logger, isUnavailable: (error: unknown
         message: original.message,
         locations: formatted.locations,
         path: formatted.path,
-        extensions: { code: original.code, ...(original.field ? { field: original.field } : {}) },
+        extensions: {
+          code: original.code,
+          ...(original.field ? { field: original.field } : {}),
+          ...(original instanceof RateLimitedError ? { retryAfterSeconds: original.retryAfterSeconds } : {}),
+        },
       };
     }
     const apolloError = uncodedApolloErrors.get(formatted.message);

@@ -8,11 +8,13 @@ import Fastify from "fastify";
 import type { Logger } from "pino";
 import type { Readiness } from "../domain/readiness.js";
 import type { Services } from "../domain/services.js";
+import { authenticationPlugin } from "./authentication-plugin.js";
 import { createContext, type Context } from "./context.js";
 import { createFormatError } from "./format-error.js";
 import { installHttpErrorHandlers } from "./http-errors.js";
 import { jitGateway } from "./jit-executor.js";
 import { createRequestLimitsPlugin, type RequestLimitsOptions } from "./limits/request-limits-plugin.js";
+import { chargeOperation, rateLimitPlugin } from "./rate-limit-plugin.js";
 import { createSchema } from "./schema.js";
 
 export interface GraphQLServerOptions {
@@ -24,8 +26,10 @@ export interface GraphQLServerOptions {
   readonly readiness: Readiness;
   /** What one request may ask for (MAX_* settings), checked before anything executes. */
   readonly limits: RequestLimitsOptions["limits"] & { readonly bodyBytes: number };
-  /** Charges an operation's cost once it passed the limits (a rate limiter's hook); its error is the response. */
+  /** Charges an operation once it passed the limits; its error is the response. Default: the rate budgets' chargeOperation. */
   readonly onCost?: RequestLimitsOptions["onCost"];
+  /** Fastify's `trustProxy` (TRUST_PROXY): whether and which proxies' X-Forwarded-For names the client; default false. */
+  readonly trustProxy?: boolean | number | string[];
 }
 
 export interface ServingApi {
@@ -40,7 +44,9 @@ export async function serveGraphQL(
   services: Services,
   options: GraphQLServerOptions & { readonly host: string; readonly port: number },
 ): Promise<ServingApi> {
-  const http = Fastify({ bodyLimit: options.limits.bodyBytes });
+  const { trustProxy = false } = options;
+  // A hop count as the function Fastify would make of it (its types take no number).
+  const http = Fastify({ bodyLimit: options.limits.bodyBytes, trustProxy: typeof trustProxy === "number" ? (_address: string, hop: number) => hop < trustProxy : trustProxy });
   installHttpErrorHandlers(http, options.logger, options.limits.bodyBytes);
   const schema = createSchema();
   const apollo = new ApolloServer<Context>({
@@ -60,7 +66,10 @@ export async function serveGraphQL(
       // Counts change every moment, so no response carries cache hints; the plugin
       // would otherwise wrap every field resolver, compiled ones included.
       ApolloServerPluginCacheControlDisabled(),
-      createRequestLimitsPlugin({ schema, limits: options.limits, onCost: options.onCost }),
+      authenticationPlugin(),
+      // Budgets are spent by the limits' onCost hook, so only operations the limits let through pay.
+      createRequestLimitsPlugin({ schema, limits: options.limits, onCost: options.onCost ?? chargeOperation }),
+      rateLimitPlugin(),
     ],
   });
   await apollo.start();
@@ -70,7 +79,7 @@ export async function serveGraphQL(
     const report = await options.readiness();
     return reply.code(report.ready ? 200 : 503).send({ status: report.ready ? "ready" : "unavailable", checks: report.checks });
   });
-  await http.register(fastifyApollo(apollo), { context: async (request) => createContext(services, request.headers.authorization) });
+  await http.register(fastifyApollo(apollo), { context: async (request) => createContext(services, request.headers.authorization, request.ip) });
   await http.listen({ host: options.host, port: options.port });
   const address = http.server.address();
   const port = typeof address === "object" && address ? address.port : options.port;

@@ -19,7 +19,7 @@ export async function startTestApi(overrides: Record<string, string> = {}): Prom
   let queries = 0;
   const clients = await openClients(config, silentLogger, { onSqlQuery: () => queries++ });
   const app = compose(config, clients, silentLogger);
-  const api = await serveGraphQL(app.services, { logger: silentLogger, isUnavailable: app.isUnavailable, readiness: app.readiness, limits: config.limits, introspection: true, host: config.host, port: config.port });
+  const api = await serveGraphQL(app.services, { logger: silentLogger, isUnavailable: app.isUnavailable, readiness: app.readiness, limits: config.limits, introspection: true, host: config.host, port: config.port, trustProxy: config.trustProxy });
   return {
     config,
     url: api.url,

@@ -4,7 +4,7 @@
 // limit in `extensions`, answered with HTTP 400. Arguments holding a NUL byte are
 // refused here too (BAD_USER_INPUT), since no store could take them.
 import type { ApolloServerPlugin } from "@apollo/server";
-import { GraphQLError, type GraphQLSchema } from "graphql";
+import { GraphQLError, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from "graphql";
 import { ErrorCode, RequestErrorCode } from "../../errors.js";
 import type { Context } from "../context.js";
 import { argumentWithNul } from "./nul-bytes.js";
@@ -29,10 +29,10 @@ export interface RequestLimitsOptions {
   readonly limits: RequestLimits;
   /**
    * Called once an operation passed every limit and before it executes, with its
-   * cost, so that a rate limiter can charge expensive queries. An error it throws
-   * (a GraphQLError with a code) is the response, and nothing executes.
+   * cost, so that a rate limiter charges only operations the limits let through. An
+   * error it throws (a GraphQLError with a code) is the response, and nothing executes.
    */
-  readonly onCost?: (context: Context, cost: number) => Promise<void>;
+  readonly onCost?: (context: Context, cost: number, operation: OperationDefinitionNode, document: DocumentNode) => Promise<void>;
 }
 
 function refuse(code: string, message: string, measured: Record<string, number | null>): GraphQLError {
@@ -92,7 +92,7 @@ export function createRequestLimitsPlugin(options: RequestLimitsOptions): Apollo
           if (priced.cost > limits.cost) {
             throw refuse(RequestErrorCode.QUERY_TOO_COSTLY, `The operation could cost ${priced.cost}; at most ${limits.cost} is allowed. Ask for smaller pages (first) or fewer nested connections.`, { cost: priced.cost, limit: limits.cost });
           }
-          await onCost?.(contextValue, priced.cost);
+          await onCost?.(contextValue, priced.cost, operation, document);
         },
       };
     },

@@ -10,13 +10,14 @@
 //   rc:{p}:<operation>             string: the status a write first answered, kept 60 s (scripts/includes/receipts.lua)
 //   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
 //   rif:{p}:<type>:<id>            string: versions at which reconcile passes found the target in flight, and how many in a row
+//   rl:{<budget>:<subject>}        string: a rate budget's theoretical arrival time (scripts/charge-budget.lua); its own slot
 //
 // Membership grows by generations instead of a fixed shard count, so small
 // targets use one small set and big ones never put more than
 // `shardCapacity` members in a key: generation g has FANOUT^g shards, and a
 // user's shard in it is hash(user) mod FANOUT^g. New members go to the newest
 // generation; a lookup checks generations 0..newest (see scripts/like.lua).
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { LikeableTarget, Target } from "../../domain/model.js";
 
 export const membershipFanout = 8;
@@ -86,6 +87,12 @@ export interface RedisKeys {
   inFlight(target: Target): string;
   /** The lock of the scheduled reconcile pass, so one worker runs it at a time. */
   reconcileLock(): string;
+  /**
+   * A rate budget of one subject (a user id, an address, a username). Subjects
+   * other than short plain words are hashed, so a caller's text never shapes the
+   * key (a `}` would move its hash tag) and long names cost no memory.
+   */
+  rateBudget(budget: string, subject: string): string;
   /** The outbox stream a target's like changes are appended to. */
   outbox(target: Target): string;
   /** The outbox stream of one partition. */
@@ -105,6 +112,9 @@ export interface RedisKeys {
   /** Every shard of one generation, in shard order. */
   generationShards(target: Target, generation: number): string[];
 }
+
+/** Subjects used in a budget's key as they are: ids, IPv4 and IPv6 addresses, usernames. */
+const plainSubject = /^[A-Za-z0-9_.:-]{1,64}$/;
 
 const likeableCountersKey = /^cnt:\{\d+\}:(post|comment):([1-9]\d{0,18})$/;
 
@@ -128,6 +138,8 @@ export function createRedisKeys(partitions: number): RedisKeys {
     receipt: (target) => `rc:{${partitionOf(target)}}:${operationId()}`,
     inFlight: (target) => base("rif", target),
     reconcileLock: () => "reconcile:lock",
+    rateBudget: (budget, subject) =>
+      `rl:{${budget}:${plainSubject.test(subject) ? subject : createHash("sha256").update(subject).digest("base64url").slice(0, 22)}}`,
     rebuildLock: (target) => base("rbl", target),
     outboxes: () => Array.from({ length: partitions }, (_, p) => outboxOf(p)),
     countersPattern: "cnt:*",

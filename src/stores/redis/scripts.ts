@@ -48,6 +48,7 @@ const definitions = {
   evictTarget: { file: "evict-target", numberOfKeys: undefined },
   recountLikes: { file: "recount-likes", numberOfKeys: undefined },
   readTargets: { file: "read-targets", numberOfKeys: undefined, readOnly: true },
+  chargeBudget: { file: "charge-budget", numberOfKeys: 1 },
 } as const;
 
 /**
@@ -90,6 +91,8 @@ declare module "ioredis" {
     bumpCounter(key: string, receipt: string, field: string, delta: number): Result<ScriptReply<number>, Context>;
     /** scripts/read-targets.lua: the number of keys, the keys, then ARGV. */
     readTargets(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<string>, Context>;
+    /** scripts/charge-budget.lua: the budget, then interval (µs), limit and cost. */
+    chargeBudget(key: string, intervalMicros: number, limit: number, cost: number): Result<ScriptReply<number>, Context>;
   }
 }
 

@@ -22,6 +22,8 @@ export const ScriptStatus = {
   TooManyGenerations: -6,
   /** A late change arrived after the rebuild window closed: Redis can no longer tell what supersedes it. */
   TooLate: -7,
+  /** A rate budget holds less than the cost asked for; nothing was charged. */
+  OverBudget: -8,
 } as const;
 
 export type ScriptStatus = (typeof ScriptStatus)[keyof typeof ScriptStatus];

@@ -10,6 +10,7 @@ import { createLease } from "../../../../src/stores/redis/lease-store.js";
 import { createLikeStore } from "../../../../src/stores/redis/like-store.js";
 import { createOutboxStore } from "../../../../src/stores/redis/outbox-store.js";
 import { versionOf } from "../../../../src/stores/versions.js";
+import { createRateBudgetStore } from "../../../../src/stores/redis/rate-budget-store.js";
 import { createRebuildStore } from "../../../../src/stores/redis/rebuild-store.js";
 import { createRedisReconcileStore } from "../../../../src/stores/redis/reconcile-store.js";
 import { scriptFiles } from "../../../../src/stores/redis/scripts.js";
@@ -253,6 +254,17 @@ describe("scripts on a Redis Cluster", () => {
       [1, 4, true],
       [0, 4, false],
     ]);
+  });
+
+  it("when rate budgets of many subjects are charged at once, then each reaches its own node and each is enforced alone", async () => {
+    const budgets = createRateBudgetStore(cluster, keys);
+    const subjects = Array.from({ length: 24 }, (_, i) => `10.0.${i}.${Date.now() % 250}`);
+    const slots = await Promise.all(subjects.map((s) => cluster.cluster("KEYSLOT", keys.rateBudget("ipMutations", s))));
+    expect(new Set(slots.map(masterOf)).size).toBe(3);
+    const charge = () => Promise.all(subjects.map((s) => budgets.charge("ipMutations", s, 1, 3, 60_000)));
+    for (let round = 0; round < 3; round++) expect(await charge()).toEqual(subjects.map(() => 0));
+    const refused = await charge();
+    expect(refused.every((waitMs) => waitMs > 0 && waitMs <= 20_000)).toBe(true);
   });
 
   it("when the suite has run, then every script file is a defined command and ran on the cluster", async () => {

@@ -48,4 +48,15 @@ describe("Redis keys", () => {
     expect(keys.parseLikeableCounters(keys.outboxOf(3))).toBeNull();
     expect(keys.parseLikeableCounters("cnt:{1}:post:01")).toBeNull();
   });
+
+  it("when a rate budget's key is built, then plain subjects stay readable and any other text is hashed out of the hash tag", () => {
+    expect(keys.rateBudget("ipMutations", "2001:db8::1")).toBe("rl:{ipMutations:2001:db8::1}");
+    expect(keys.rateBudget("userMutations", "42")).toBe("rl:{userMutations:42}");
+    for (const subject of ["a}b{c", "nul\u0000name", "x".repeat(1000), "has space"]) {
+      const key = keys.rateBudget("usernameLogins", subject);
+      expect(key).toMatch(/^rl:\{usernameLogins:[A-Za-z0-9_-]{22}\}$/);
+      expect(tagOf(key)).toBe(key.slice(4, -1));
+    }
+    expect(keys.rateBudget("usernameLogins", "a}b")).not.toBe(keys.rateBudget("usernameLogins", "a}c"));
+  });
 });

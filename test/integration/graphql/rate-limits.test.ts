@@ -1,0 +1,267 @@
+// Rate budgets through the API, against the suite's Redis: per user, per address
+// (X-Forwarded-For believed only with TRUST_PROXY), sign-ins per address and per
+// username, query cost. Every caller here comes from an address of its own in
+// 127.0.0.0/8, so no test spends another's (or another file's) budget.
+import { request } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createRateLimits } from "../../../src/domain/rate-limits.js";
+import { passwordHashCount } from "../../../src/domain/identity.js";
+import { createContext } from "../../../src/graphql/context.js";
+import { chargeQueryCost } from "../../../src/graphql/rate-limit-plugin.js";
+import { createRedisClient } from "../../../src/stores/redis/client.js";
+import { createRedisKeys } from "../../../src/stores/redis/keys.js";
+import { createRateBudgetStore } from "../../../src/stores/redis/rate-budget-store.js";
+import { compose } from "../../../src/compose.js";
+import type { Database } from "../../../src/stores/postgres/database.js";
+import { freePort } from "../../../scripts/lib/ports.js";
+import { startTestApi, type TestApi } from "../../support/api.js";
+import { createUsers, openDatabase, openRedis, silentLogger, testConfig, uniqueTag, type TestUser } from "../../support/env.js";
+
+interface Answer {
+  readonly status: number;
+  readonly retryAfter: string | undefined;
+  readonly body: { data?: Record<string, unknown> | null; errors?: { message: string; extensions?: { code?: string; retryAfterSeconds?: unknown } }[] };
+}
+const codes = (answer: Answer) => (answer.body.errors ?? []).map((e) => e.extensions?.code);
+
+let nextHost = 1 + Math.floor(Math.random() * 200);
+/** A loopback address no other test calls from: Linux answers all of 127.0.0.0/8. */
+const freshAddress = () => `127.${77 + Math.floor(Math.random() * 100)}.${nextHost++ % 250}.${1 + Math.floor(Math.random() * 250)}`;
+
+/** POSTs a GraphQL request from `from` (a local address), optionally claiming `forwardedFor` in X-Forwarded-For. */
+function send(api: TestApi, query: string, options: { variables?: object; token?: string | undefined; from: string; forwardedFor?: string }): Promise<Answer> {
+  const url = new URL("graphql", api.url);
+  const body = JSON.stringify({ query, variables: options.variables ?? {} });
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: "POST",
+        localAddress: options.from,
+        agent: false,
+        headers: {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(body),
+          ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+          ...(options.forwardedFor ? { "x-forwarded-for": options.forwardedFor } : {}),
+        },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (text += chunk));
+        res.on("end", () => {
+          try {
+            resolve({ status: res.statusCode ?? 0, retryAfter: res.headers["retry-after"], body: JSON.parse(text) as Answer["body"] });
+          } catch (error) {
+            reject(new Error(`not JSON (HTTP ${res.statusCode}): ${text.slice(0, 200)}`, { cause: error }));
+          }
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+const createPost = `mutation { createPost(title: "t", body: "b") { id } }`;
+const likePost = `mutation($id: ID!) { likePost(postId: $id) { changed } }`;
+const likesOf = `query($id: ID!) { post(id: $id) { counts { likes } } }`;
+const login = `mutation($u: String!, $p: String!) { login(username: $u, password: $p) { token user { id } } }`;
+const register = `mutation($u: String!, $e: String!, $p: String!) { register(username: $u, email: $e, password: $p) { token } }`;
+
+function expectRateLimited(answer: Answer): void {
+  expect(codes(answer)).toEqual(["RATE_LIMITED"]);
+  const wait = answer.body.errors?.[0]?.extensions?.retryAfterSeconds;
+  expect(Number.isInteger(wait) && (wait as number) >= 1).toBe(true);
+  expect(answer.status).toBe(429);
+  expect(answer.retryAfter).toBe(String(wait));
+}
+
+let db: Database;
+let apis: TestApi[] = [];
+async function api(overrides: Record<string, string>): Promise<TestApi> {
+  const started = await startTestApi(overrides);
+  apis.push(started);
+  return started;
+}
+async function postBy(target: TestApi, user: TestUser): Promise<string> {
+  const answer = await send(target, createPost, { token: user.token, from: freshAddress() });
+  return (answer.body.data?.createPost as { id: string }).id;
+}
+
+beforeAll(() => {
+  db = openDatabase(testConfig());
+});
+afterAll(async () => {
+  await Promise.all(apis.map((a) => a.close()));
+  apis = [];
+  await db.$disconnect();
+});
+
+describe("mutation budgets", () => {
+  it("when a user spends their mutation budget, then the next mutation is RATE_LIMITED with HTTP 429 and does nothing, while another user goes on", async () => {
+    const target = await api({ RATE_LIMIT_USER_MUTATIONS: "4", RATE_LIMIT_IP_MUTATIONS: "1000" });
+    const [alice, bob, carol] = await createUsers(db, target.config, 3);
+    const from = freshAddress();
+    // Posts made through an API of default budgets, so making them spends little of carol's.
+    const unlimited = await api({});
+    const posts = [];
+    for (let i = 0; i < 5; i++) posts.push(await postBy(unlimited, carol as TestUser));
+    for (let i = 0; i < 4; i++) expect(codes(await send(target, likePost, { variables: { id: posts[i] }, token: alice?.token, from }))).toEqual([]);
+    const refused = await send(target, likePost, { variables: { id: posts[4] }, token: alice?.token, from });
+    expectRateLimited(refused);
+    expect(refused.body.data).toBeUndefined();
+    const count = await send(target, likesOf, { variables: { id: posts[4] }, from });
+    expect(count.body.data?.post).toEqual({ counts: { likes: 0 } });
+    // Bob's budget is his own: his like from the same address goes through.
+    expect(codes(await send(target, likePost, { variables: { id: posts[4] }, token: bob?.token, from }))).toEqual([]);
+  });
+
+  it("when one document aliases many mutations, then each root field is charged", async () => {
+    const target = await api({ RATE_LIMIT_USER_MUTATIONS: "3", RATE_LIMIT_IP_MUTATIONS: "1000" });
+    const [alice] = await createUsers(db, target.config, 1);
+    const from = freshAddress();
+    expect(codes(await send(target, createPost, { token: alice?.token, from }))).toEqual([]);
+    expect(codes(await send(target, createPost, { token: alice?.token, from }))).toEqual([]);
+    const two = `mutation { a: createPost(title: "a", body: "b") { id } b: createPost(title: "a", body: "b") { id } }`;
+    const before = target.sqlQueries();
+    expectRateLimited(await send(target, two, { token: alice?.token, from }));
+    expect(target.sqlQueries()).toBe(before);
+  });
+
+  it("when TRUST_PROXY is on, then X-Forwarded-For names the address that pays, and another address has its own budget", async () => {
+    const target = await api({ TRUST_PROXY: "true", RATE_LIMIT_IP_MUTATIONS: "3", RATE_LIMIT_USER_MUTATIONS: "1000" });
+    const users = await createUsers(db, target.config, 5);
+    const client = `10.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}.7`;
+    const post = await postBy(target, users[4] as TestUser);
+    const likeFrom = (user: TestUser, forwardedFor: string) => send(target, likePost, { variables: { id: post }, token: user.token, from: freshAddress(), forwardedFor });
+    for (const user of users.slice(0, 3)) expect(codes(await likeFrom(user, client))).toEqual([]);
+    expectRateLimited(await likeFrom(users[3] as TestUser, client));
+    expect(codes(await likeFrom(users[3] as TestUser, `${client.slice(0, -1)}8`))).toEqual([]);
+  });
+
+  it("when TRUST_PROXY is off, then X-Forwarded-For is ignored and the connection's address pays", async () => {
+    const target = await api({ TRUST_PROXY: "false", RATE_LIMIT_IP_MUTATIONS: "3", RATE_LIMIT_USER_MUTATIONS: "1000" });
+    const users = await createUsers(db, target.config, 5);
+    const post = await postBy(target, users[4] as TestUser);
+    const from = freshAddress();
+    const answers = [];
+    for (const [i, user] of users.slice(0, 4).entries()) {
+      answers.push(await send(target, likePost, { variables: { id: post }, token: user.token, from, forwardedFor: `10.1.2.${i + 1}` }));
+    }
+    expect(answers.slice(0, 3).map(codes)).toEqual([[], [], []]);
+    expectRateLimited(answers[3] as Answer);
+  });
+});
+
+describe("sign-in budgets", () => {
+  it("when an address spends its sign-in budget, then the next login is refused before any password work", async () => {
+    const target = await api({ RATE_LIMIT_IP_SIGN_INS: "3", RATE_LIMIT_USERNAME_LOGINS: "100" });
+    const from = freshAddress();
+    for (let i = 0; i < 3; i++) {
+      expect(codes(await send(target, login, { variables: { u: `nobody_${uniqueTag()}`, p: "wrong1234" }, from }))).toEqual(["UNAUTHENTICATED"]);
+    }
+    const before = passwordHashCount();
+    expectRateLimited(await send(target, login, { variables: { u: `nobody_${uniqueTag()}`, p: "wrong1234" }, from }));
+    const tag = uniqueTag();
+    expectRateLimited(await send(target, register, { variables: { u: `r_${tag}`, e: `r_${tag}@example.com`, p: "secret123" }, from }));
+    expect(passwordHashCount()).toBe(before);
+  });
+
+  it("when 200 wrong-password logins for one user storm from one address, then most are refused unhashed and another user's login from elsewhere costs one scrypt", async () => {
+    const target = await api({ RATE_LIMIT_IP_SIGN_INS: "1000", RATE_LIMIT_USERNAME_LOGINS: "5" });
+    const tag = uniqueTag();
+    const [victim, other] = [`v_${tag}`, `o_${tag}`];
+    for (const name of [victim, other]) {
+      expect(codes(await send(target, register, { variables: { u: name, e: `${name}@example.com`, p: "secret123" }, from: freshAddress() }))).toEqual([]);
+    }
+    const before = passwordHashCount();
+    const attacker = freshAddress();
+    const storm = await Promise.all(Array.from({ length: 200 }, () => send(target, login, { variables: { u: victim, p: "wrong1234" }, from: attacker })));
+    const stormHashes = passwordHashCount() - before;
+    const outcomes = storm.map((a) => codes(a).join());
+    expect(outcomes.filter((c) => c === "RATE_LIMITED")).toHaveLength(195);
+    expect(outcomes.filter((c) => c === "UNAUTHENTICATED")).toHaveLength(5);
+    expect(stormHashes).toBe(5);
+
+    const beforeOther = passwordHashCount();
+    const signedIn = await send(target, login, { variables: { u: other, p: "secret123" }, from: freshAddress() });
+    expect(codes(signedIn)).toEqual([]);
+    expect(passwordHashCount() - beforeOther).toBe(1);
+  });
+
+  it("when a username is known, unknown or impossible, then a wrong login answers the same and costs exactly one scrypt, and an impossible one sends no SQL", async () => {
+    const target = await api({});
+    const tag = uniqueTag();
+    const known = `k_${tag}`;
+    expect(codes(await send(target, register, { variables: { u: known, e: `${known}@example.com`, p: "secret123" }, from: freshAddress() }))).toEqual([]);
+    for (const [username, sqlExpected] of [
+      [known, true],
+      [`unknown_${tag}`, true],
+      [`has spaces ${tag}`, false],
+      ["x".repeat(10_000), false],
+    ] as const) {
+      const hashes = passwordHashCount();
+      const sql = target.sqlQueries();
+      const answer = await send(target, login, { variables: { u: username, p: "wrong1234" }, from: freshAddress() });
+      expect(answer.body.errors?.map((e) => [e.extensions?.code, e.message])).toEqual([["UNAUTHENTICATED", "Username or password is wrong."]]);
+      expect(passwordHashCount() - hashes).toBe(1);
+      expect(target.sqlQueries() > sql).toBe(sqlExpected);
+    }
+  });
+});
+
+describe("login without the API in front", () => {
+  it("when a username holds a null byte or a control character, then login answers wrong credentials after one scrypt, PostgreSQL never sees it", async () => {
+    const config = testConfig();
+    const redis = await openRedis();
+    try {
+      const { services } = compose(config, { db, redis }, silentLogger);
+      for (const username of [`nul\u0000${uniqueTag()}`, `bell\u0007${uniqueTag()}`]) {
+        const hashes = passwordHashCount();
+        await expect(services.users.login(username, "wrong1234")).rejects.toMatchObject({ code: "UNAUTHENTICATED", message: "Username or password is wrong." });
+        expect(passwordHashCount() - hashes).toBe(1);
+      }
+    } finally {
+      await redis.quit();
+    }
+  });
+});
+
+describe("query cost budgets and a Redis that does not answer", () => {
+  it("when expensive queries spend a viewer's cost budget, then the next is RATE_LIMITED, and cheap ones are not charged", async () => {
+    const config = testConfig({ RATE_LIMIT_QUERY_COST_THRESHOLD: "100", RATE_LIMIT_VIEWER_QUERY_COST: "1000", RATE_LIMIT_IP_QUERY_COST: "100000" });
+    const redis = await openRedis();
+    try {
+      const { services } = compose(config, { db, redis }, silentLogger);
+      const [viewer] = await createUsers(db, config, 1);
+      const context = await createContext(services, `Bearer ${viewer?.token}`, freshAddress());
+      for (let i = 0; i < 100; i++) await chargeQueryCost(context, 99);
+      await chargeQueryCost(context, 600);
+      await chargeQueryCost(context, 400);
+      await expect(chargeQueryCost(context, 100)).rejects.toMatchObject({ code: "RATE_LIMITED", retryAfterSeconds: expect.any(Number) });
+    } finally {
+      await redis.quit();
+    }
+  });
+
+  it("when Redis cannot be reached, then charges pass (fail open) and the failure is reported", async () => {
+    const redis = createRedisClient({ url: `redis://127.0.0.1:${await freePort()}`, commandTimeoutMs: 200 });
+    redis.on("error", () => {}); // refused connections are the point here
+    const failures: unknown[] = [];
+    const limits = createRateLimits({
+      store: createRateBudgetStore(redis, createRedisKeys(16)),
+      settings: { enabled: true, periodMs: 60_000, queryCostThreshold: 1, limits: { userMutations: 1, ipMutations: 1, ipSignIns: 1, usernameLogins: 1, viewerQueryCost: 1, ipQueryCost: 1 } },
+      onStoreFailure: (error) => failures.push(error),
+    });
+    try {
+      for (let i = 0; i < 3; i++) await limits.charge([{ budget: "userMutations", subject: "1", cost: 1 }]);
+      expect(failures.length).toBeGreaterThanOrEqual(1);
+    } finally {
+      redis.disconnect();
+    }
+  });
+});
