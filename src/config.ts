@@ -61,6 +61,15 @@ const schema = z.object({
   COLD_TARGET_IDLE_SECONDS: z.coerce.number().int().min(0).default(7 * 24 * 3600),
   // Prometheus metrics at http://HOST:METRICS_PORT/metrics; 0 turns them off.
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  // How long an idle keep-alive connection stays open: above load balancers' idle timeouts
+  // (60–65 s is common), so that the balancer, not the server, closes it and never reuses a closed one.
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInt(72_000),
+  // Origins browsers may call the API from: comma-separated, or "*" for any. Unset: none in
+  // production, any in development.
+  CORS_ORIGINS: z.string().optional(),
+  // OTLP/HTTP collector base URL (e.g. http://127.0.0.1:4318); when set, GraphQL operations are traced.
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).default("like-counter-service"),
 });
 
 export interface Config {
@@ -107,6 +116,11 @@ export interface Config {
     readonly coldAfterSeconds: number;
   };
   readonly metricsPort: number;
+  readonly httpKeepAliveTimeoutMs: number;
+  /** "*" allows any origin; an empty list allows none. */
+  readonly corsOrigins: "*" | readonly string[];
+  /** Null: no tracing, and no tracing code loaded. */
+  readonly tracing: { readonly endpoint: string; readonly serviceName: string } | null;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -159,5 +173,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       coldAfterSeconds: e.COLD_TARGET_IDLE_SECONDS,
     }),
     metricsPort: e.METRICS_PORT,
+    httpKeepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    corsOrigins: corsOrigins(e.CORS_ORIGINS, e.NODE_ENV === "production"),
+    tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT ? Object.freeze({ endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME }) : null,
   });
+}
+
+function corsOrigins(setting: string | undefined, production: boolean): "*" | readonly string[] {
+  if (setting === undefined) return production ? Object.freeze([]) : "*";
+  const origins = setting.split(",").map((s) => s.trim()).filter(Boolean);
+  if (origins.includes("*")) return "*";
+  for (const origin of origins) {
+    // Browsers send the Origin header as scheme://host[:port], so only that form can ever match.
+    if (!/^https?:\/\/[^/\s]+$/.test(origin)) throw new Error(`Invalid configuration in the environment:\n  CORS_ORIGINS: "${origin}" is not an origin such as https://example.com (scheme and host, no path), nor "*".`);
+  }
+  return Object.freeze(origins);
 }
