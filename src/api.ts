@@ -4,17 +4,46 @@
 import cluster from "node:cluster";
 import { compose } from "./compose.js";
 import { loadConfig } from "./config.js";
+import { createApiMetrics } from "./graphql/api-metrics.js";
 import { serveGraphQL } from "./graphql/server.js";
 import { createLogger } from "./logger.js";
+import { answerMetricsRequests, serveMetrics } from "./metrics-endpoint.js";
 import { onTermination } from "./shutdown.js";
 import { openClients } from "./stores/clients.js";
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel, "api", cluster.worker ? { apiProcess: cluster.worker.id } : {});
 const shutdown = onTermination(logger);
-const clients = await openClients(config, logger);
+const metrics = config.metricsPort === 0 ? null : createApiMetrics();
+const clients = await openClients(config, logger, metrics ? { onSqlQuery: metrics.observeSqlQuery, onRedisCommand: metrics.observeRedisCommand } : {});
 shutdown.add(() => clients.close());
+if (metrics) {
+  // Under `npm start` the supervisor serves every process's metrics, summed, on METRICS_PORT.
+  if (process.send) answerMetricsRequests([metrics.registry]);
+  else {
+    const server = await serveMetrics(metrics.registry, config.host, config.metricsPort, logger);
+    shutdown.add(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
+  }
+}
+// Loaded only when asked for: without an endpoint no OpenTelemetry code runs or loads.
+const tracing = config.tracing
+  ? (await import("./tracing.js")).startTracing({ ...config.tracing, attributes: { "process.pid": process.pid } })
+  : null;
+if (tracing) shutdown.add(() => tracing.close());
 const app = compose(config, clients, logger);
-const api = await serveGraphQL(app.services, { logger, isUnavailable: app.isUnavailable, readiness: app.readiness, limits: config.limits, introspection: !config.production, host: config.host, port: config.port, trustProxy: config.trustProxy });
+const api = await serveGraphQL(app.services, {
+  logger,
+  isUnavailable: app.isUnavailable,
+  readiness: app.readiness,
+  limits: config.limits,
+  trustProxy: config.trustProxy,
+  introspection: !config.production,
+  host: config.host,
+  port: config.port,
+  keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs,
+  corsOrigins: config.corsOrigins,
+  ...(metrics && { metrics }),
+  ...(tracing && { plugins: [tracing.plugin] }),
+});
 shutdown.add(() => api.close());
 logger.info({ url: `${api.url}graphql` }, "API process ready");

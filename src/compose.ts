@@ -11,7 +11,7 @@ import { createLikePersistence } from "./domain/persistence.js";
 import type { MessageBus } from "./domain/ports.js";
 import { createRateLimits } from "./domain/rate-limits.js";
 import { createRepairService } from "./domain/repairs.js";
-import { createReadiness, type Readiness } from "./domain/readiness.js";
+import { createReadiness, outboxBacklog, type Readiness } from "./domain/readiness.js";
 import type { Services } from "./domain/services.js";
 import { createUserService } from "./domain/users.js";
 import { startPipeline, type PipelineHooks, type RunningPipeline } from "./pipeline/pipeline.js";
@@ -42,7 +42,7 @@ export interface App {
   readonly services: Services;
   /** Whether an error says a store did not answer in time or could not be reached. */
   readonly isUnavailable: (error: unknown) => boolean;
-  /** Whether every client answers within READINESS_TIMEOUT_MS. */
+  /** Whether every client answers within READINESS_TIMEOUT_MS; the outbox backlog above OUTBOX_WARN_LENGTH degrades it. */
   readonly readiness: Readiness;
   /** Starts the persistence pipeline on its own message bus; closing it closes the bus too. */
   startPipeline(hooks?: PipelineHooks): Promise<RunningPipeline>;
@@ -131,10 +131,15 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       onProgress,
     });
 
+  // Only its length is used here (XLEN of every stream): it opens and reads nothing.
+  const backlog = createOutboxStore(redis, keys, { batchSize: config.relay.batchSize });
+
   return {
     services,
     isUnavailable: isStoreUnavailable,
-    readiness: createReadiness(clients.probes?.() ?? {}, config.readinessTimeoutMs),
+    readiness: createReadiness(clients.probes?.() ?? {}, config.readinessTimeoutMs, {
+      outbox: outboxBacklog(() => backlog.length(), config.relay.outboxWarnLength),
+    }),
     async startPipeline(hooks) {
       if (!clients.relayRedis) throw new Error("The pipeline needs the relay's own Redis client: open the clients with { relay: true }.");
       const bus = openBus();

@@ -84,6 +84,15 @@ const schema = z.object({
   RATE_LIMIT_QUERY_COST_THRESHOLD: positiveInt(1000),
   RATE_LIMIT_VIEWER_QUERY_COST: z.coerce.number().int().min(0).default(100_000),
   RATE_LIMIT_IP_QUERY_COST: z.coerce.number().int().min(0).default(500_000),
+  // How long an idle keep-alive connection stays open: above load balancers' idle timeouts
+  // (60–65 s is common), so that the balancer, not the server, closes it and never reuses a closed one.
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInt(72_000),
+  // Origins browsers may call the API from: comma-separated, or "*" for any. Unset: none in
+  // production, any in development.
+  CORS_ORIGINS: z.string().optional(),
+  // OTLP/HTTP collector base URL (e.g. http://127.0.0.1:4318); when set, GraphQL operations are traced.
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).default("like-counter-service"),
 });
 
 /** Fastify's `trustProxy`: whether and which proxies' X-Forwarded-For to believe. */
@@ -165,6 +174,11 @@ export interface Config {
     readonly viewerQueryCost: number;
     readonly ipQueryCost: number;
   };
+  readonly httpKeepAliveTimeoutMs: number;
+  /** "*" allows any origin; an empty list allows none. */
+  readonly corsOrigins: "*" | readonly string[];
+  /** Null: no tracing, and no tracing code loaded. */
+  readonly tracing: { readonly endpoint: string; readonly serviceName: string } | null;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -237,5 +251,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       viewerQueryCost: e.RATE_LIMIT_VIEWER_QUERY_COST,
       ipQueryCost: e.RATE_LIMIT_IP_QUERY_COST,
     }),
+    httpKeepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    corsOrigins: corsOrigins(e.CORS_ORIGINS, e.NODE_ENV === "production"),
+    tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT ? Object.freeze({ endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME }) : null,
   });
+}
+
+function corsOrigins(setting: string | undefined, production: boolean): "*" | readonly string[] {
+  if (setting === undefined) return production ? Object.freeze([]) : "*";
+  const origins = setting.split(",").map((s) => s.trim()).filter(Boolean);
+  if (origins.includes("*")) return "*";
+  for (const origin of origins) {
+    // Browsers send the Origin header as scheme://host[:port], so only that form can ever match.
+    if (!/^https?:\/\/[^/\s]+$/.test(origin)) throw new Error(`Invalid configuration in the environment:\n  CORS_ORIGINS: "${origin}" is not an origin such as https://example.com (scheme and host, no path), nor "*".`);
+  }
+  return Object.freeze(origins);
 }

@@ -13,4 +13,5 @@ startSupervisor({
   pipeline: config.pipeline === "embedded",
   apiEntry: new URL("./api.ts", import.meta.url),
   pipelineEntry: new URL("./worker.ts", import.meta.url),
+  metrics: { host: config.host, port: config.metricsPort },
 });

@@ -1,12 +1,15 @@
 // The process layout of `npm start`: API processes on every core sharing one
 // port (node:cluster), and the persistence pipeline once beside them, as the
-// same process `npm run worker` runs. The supervisor itself serves nothing; it
-// starts the others, restarts one that dies, and on SIGTERM or SIGINT stops them
+// same process `npm run worker` runs. The supervisor serves no GraphQL; it
+// starts the others, restarts one that dies, serves their metrics summed on one
+// port (src/metrics-endpoint.ts says why), and on SIGTERM or SIGINT stops them
 // all and exits 0 only when every one of them stopped cleanly.
 import cluster, { type Worker } from "node:cluster";
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { Server } from "node:http";
 import type { Logger } from "pino";
+import { aggregatedMetrics, serveMetrics, type MetricsChild } from "./metrics-endpoint.js";
 
 export interface SupervisorOptions {
   readonly logger: Logger;
@@ -20,6 +23,8 @@ export interface SupervisorOptions {
   readonly pipelineEntry: URL;
   /** How long stopping may take before what is left is killed, in milliseconds. */
   readonly stopTimeoutMs?: number;
+  /** Where the metrics of every process are served, summed, at /metrics; port 0 serves none. */
+  readonly metrics?: { readonly host: string; readonly port: number };
 }
 
 /**
@@ -49,6 +54,8 @@ interface Supervised {
 interface Child {
   readonly pid: number | undefined;
   readonly kill: (signal: NodeJS.Signals) => void;
+  /** Its IPC channel, over which it answers for its metrics. */
+  readonly channel: MetricsChild;
 }
 
 export function startSupervisor(options: SupervisorOptions): void {
@@ -87,7 +94,7 @@ export function startSupervisor(options: SupervisorOptions): void {
     start(exited) {
       const worker = cluster.fork();
       watch(worker.process, "api", exited);
-      return { pid: worker.process.pid, kill: (signal) => worker.process.kill(signal) };
+      return { pid: worker.process.pid, kill: (signal) => worker.process.kill(signal), channel: worker };
     },
   };
   const pipeline: Supervised = {
@@ -96,7 +103,7 @@ export function startSupervisor(options: SupervisorOptions): void {
       // The same process as `npm run worker`, with an IPC channel so it stops when the supervisor is gone.
       const child: ChildProcess = fork(fileURLToPath(options.pipelineEntry), { stdio: "inherit" });
       watch(child, "pipeline", exited);
-      return { pid: child.pid, kill: (signal) => child.kill(signal) };
+      return { pid: child.pid, kill: (signal) => child.kill(signal), channel: child };
     },
   };
 
@@ -127,6 +134,15 @@ export function startSupervisor(options: SupervisorOptions): void {
     if (child.pid !== undefined) running.set(child.pid, { ...child, role: what.role });
   }
 
+  let metricsServer: Server | null = null;
+  if (options.metrics && options.metrics.port !== 0) {
+    const source = aggregatedMetrics(() => [...running.values()].map((child) => child.channel));
+    void serveMetrics(source, options.metrics.host, options.metrics.port, logger).then((server) => {
+      metricsServer = server;
+      if (stopping) server?.close();
+    });
+  }
+
   function finish(): void {
     logger.info(failed ? "stopped, not cleanly" : "stopped");
     process.exit(failed ? 1 : 0);
@@ -136,6 +152,7 @@ export function startSupervisor(options: SupervisorOptions): void {
     if (stopping) return;
     stopping = true;
     logger.info({ reason }, "shutting down");
+    metricsServer?.close();
     if (running.size === 0) return finish();
     for (const child of running.values()) child.kill("SIGTERM");
     setTimeout(() => {

@@ -5,6 +5,7 @@
 import { compose } from "./compose.js";
 import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
+import { answerMetricsRequests } from "./metrics-endpoint.js";
 import { onTermination } from "./shutdown.js";
 import { openClients } from "./stores/clients.js";
 
@@ -13,6 +14,10 @@ const logger = createLogger(config.logLevel, "pipeline");
 const shutdown = onTermination(logger);
 const clients = await openClients(config, logger, { rabbit: true, relay: true });
 shutdown.add(() => clients.close());
-const pipeline = await compose(config, clients, logger).startPipeline();
+// Started by `npm start`'s supervisor (an IPC channel is open): it serves the metrics of every process
+// on METRICS_PORT, this process's included, so this one answers its scrapes instead of listening.
+const supervised = process.send !== undefined;
+const pipeline = await compose(supervised ? { ...config, metricsPort: 0 } : config, clients, logger).startPipeline();
 shutdown.add(() => pipeline.close());
+if (supervised && config.metricsPort !== 0) answerMetricsRequests([pipeline.metrics.registry]);
 logger.info("pipeline running");

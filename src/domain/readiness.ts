@@ -6,31 +6,71 @@ import { setTimeout as sleep } from "node:timers/promises";
 /** Resolves when the dependency answered, rejects with what went wrong. */
 export type Probe = () => Promise<unknown>;
 
+/**
+ * A condition worth an operator's attention that does not stop this process from
+ * serving: resolves with null when all is well, or a sentence saying what is not.
+ */
+export type Advisory = () => Promise<string | null>;
+
 export interface ReadinessReport {
+  /** Every probe answered: the process can serve. */
   readonly ready: boolean;
-  /** Per dependency: "ok", or why not. */
+  /** Some advisory found a problem (or could not tell); serving goes on. */
+  readonly degraded: boolean;
+  /** Per probe and advisory: "ok", or why not. */
   readonly checks: Readonly<Record<string, string>>;
 }
 
 export type Readiness = () => Promise<ReadinessReport>;
 
-export function createReadiness(probes: Readonly<Record<string, Probe>>, timeoutMs: number): Readiness {
-  const within = async (probe: Probe): Promise<string> => {
+export function createReadiness(probes: Readonly<Record<string, Probe>>, timeoutMs: number, advisories: Readonly<Record<string, Advisory>> = {}): Readiness {
+  /** "ok", what the check found wrong, or why it did not answer. */
+  const within = async (check: () => Promise<string | null>): Promise<string> => {
     const abandon = new AbortController();
     try {
       const timedOut = sleep(timeoutMs, undefined, { signal: abandon.signal }).then(() => {
         throw new Error(`no answer within ${timeoutMs} ms`);
       });
-      await Promise.race([probe(), timedOut]);
-      return "ok";
+      return (await Promise.race([check(), timedOut])) ?? "ok";
     } catch (error) {
       return error instanceof Error ? error.message : String(error);
     } finally {
       abandon.abort();
     }
   };
+  const run = (checks: Readonly<Record<string, () => Promise<string | null>>>) =>
+    Promise.all(Object.entries(checks).map(async ([name, check]) => [name, await within(check)] as const));
+  // A probe's answer itself means nothing (PING says "PONG"): answering is what counts.
+  const answered = Object.fromEntries(Object.entries(probes).map(([name, probe]) => [
+      name,
+      async () => {
+        await probe();
+        return null;
+      },
+    ]));
   return async () => {
-    const results = await Promise.all(Object.entries(probes).map(async ([name, probe]) => [name, await within(probe)] as const));
-    return { ready: results.every(([, result]) => result === "ok"), checks: Object.fromEntries(results) };
+    const [required, advised] = await Promise.all([run(answered), run(advisories)]);
+    return {
+      ready: required.every(([, result]) => result === "ok"),
+      degraded: advised.some(([, result]) => result !== "ok"),
+      checks: Object.fromEntries([...required, ...advised]),
+    };
+  };
+}
+
+/**
+ * The outbox backlog as an advisory, not a probe. A backlog means the pipeline
+ * lags (RabbitMQ or PostgreSQL slow or down), not that this process cannot take
+ * likes: they still land in Redis and wait in the outbox. Taking API processes out
+ * of the balancer for it would turn a persistence delay into an outage of every
+ * like and every read, so the backlog is reported (HTTP 200, status "degraded")
+ * and alerted on, never a reason to stop serving.
+ */
+export function outboxBacklog(length: () => Promise<number>, warnLength: number): Advisory {
+  return async () => {
+    const waiting = await length();
+    return waiting > warnLength
+      ? `${waiting} like changes wait in the outbox, more than OUTBOX_WARN_LENGTH (${warnLength}): the pipeline lags behind`
+      : null;
   };
 }

@@ -1,20 +1,25 @@
 // GraphQL over HTTP: Apollo Server on Fastify, executing with graphql-jit.
 // Fastify rather than Apollo's standalone server, so that other routes (health,
 // WebSockets) and limits such as the body's can share the port with /graphql.
-import { ApolloServer } from "@apollo/server";
+import { ApolloServer, type ApolloServerPlugin } from "@apollo/server";
 import { ApolloServerPluginCacheControlDisabled } from "@apollo/server/plugin/disabled";
 import fastifyApollo, { fastifyApolloDrainPlugin } from "@as-integrations/fastify";
-import Fastify from "fastify";
+import fastifyCors from "@fastify/cors";
+import Fastify, { type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { Readiness } from "../domain/readiness.js";
 import type { Services } from "../domain/services.js";
 import { authenticationPlugin } from "./authentication-plugin.js";
+import type { ApiMetrics } from "./api-metrics.js";
 import { createContext, type Context } from "./context.js";
 import { createFormatError } from "./format-error.js";
 import { installHttpErrorHandlers } from "./http-errors.js";
 import { jitGateway } from "./jit-executor.js";
 import { createRequestLimitsPlugin, type RequestLimitsOptions } from "./limits/request-limits-plugin.js";
 import { chargeOperation, rateLimitPlugin } from "./rate-limit-plugin.js";
+import { operationFactsPlugin, type OperationFacts } from "./operation-facts.js";
+import { requestIdOf } from "./request-id.js";
+import { createRequestLog } from "./request-log.js";
 import { createSchema } from "./schema.js";
 
 export interface GraphQLServerOptions {
@@ -30,6 +35,14 @@ export interface GraphQLServerOptions {
   readonly onCost?: RequestLimitsOptions["onCost"];
   /** Fastify's `trustProxy` (TRUST_PROXY): whether and which proxies' X-Forwarded-For names the client; default false. */
   readonly trustProxy?: boolean | number | string[];
+  /** How long an idle keep-alive connection stays open, in milliseconds; default 72,000 (above load balancers' 60–65 s). */
+  readonly keepAliveTimeoutMs?: number;
+  /** Origins browsers may call from: "*" for any; default none (no CORS headers, preflights refused). */
+  readonly corsOrigins?: "*" | readonly string[];
+  /** Where each request's duration, errors and store latencies are counted; default none. */
+  readonly metrics?: ApiMetrics;
+  /** More Apollo plugins (tracing). */
+  readonly plugins?: readonly ApolloServerPlugin<Context>[];
 }
 
 export interface ServingApi {
@@ -39,16 +52,58 @@ export interface ServingApi {
   close(): Promise<void>;
 }
 
+/**
+ * The Fastify request a context was made for, so that each operation's facts reach
+ * the request log. A symbol key: it survives Apollo's shallow copy of the context
+ * (a WeakMap keyed by the context would not) and stays out of resolvers' way.
+ */
+const httpRequest = Symbol("httpRequest");
+type HttpContext = Context & { readonly [httpRequest]?: FastifyRequest };
+
 /** Serves GraphQL over HTTP at `http://host:port/graphql`. */
 export async function serveGraphQL(
   services: Services,
   options: GraphQLServerOptions & { readonly host: string; readonly port: number },
 ): Promise<ServingApi> {
+  const keepAliveTimeout = options.keepAliveTimeoutMs ?? 72_000;
   const { trustProxy = false } = options;
-  // A hop count as the function Fastify would make of it (its types take no number).
-  const http = Fastify({ bodyLimit: options.limits.bodyBytes, trustProxy: typeof trustProxy === "number" ? (_address: string, hop: number) => hop < trustProxy : trustProxy });
+  const http = Fastify({
+    bodyLimit: options.limits.bodyBytes,
+    // A hop count as the function Fastify would make of it (its types take no number).
+    trustProxy: typeof trustProxy === "number" ? (_address: string, hop: number) => hop < trustProxy : trustProxy,
+    // Fastify's own per-request lines stay off: the request log below writes one line per request.
+    logger: false,
+    genReqId: requestIdOf,
+    keepAliveTimeout,
+    // Bounds on a slow client: the headers within 10 s, the whole request within 30 s. An idle
+    // keep-alive connection is under neither (Node starts both clocks at a request's first byte).
+    requestTimeout: 30_000,
+  });
+  http.server.headersTimeout = 10_000;
   installHttpErrorHandlers(http, options.logger, options.limits.bodyBytes);
   const schema = createSchema();
+  http.addHook("onRequest", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+  });
+  const operations = new WeakMap<FastifyRequest, OperationFacts>();
+  const requestLog = createRequestLog({ logger: options.logger });
+  http.addHook("onResponse", async (request, reply) => {
+    if (request.url !== "/graphql" && !request.url.startsWith("/graphql?")) return;
+    const facts = { requestId: request.id, clientIp: request.ip, status: reply.statusCode, durationMs: reply.elapsedTime };
+    const operation = operations.get(request);
+    requestLog(facts, operation);
+    options.metrics?.observeRequest(facts, operation);
+  });
+  const corsOrigins = options.corsOrigins ?? [];
+  if (corsOrigins === "*" || corsOrigins.length > 0) {
+    await http.register(fastifyCors, {
+      origin: corsOrigins === "*" ? "*" : [...corsOrigins],
+      methods: ["GET", "POST", "OPTIONS"],
+      exposedHeaders: ["x-request-id"],
+      // Browsers may reuse a preflight's answer for 10 minutes.
+      maxAge: 600,
+    });
+  }
   const apollo = new ApolloServer<Context>({
     gateway: jitGateway(schema),
     introspection: options.introspection,
@@ -70,6 +125,11 @@ export async function serveGraphQL(
       // Budgets are spent by the limits' onCost hook, so only operations the limits let through pay.
       createRequestLimitsPlugin({ schema, limits: options.limits, onCost: options.onCost ?? chargeOperation }),
       rateLimitPlugin(),
+      operationFactsPlugin((context, facts) => {
+        const request = (context as HttpContext)[httpRequest];
+        if (request) operations.set(request, facts);
+      }),
+      ...(options.plugins ?? []),
     ],
   });
   await apollo.start();
@@ -77,9 +137,15 @@ export async function serveGraphQL(
   http.get("/health/live", async () => ({ status: "live" }));
   http.get("/health/ready", async (_request, reply) => {
     const report = await options.readiness();
-    return reply.code(report.ready ? 200 : 503).send({ status: report.ready ? "ready" : "unavailable", checks: report.checks });
+    const status = !report.ready ? "unavailable" : report.degraded ? "degraded" : "ready";
+    return reply.code(report.ready ? 200 : 503).send({ status, checks: report.checks });
   });
-  await http.register(fastifyApollo(apollo), { context: async (request) => createContext(services, request.headers.authorization, request.ip) });
+  await http.register(fastifyApollo(apollo), {
+    context: async (request) => {
+      const context: HttpContext = { ...(await createContext(services, request.headers.authorization, request.ip)), [httpRequest]: request };
+      return context;
+    },
+  });
   await http.listen({ host: options.host, port: options.port });
   const address = http.server.address();
   const port = typeof address === "object" && address ? address.port : options.port;

@@ -1,5 +1,3 @@
-import { createServer, type Server } from "node:http";
-import type { Logger } from "pino";
 import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
 
 export interface PipelineMetrics {
@@ -30,29 +28,4 @@ export function createPipelineMetrics(): PipelineMetrics {
     reconcileStuck: make(Gauge, "likes_reconcile_stuck_targets", "Targets in flight without progress for several reconcile passes in a row"),
     reconcileRebuiltBehind: make(Counter, "likes_reconcile_rebuilt_behind_total", "Targets whose Redis lacked changes PostgreSQL had, taken out of Redis to be rebuilt"),
   };
-}
-
-/** Serves /metrics; a port already taken is logged and skipped, never fatal. */
-export async function serveMetrics(registry: Registry, host: string, port: number, logger: Logger): Promise<Server | null> {
-  if (port === 0) return null;
-  const server = createServer((req, res) => {
-    if (req.url !== "/metrics") {
-      res.writeHead(404).end();
-      return;
-    }
-    registry.metrics().then(
-      (body) => res.writeHead(200, { "content-type": registry.contentType }).end(body),
-      (err: unknown) => {
-        logger.error({ err }, "metrics collection failed");
-        res.writeHead(500).end();
-      },
-    );
-  });
-  return new Promise((resolve) => {
-    server.once("error", (err) => {
-      logger.warn({ err, port }, "metrics port unavailable; serving no metrics");
-      resolve(null);
-    });
-    server.listen(port, host, () => resolve(server));
-  });
 }

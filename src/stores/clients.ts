@@ -1,4 +1,6 @@
 // Every connection the service opens, in one place, and one close for them all.
+import { performance } from "node:perf_hooks";
+import type { Command } from "ioredis";
 import type { Logger } from "pino";
 import type { Connection } from "rabbitmq-client";
 import type { Config } from "../config.js";
@@ -28,8 +30,32 @@ export interface ClientNeeds {
   readonly rabbit?: boolean;
   /** The relay's own Redis connection, for the pipeline. */
   readonly relay?: boolean;
-  /** Called for every SQL statement sent (tests count queries with it). */
-  readonly onSqlQuery?: () => void;
+  /** Called for every SQL statement answered, with how long PostgreSQL took (metrics; tests count queries with it). */
+  readonly onSqlQuery?: (durationMs: number) => void;
+  /** Called for every command the request-serving Redis client got a reply (or error) to, with its round trip. */
+  readonly onRedisCommand?: (command: string, durationMs: number) => void;
+}
+
+const timed = Symbol("timed");
+
+/**
+ * Times every command of `client` from the moment it is handed to the connection
+ * (alone or in a pipeline) to its reply. ioredis has no per-client hook for this:
+ * its diagnostics channel is process-wide and would mix in the relay's blocking reads.
+ * A command resent after a reconnect passes through sendCommand again and is timed once.
+ */
+function timeCommands(client: RedisClient, observe: (command: string, durationMs: number) => void): void {
+  const send = client.sendCommand.bind(client) as (command: Command, ...rest: unknown[]) => unknown;
+  const wrapped = (command: Command & { [timed]?: true }, ...rest: unknown[]) => {
+    if (!command[timed]) {
+      command[timed] = true;
+      const startedAt = performance.now();
+      const done = () => observe(command.name, performance.now() - startedAt);
+      command.promise.then(done, done);
+    }
+    return send(command, ...rest);
+  };
+  client.sendCommand = wrapped as typeof client.sendCommand;
 }
 
 export async function openClients(config: Config, logger: Logger, needs: ClientNeeds = {}): Promise<Clients> {
@@ -56,6 +82,7 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
       return client;
     };
     const redis = await connectRedis(config.redisCommandTimeoutMs);
+    if (needs.onRedisCommand) timeCommands(redis, needs.onRedisCommand);
     await checkDurability(redis, { policy: config.redisDurability, refuse: config.production, logger });
     // The relay's reads block, and after an outage one read can return a large backlog that takes
     // longer than a request's timeout to arrive: a timeout there would repeat the same read forever.

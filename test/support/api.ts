@@ -1,6 +1,10 @@
 // A running API on an ephemeral port, wired to the test database and private Redis.
+import type { ApolloServerPlugin } from "@apollo/server";
+import type { Logger } from "pino";
 import { compose } from "../../src/compose.js";
 import type { Config } from "../../src/config.js";
+import type { ApiMetrics } from "../../src/graphql/api-metrics.js";
+import type { Context } from "../../src/graphql/context.js";
 import { serveGraphQL } from "../../src/graphql/server.js";
 import { openClients } from "../../src/stores/clients.js";
 import { graphqlClient, silentLogger, testConfig } from "./env.js";
@@ -14,12 +18,41 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-export async function startTestApi(overrides: Record<string, string> = {}): Promise<TestApi> {
+export interface TestApiOptions {
+  /** Where the API logs; silent by default. */
+  readonly logger?: Logger;
+  /** Counts requests and store latencies when given, as an API process does. */
+  readonly metrics?: ApiMetrics;
+  readonly plugins?: readonly ApolloServerPlugin<Context>[];
+}
+
+export async function startTestApi(overrides: Record<string, string> = {}, options: TestApiOptions = {}): Promise<TestApi> {
   const config = testConfig(overrides);
+  const logger = options.logger ?? silentLogger;
+  const metrics = options.metrics;
   let queries = 0;
-  const clients = await openClients(config, silentLogger, { onSqlQuery: () => queries++ });
-  const app = compose(config, clients, silentLogger);
-  const api = await serveGraphQL(app.services, { logger: silentLogger, isUnavailable: app.isUnavailable, readiness: app.readiness, limits: config.limits, introspection: true, host: config.host, port: config.port, trustProxy: config.trustProxy });
+  const clients = await openClients(config, logger, {
+    onSqlQuery: (durationMs) => {
+      queries++;
+      metrics?.observeSqlQuery(durationMs);
+    },
+    ...(metrics && { onRedisCommand: metrics.observeRedisCommand }),
+  });
+  const app = compose(config, clients, logger);
+  const api = await serveGraphQL(app.services, {
+    logger,
+    isUnavailable: app.isUnavailable,
+    readiness: app.readiness,
+    limits: config.limits,
+    trustProxy: config.trustProxy,
+    introspection: true,
+    host: config.host,
+    port: config.port,
+    keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs,
+    corsOrigins: config.corsOrigins,
+    ...(metrics && { metrics }),
+    ...(options.plugins && { plugins: options.plugins }),
+  });
   return {
     config,
     url: api.url,

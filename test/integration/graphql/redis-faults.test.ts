@@ -55,7 +55,7 @@ describe("Redis faults through the API", () => {
       const response = await fetch(`${api.url}health/ready`);
       return { status: response.status, body: (await response.json()) as { status: string; checks: Record<string, string> } };
     };
-    expect(await ready()).toEqual({ status: 200, body: { status: "ready", checks: { postgres: "ok", redis: "ok" } } });
+    expect(await ready()).toEqual({ status: 200, body: { status: "ready", checks: { postgres: "ok", redis: "ok", outbox: "ok" } } });
     proxy.stall();
     try {
       // The stall lasts until `finally`: only the probe's bound can answer this.

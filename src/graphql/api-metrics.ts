@@ -1,0 +1,108 @@
+// Prometheus metrics of an API process: GraphQL requests by operation, errors by
+// code, rate-limited requests, and the latency of the Redis commands and SQL
+// statements they cost. Label values are bounded whatever clients send: an
+// attacker choosing operation names must not grow the registry without end.
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { OperationFacts } from "./operation-facts.js";
+import type { HttpFacts } from "./request-log.js";
+
+export interface ApiMetricsOptions {
+  /** Distinct operation names kept as labels; later names count as "other". Default 200. */
+  readonly maxOperationNames?: number;
+}
+
+export interface ApiMetrics {
+  readonly registry: Registry;
+  /** Records one answered GraphQL request. */
+  readonly observeRequest: (http: HttpFacts, operation: OperationFacts | undefined) => void;
+  /** Records one Redis command, from sending it to its reply. */
+  readonly observeRedisCommand: (command: string, durationMs: number) => void;
+  /** Records one SQL statement, as long as PostgreSQL took to answer it. */
+  readonly observeSqlQuery: (durationMs: number) => void;
+}
+
+/** Seconds: from a cached feed read (sub-millisecond) to a request a timeout ends. */
+const requestBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const storeBuckets = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5];
+
+/** A name as GraphQL allows one, and not absurdly long. */
+const operationNameShape = /^[_A-Za-z][_0-9A-Za-z]{0,63}$/;
+
+/** Codes for requests answered before any operation ran (no facts from Apollo). */
+function codeOfStatus(status: number): string {
+  if (status === 413) return "PAYLOAD_TOO_LARGE";
+  if (status === 429) return "RATE_LIMITED";
+  return status >= 500 ? "INTERNAL_SERVER_ERROR" : "BAD_REQUEST";
+}
+
+export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
+  const maxOperationNames = options.maxOperationNames ?? 200;
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const requestDuration = new Histogram({
+    name: "likes_graphql_request_duration_seconds",
+    help: 'GraphQL requests by operation name ("anonymous" unnamed, "invalid" when no operation ran, "other" past the cap of names) and type',
+    labelNames: ["operation", "type"] as const,
+    buckets: requestBuckets,
+    registers: [registry],
+  });
+  const errors = new Counter({
+    name: "likes_graphql_errors_total",
+    help: "Errors answered to GraphQL requests, by extensions.code",
+    labelNames: ["code"] as const,
+    registers: [registry],
+  });
+  const rateLimited = new Counter({
+    name: "likes_graphql_rate_limited_total",
+    help: "GraphQL requests refused, wholly or partly, with RATE_LIMITED",
+    registers: [registry],
+  });
+  const redisDuration = new Histogram({
+    name: "likes_redis_command_duration_seconds",
+    help: "Redis commands of the API, from sending to the reply, by command",
+    labelNames: ["command"] as const,
+    buckets: storeBuckets,
+    registers: [registry],
+  });
+  const sqlDuration = new Histogram({
+    name: "likes_postgres_query_duration_seconds",
+    help: "SQL statements of the API, as long as PostgreSQL took to answer",
+    buckets: storeBuckets,
+    registers: [registry],
+  });
+  const knownNames = new Set<string>();
+  const knownCodes = new Set<string>();
+
+  const operationLabel = (operation: OperationFacts | undefined): string => {
+    if (!operation?.operationType) return "invalid";
+    const name = operation.operationName;
+    if (name === null) return "anonymous";
+    if (knownNames.has(name)) return name;
+    if (!operationNameShape.test(name) || knownNames.size >= maxOperationNames) return "other";
+    knownNames.add(name);
+    return name;
+  };
+  // Codes come from the service itself, yet a cap costs nothing and guards against a future leak of free text.
+  const codeLabel = (code: string): string => {
+    if (knownCodes.has(code)) return code;
+    if (!/^[A-Z][A-Z0-9_]{0,63}$/.test(code) || knownCodes.size >= 50) return "OTHER";
+    knownCodes.add(code);
+    return code;
+  };
+
+  return {
+    registry,
+    observeRequest: (http, operation) => {
+      requestDuration.observe({ operation: operationLabel(operation), type: operation?.operationType ?? "none" }, http.durationMs / 1000);
+      const codes = operation ? operation.errorCodes : http.status >= 400 ? [codeOfStatus(http.status)] : [];
+      for (const code of codes) errors.inc({ code: codeLabel(code) });
+      if (codes.includes("RATE_LIMITED")) rateLimited.inc();
+    },
+    observeRedisCommand: (command, durationMs) => {
+      redisDuration.observe({ command: command.toLowerCase() }, durationMs / 1000);
+    },
+    observeSqlQuery: (durationMs) => {
+      sqlDuration.observe(durationMs / 1000);
+    },
+  };
+}
