@@ -15,7 +15,10 @@ const config = loadConfig();
 const logger = createLogger(config.logLevel, "api", cluster.worker ? { apiProcess: cluster.worker.id } : {});
 const shutdown = onTermination(logger);
 const metrics = config.metricsPort === 0 ? null : createApiMetrics();
-const clients = await openClients(config, logger, metrics ? { onSqlQuery: metrics.observeSqlQuery, onRedisCommand: metrics.observeRedisCommand } : {});
+const clients = await openClients(config, logger, {
+  watchRabbit: true,
+  ...(metrics && { onSqlQuery: metrics.observeSqlQuery, onRedisCommand: metrics.observeRedisCommand }),
+});
 shutdown.add(() => clients.close());
 if (metrics) {
   // Under `npm start` the supervisor serves every process's metrics, summed, on METRICS_PORT.

@@ -35,7 +35,7 @@ import { createRebuildStore } from "./stores/redis/rebuild-store.js";
 import { createRedisReconcileStore } from "./stores/redis/reconcile-store.js";
 
 /** The clients compose() uses; the pipeline and reconcile passes also need RabbitMQ, and the pipeline the relay's Redis. */
-export type ComposedClients = Pick<Clients, "db" | "redis"> & Partial<Pick<Clients, "rabbit" | "relayRedis" | "probes">>;
+export type ComposedClients = Pick<Clients, "db" | "redis"> & Partial<Pick<Clients, "rabbit" | "relayRedis" | "probes" | "advisories">>;
 
 export interface App {
   /** The use cases the API serves. */
@@ -139,6 +139,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     isUnavailable: isStoreUnavailable,
     readiness: createReadiness(clients.probes?.() ?? {}, config.readinessTimeoutMs, {
       outbox: outboxBacklog(() => backlog.length(), config.relay.outboxWarnLength),
+      ...clients.advisories?.(),
     }),
     async startPipeline(hooks) {
       if (!clients.relayRedis) throw new Error("The pipeline needs the relay's own Redis client: open the clients with { relay: true }.");

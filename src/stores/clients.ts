@@ -21,6 +21,8 @@ export interface Clients {
   readonly rabbit: Connection | null;
   /** Per client, a call that resolves when it answers: what readiness asks. */
   probes(): Record<string, () => Promise<unknown>>;
+  /** Per client watched but not needed to serve: null when it is well, else a sentence saying what is not. */
+  advisories(): Record<string, () => Promise<string | null>>;
   /** Closes every client, in the reverse order of opening. */
   close(): Promise<void>;
 }
@@ -28,6 +30,12 @@ export interface Clients {
 export interface ClientNeeds {
   /** RabbitMQ, for the pipeline or a reconcile pass. */
   readonly rabbit?: boolean;
+  /**
+   * A RabbitMQ connection only to report whether the broker is reachable: an API
+   * process does not need it to serve (its likes wait in the outbox meanwhile), so
+   * readiness reports it as degraded, never as unready.
+   */
+  readonly watchRabbit?: boolean;
   /** The relay's own Redis connection, for the pipeline. */
   readonly relay?: boolean;
   /** Called for every SQL statement answered, with how long PostgreSQL took (metrics; tests count queries with it). */
@@ -89,10 +97,12 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     const relayRedis = needs.relay ? await connectRedis(undefined) : null;
 
     let rabbit: Connection | null = null;
-    if (needs.rabbit) {
+    let watched: Connection | null = null;
+    if (needs.rabbit || needs.watchRabbit) {
       const connection = createRabbitConnection(config.amqpUrl, logger);
       closers.push(() => connection.close());
-      rabbit = connection;
+      if (needs.rabbit) rabbit = connection;
+      else watched = connection;
     }
     const probes = () => ({
       postgres: () => db.$queryRaw`SELECT 1`,
@@ -103,7 +113,12 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
         },
       }),
     });
-    return { db, redis, relayRedis, rabbit, probes, close };
+    const advisories = () => ({
+      ...(watched && {
+        rabbitmq: async () => (watched?.ready ? null : "RabbitMQ is not connected: likes wait in the outbox until it is"),
+      }),
+    });
+    return { db, redis, relayRedis, rabbit, probes, advisories, close };
   } catch (error) {
     await close();
     throw error;

@@ -1,0 +1,57 @@
+// Readiness of an API process as its entry point wires it: PostgreSQL and Redis
+// must answer; RabbitMQ is watched, and its absence makes the process degraded, not unready.
+import { createServer } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { compose } from "../../../src/compose.js";
+import type { ReadinessReport } from "../../../src/domain/readiness.js";
+import { openClients, type Clients } from "../../../src/stores/clients.js";
+import { silentLogger, testConfig } from "../../support/env.js";
+
+const opened: Clients[] = [];
+afterEach(async () => {
+  for (const clients of opened.splice(0)) await clients.close();
+});
+
+async function apiReadiness(overrides: Record<string, string> = {}) {
+  const config = testConfig(overrides);
+  const clients = await openClients(config, silentLogger, { watchRabbit: true });
+  opened.push(clients);
+  return compose(config, clients, silentLogger).readiness;
+}
+
+/** Asks until `done` holds (a connection is made in the background), returning the last report. */
+async function readinessUntil(readiness: () => Promise<ReadinessReport>, done: (report: ReadinessReport) => boolean): Promise<ReadinessReport> {
+  let report = await readiness();
+  for (let i = 0; i < 50 && !done(report); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    report = await readiness();
+  }
+  return report;
+}
+
+/** A port nothing listens on: a RabbitMQ that is down. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (typeof address !== "object" || !address) throw new Error("no port");
+  return address.port;
+}
+
+describe("readiness of an API process", () => {
+  it("when RabbitMQ answers, then the process is ready and reports RabbitMQ ok", async () => {
+    const readiness = await apiReadiness();
+    const report = await readinessUntil(readiness, (r) => r.checks.rabbitmq === "ok");
+    expect(report).toMatchObject({ ready: true, degraded: false, checks: { postgres: "ok", redis: "ok", rabbitmq: "ok" } });
+  });
+
+  it("when RabbitMQ is down, then the process still serves but reports itself degraded, naming RabbitMQ", async () => {
+    const readiness = await apiReadiness({ AMQP_URL: `amqp://guest:guest@127.0.0.1:${await closedPort()}` });
+    const report = await readiness();
+    expect(report.ready).toBe(true);
+    expect(report.degraded).toBe(true);
+    expect(report.checks.rabbitmq).toMatch(/RabbitMQ is not connected/);
+    expect(report.checks.postgres).toBe("ok");
+  });
+});
