@@ -1,6 +1,7 @@
 import { badInput } from "../errors.js";
 
-const maxId = 2n ** 63n - 1n;
+/** The largest id a bigint column holds. */
+export const maxId = 2n ** 63n - 1n;
 
 /** Parses a GraphQL ID into a database id: a positive decimal that fits a bigint column. */
 export function parseId(raw: string, field: string): bigint {

@@ -1,6 +1,7 @@
 // Liking and unliking posts and comments: idempotent, exact, at Redis speed.
 import { badInput, forbidden, notFound, TargetFullError } from "../errors.js";
 import { rebuildRounds, type CounterService } from "./counters.js";
+import { maxId } from "./ids.js";
 import type { Counts, LikeableTarget, LikerPosition } from "./model.js";
 import type { LikeHistoryStore, LikeStore, MembershipChange } from "./ports.js";
 
@@ -42,9 +43,12 @@ export function encodeLikerCursor(p: LikerPosition): string {
   return Buffer.from(`l:${p.at.getTime()}:${p.userId}`).toString("base64url");
 }
 
+const lastMillisecondOf9999 = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 export function decodeLikerCursor(cursor: string): LikerPosition {
   const match = /^l:(\d{1,15}):([1-9]\d{0,18})$/.exec(Buffer.from(cursor, "base64url").toString());
-  if (!match || BigInt(match[2] as string) > 2n ** 63n - 1n) {
+  // PostgreSQL's timestamps end with the year 9999 (and so does the ISO text the store sends).
+  if (!match || Number(match[1]) > lastMillisecondOf9999 || BigInt(match[2] as string) > maxId) {
     throw badInput("after", "after is not a likers cursor this service issued; pass a pageInfo.endCursor back unchanged.");
   }
   return { at: new Date(Number(match[1])), userId: BigInt(match[2] as string) };
