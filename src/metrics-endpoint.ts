@@ -67,9 +67,11 @@ const isReply = (message: unknown): message is MetricsReply =>
 export function answerMetricsRequests(registries: readonly Registry[]): () => void {
   const listener = (message: unknown) => {
     if (!isRequest(message) || !process.send) return;
+    // With a callback a closed channel (the supervisor going away) is reported there, not thrown as an 'error' event.
+    const reply = (metrics: Metrics) => process.send?.({ type: "likes:metrics-reply", id: message.id, metrics } satisfies MetricsReply, undefined, undefined, () => {});
     Promise.all(registries.map((r) => r.getMetricsAsJSON())).then(
-      (metrics) => process.send?.({ type: "likes:metrics-reply", id: message.id, metrics: metrics.flat() } satisfies MetricsReply),
-      () => process.send?.({ type: "likes:metrics-reply", id: message.id, metrics: [] } satisfies MetricsReply),
+      (metrics) => reply(metrics.flat()),
+      () => reply([]),
     );
   };
   process.on("message", listener);
@@ -78,7 +80,8 @@ export function answerMetricsRequests(registries: readonly Registry[]): () => vo
 
 /** A child process as the supervisor reaches it. */
 export interface MetricsChild {
-  send(message: MetricsRequest): void;
+  /** Given a callback, Node reports a closed channel there instead of emitting 'error' on the child. */
+  send(message: MetricsRequest, callback: (error: Error | null) => void): unknown;
   on(event: "message", listener: (message: unknown) => void): void;
   off(event: "message", listener: (message: unknown) => void): void;
 }
@@ -104,7 +107,11 @@ export function aggregatedMetrics(children: () => readonly MetricsChild[], timeo
       const timer = setTimeout(() => finish(null), timeoutMs);
       child.on("message", listener);
       try {
-        child.send({ type: "likes:metrics-request", id });
+        // A child between 'disconnect' and 'exit' has no channel: without the callback its
+        // send error would be an 'error' event the supervisor does not handle.
+        child.send({ type: "likes:metrics-request", id }, (error) => {
+          if (error) finish(null);
+        });
       } catch {
         finish(null);
       }

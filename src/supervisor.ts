@@ -83,7 +83,8 @@ export function startSupervisor(options: SupervisorOptions): void {
       done = true;
     };
     child.once("exit", end);
-    child.once("error", (err) => {
+    // `on`, not `once`: a later failed signal or send must be logged, not thrown as an unhandled 'error'.
+    child.on("error", (err) => {
       logger.error({ err, role }, "a process could not be started or signalled");
       if (child.pid === undefined || child.exitCode !== null) end(null, null);
     });
@@ -94,6 +95,8 @@ export function startSupervisor(options: SupervisorOptions): void {
     start(exited) {
       const worker = cluster.fork();
       watch(worker.process, "api", exited);
+      // cluster re-emits the process's 'error' on the worker, where an unheard one would end the supervisor; watch() logs it.
+      worker.on("error", () => {});
       return { pid: worker.process.pid, kill: (signal) => worker.process.kill(signal), channel: worker };
     },
   };
