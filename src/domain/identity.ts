@@ -5,6 +5,8 @@ import { promisify } from "node:util";
 import { decodeProtectedHeader, jwtVerify, SignJWT } from "jose";
 import { LRUCache } from "lru-cache";
 import pLimit from "p-limit";
+import { RateLimitedError } from "../errors.js";
+import { maxId } from "./ids.js";
 
 const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
 const keyLength = 32;
@@ -16,9 +18,16 @@ const keyLength = 32;
  * else keeps its threads. Process-wide on purpose, because the pool is.
  */
 const passwordWork = pLimit(2);
+/**
+ * Derivations that may wait for a turn. A storm spread over many addresses and
+ * usernames passes every budget; past this queue (about a second of work) a
+ * sign-in is refused at once, to retry, rather than waiting behind the whole storm.
+ */
+export const maxWaitingPasswordWork = 48;
 let passwordHashesComputed = 0;
 
 async function derive(password: string, salt: Buffer, length: number): Promise<Buffer> {
+  if (passwordWork.pendingCount >= maxWaitingPasswordWork) throw new RateLimitedError(1, "sign-ins are being checked on this server at once");
   return passwordWork(() => {
     passwordHashesComputed++;
     return scryptAsync(password, salt, length);
@@ -66,8 +75,6 @@ export interface TokenServiceOptions {
   readonly cacheSize?: number;
 }
 
-const maxUserId = 2n ** 63n - 1n;
-
 /** The header fields a token may carry: JWT libraries add `typ` by default, key rotation adds `kid`. */
 const allowedHeaderFields: ReadonlySet<string> = new Set(["alg", "typ", "kid"]);
 
@@ -94,7 +101,7 @@ export function acceptableHeader(token: string): boolean {
 function userIdOf(sub: unknown): bigint | null {
   if (typeof sub !== "string" || !/^[1-9][0-9]{0,18}$/.test(sub)) return null;
   const id = BigInt(sub);
-  return id <= maxUserId ? id : null;
+  return id <= maxId ? id : null;
 }
 
 /**

@@ -3,7 +3,7 @@ import { createHmac, generateKeyPairSync } from "node:crypto";
 import { SignJWT } from "jose";
 import jwt from "jsonwebtoken";
 import { describe, expect, it } from "vitest";
-import { createTokenService, type TokenServiceOptions } from "../../../src/domain/identity.js";
+import { createTokenService, hashPassword, maxWaitingPasswordWork, type TokenServiceOptions } from "../../../src/domain/identity.js";
 
 const secret = "a-secret-of-enough-length";
 const now = () => Math.floor(Date.now() / 1000);
@@ -83,5 +83,16 @@ describe("forged and unacceptable tokens", () => {
     ["not a JWT", "hello"],
   ])("when a token has %s, then it names nobody", async (_, token) => {
     expect(await service().verify(token)).toBeNull();
+  });
+});
+
+describe("password work", () => {
+  it("when more sign-ins arrive than may wait for scrypt, then the excess is refused at once as RATE_LIMITED instead of queueing", async () => {
+    const outcomes = await Promise.allSettled(Array.from({ length: maxWaitingPasswordWork + 12 }, () => hashPassword("secret123")));
+    const refused = outcomes.flatMap((o) => (o.status === "rejected" ? [o.reason as { code?: string; retryAfterSeconds?: number }] : []));
+    const hashed = outcomes.length - refused.length;
+    expect(hashed).toBeGreaterThanOrEqual(maxWaitingPasswordWork);
+    expect(hashed).toBeLessThanOrEqual(maxWaitingPasswordWork + 2);
+    expect(refused.every((e) => e.code === "RATE_LIMITED" && e.retryAfterSeconds === 1)).toBe(true);
   });
 });
