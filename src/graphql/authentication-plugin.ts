@@ -3,10 +3,16 @@
 // once instead of quietly reading as nobody. Only an operation that does nothing
 // but sign in (login, register) goes through, so such a client can get a new token.
 import type { ApolloServerPlugin } from "@apollo/server";
-import { GraphQLError, OperationTypeNode } from "graphql";
+import { GraphQLError, OperationTypeNode, type DocumentNode, type OperationDefinitionNode } from "graphql";
 import { ErrorCode, unauthenticated } from "../errors.js";
 import type { Context } from "./context.js";
 import { rootFieldNames, signInFields } from "./root-fields.js";
+
+/** Whether the operation is refused for its token: one was sent and not accepted, and it does more than sign in. */
+export function tokenRefused(ctx: Context, operation: OperationDefinitionNode, document: DocumentNode): boolean {
+  if (ctx.tokenProblem === null) return false;
+  return !(operation.operation === OperationTypeNode.MUTATION && rootFieldNames(operation, document).every((name) => signInFields.has(name)));
+}
 
 /**
  * Refuses with UNAUTHENTICATED and HTTP 401: the status RFC 6750 gives a bearer
@@ -20,8 +26,7 @@ export function authenticationPlugin(): ApolloServerPlugin<Context> {
       return {
         async didResolveOperation({ contextValue, operation, document }) {
           const problem = contextValue.tokenProblem;
-          if (problem === null || !operation) return;
-          if (operation.operation === OperationTypeNode.MUTATION && rootFieldNames(operation, document).every((name) => signInFields.has(name))) return;
+          if (problem === null || !operation || !tokenRefused(contextValue, operation, document)) return;
           throw new GraphQLError(problem, {
             originalError: unauthenticated(problem),
             extensions: {

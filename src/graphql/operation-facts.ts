@@ -15,6 +15,9 @@ export interface OperationFacts {
   readonly viewerId: string | null;
 }
 
+/** A name the client sent that named no operation: logged only when it could be a GraphQL name, and short. */
+const sentName = (name: string | undefined): string | null => (name && /^[_A-Za-z][_0-9A-Za-z]{0,99}$/.test(name) ? name : null);
+
 /**
  * An Apollo plugin that hands each operation's facts to `record` just before its
  * response is sent. Requests Apollo never sees as an operation (a body that is not
@@ -27,7 +30,7 @@ export function operationFactsPlugin(record: (context: Context, facts: Operation
         async willSendResponse({ contextValue, operation, operationName, request, response }) {
           const errors = response.body.kind === "single" ? (response.body.singleResult.errors ?? []) : (response.body.initialResult.errors ?? []);
           record(contextValue, {
-            operationName: operationName ?? (operation ? null : (request.operationName ?? null)),
+            operationName: operationName ?? (operation ? null : sentName(request.operationName)),
             operationType: operation?.operation ?? null,
             errorCodes: errors.map((e) => (typeof e.extensions?.code === "string" ? e.extensions.code : "INTERNAL_SERVER_ERROR")),
             viewerId: contextValue.viewer ? String(contextValue.viewer.userId) : null,

@@ -1,11 +1,14 @@
-// Spends the caller's rate budgets before anything runs: mutations per user and
-// per address, sign-ins per address, counted per root field (an operation of 10
-// aliased likes pays 10), and expensive queries by their cost. Sign-ins per
-// username are charged by the login use case, which alone knows the username.
+// Rate budgets at the GraphQL edge: chargeOperation spends them before anything
+// runs (mutations per user and per address, sign-ins per address, one unit per
+// root field; expensive queries by their cost), and rateLimitPlugin answers a
+// refusal as HTTP 429. Sign-ins per username are charged by the login use case,
+// which alone knows the username.
+import { isIPv6 } from "node:net";
 import type { ApolloServerPlugin } from "@apollo/server";
 import { OperationTypeNode, type DocumentNode, type OperationDefinitionNode } from "graphql";
 import type { Charge } from "../domain/rate-limits.js";
 import { ErrorCode } from "../errors.js";
+import { tokenRefused } from "./authentication-plugin.js";
 import type { Context } from "./context.js";
 import { rootFieldNames, signInFields } from "./root-fields.js";
 
@@ -31,6 +34,23 @@ export function rateLimitPlugin(): ApolloServerPlugin<Context> {
   };
 }
 
+/**
+ * The subject of an address's budgets. An IPv6 client is usually given a whole /64
+ * and can pick any address in it, so its budgets are the /64's; an IPv4-mapped
+ * IPv6 address is its IPv4 address.
+ */
+export function addressSubject(ip: string): string {
+  const address = ip.replace(/%.*$/, "");
+  if (!isIPv6(address)) return address;
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
+  if (mapped?.[1]) return mapped[1];
+  const [head = "", tail] = address.split("::");
+  const front = head ? head.split(":") : [];
+  const back = tail ? tail.split(":") : [];
+  const groups = tail === undefined ? front : [...front, ...Array<string>(Math.max(0, 8 - front.length - back.length)).fill("0"), ...back];
+  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(":")}::/64`;
+}
+
 /** A mutation's charges: one unit per root field, sign-ins to their own budget. */
 function mutationCharges(ctx: Context, operation: OperationDefinitionNode, document: DocumentNode): Charge[] {
   if (operation.operation !== OperationTypeNode.MUTATION) return [];
@@ -38,9 +58,10 @@ function mutationCharges(ctx: Context, operation: OperationDefinitionNode, docum
   const signIns = fields.filter((name) => signInFields.has(name)).length;
   const others = fields.length - signIns;
   const charges: Charge[] = [];
-  if (signIns > 0) charges.push({ budget: "ipSignIns", subject: ctx.clientIp, cost: signIns });
+  const address = addressSubject(ctx.clientIp);
+  if (signIns > 0) charges.push({ budget: "ipSignIns", subject: address, cost: signIns });
   if (others > 0) {
-    charges.push({ budget: "ipMutations", subject: ctx.clientIp, cost: others });
+    charges.push({ budget: "ipMutations", subject: address, cost: others });
     if (ctx.viewer) charges.push({ budget: "userMutations", subject: ctx.viewer.userId.toString(), cost: others });
   }
   return charges;
@@ -49,23 +70,21 @@ function mutationCharges(ctx: Context, operation: OperationDefinitionNode, docum
 /** An expensive query's charges: its cost, when it reaches the threshold; cheaper ones pay nothing. */
 function costCharges(ctx: Context, cost: number): Charge[] {
   if (!(cost >= ctx.services.rateLimits.queryCostThreshold)) return [];
-  const charges: Charge[] = [{ budget: "ipQueryCost", subject: ctx.clientIp, cost }];
+  const charges: Charge[] = [{ budget: "ipQueryCost", subject: addressSubject(ctx.clientIp), cost }];
   if (ctx.viewer) charges.push({ budget: "viewerQueryCost", subject: ctx.viewer.userId.toString(), cost });
   return charges;
 }
 
 /**
  * Spends what an operation costs its caller, as the request limits' `onCost` hook:
- * only operations the limits let through pay (a refused document of 450 aliased
- * likes spends nothing), and nothing has run yet. Throws RATE_LIMITED when a budget is spent.
+ * only operations every check lets through pay (a refused document of 450 aliased
+ * likes, or a bad token, spends nothing), and nothing has run yet. Throws
+ * RATE_LIMITED when a budget is spent.
  */
 export async function chargeOperation(ctx: Context, cost: number, operation: OperationDefinitionNode, document: DocumentNode): Promise<void> {
+  // Refused anyway, by the authentication plugin or the executor (subscriptions need
+  // graphql-ws): Apollo runs the plugins' checks side by side, so they must not pay here.
+  if (operation.operation === OperationTypeNode.SUBSCRIPTION || tokenRefused(ctx, operation, document)) return;
   const charges = [...mutationCharges(ctx, operation, document), ...costCharges(ctx, cost)];
-  if (charges.length > 0) await ctx.services.rateLimits.charge(charges);
-}
-
-/** Charges a query's cost alone (chargeOperation's second half). */
-export async function chargeQueryCost(ctx: Context, cost: number): Promise<void> {
-  const charges = costCharges(ctx, cost);
   if (charges.length > 0) await ctx.services.rateLimits.charge(charges);
 }

@@ -88,7 +88,8 @@ export async function serveGraphQL(
   const operations = new WeakMap<FastifyRequest, OperationFacts>();
   const requestLog = createRequestLog({ logger: options.logger });
   http.addHook("onResponse", async (request, reply) => {
-    if (request.url !== "/graphql" && !request.url.startsWith("/graphql?")) return;
+    // CORS preflights carry no operation: counting them would read as failed GraphQL requests.
+    if (request.method === "OPTIONS" || (request.url !== "/graphql" && !request.url.startsWith("/graphql?"))) return;
     const facts = { requestId: request.id, clientIp: request.ip, status: reply.statusCode, durationMs: reply.elapsedTime };
     const operation = operations.get(request);
     requestLog(facts, operation);

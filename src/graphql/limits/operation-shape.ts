@@ -4,6 +4,7 @@
 // "Syntax Error" from inside validation, with the measured numbers only in the
 // message (this service answers with a code and the numbers in `extensions`), and
 // its depth rule counts each fragment spread as a level of its own.
+import { rootFieldNames } from "../root-fields.js";
 import { Kind, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode } from "graphql";
 
 export interface OperationShape {
@@ -11,7 +12,7 @@ export interface OperationShape {
   readonly depth: number;
   /** Fields written with an alias, counted once per place they are executed (a fragment spread twice counts twice). */
   readonly aliases: number;
-  /** Distinct response keys of the root selection: the mutations a mutation operation runs. */
+  /** Root fields by response key, `__typename` aside: the mutations a mutation operation runs (the budgets count the same). */
   readonly rootFields: number;
 }
 
@@ -66,21 +67,6 @@ export function measureOperation(document: DocumentNode, operation: OperationDef
     return { depth, aliases };
   }
 
-  function rootKeys(set: SelectionSetNode, keys: Set<string>, visited: Set<string>): Set<string> {
-    for (const selection of set.selections) {
-      if (selection.kind === Kind.FIELD) keys.add(selection.alias?.value ?? selection.name.value);
-      else if (selection.kind === Kind.INLINE_FRAGMENT) rootKeys(selection.selectionSet, keys, visited);
-      else {
-        const definition = fragments.get(selection.name.value);
-        if (definition && !visited.has(selection.name.value)) {
-          visited.add(selection.name.value);
-          rootKeys(definition.selectionSet, keys, visited);
-        }
-      }
-    }
-    return keys;
-  }
-
   const { depth, aliases } = selectionSet(operation.selectionSet);
-  return { depth, aliases, rootFields: rootKeys(operation.selectionSet, new Set(), new Set()).size };
+  return { depth, aliases, rootFields: rootFieldNames(operation, document).length };
 }
