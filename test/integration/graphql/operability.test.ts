@@ -128,7 +128,10 @@ describe("the API's metrics", () => {
     await operation(api, "query {");
     await operation(api, `mutation Like { likePost(postId: "1") { changed } }`);
     const text = () => metrics.registry.metrics();
-    await eventually(async () => (await text()).includes('code="UNAUTHENTICATED"'), 5_000, text);
+    // Each request is recorded once its response is complete, which may be after the client read it: wait for all eight.
+    const recorded = (metricsText: string) =>
+      [...metricsText.matchAll(/^likes_graphql_request_duration_seconds_count\{[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    await eventually(async () => recorded(await text()) === 8, 5_000, text);
     const body = await text();
     const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, "\\$&")} (\\S+)$`, "m").exec(body)?.[1] ?? Number.NaN);
     expect(value('likes_graphql_request_duration_seconds_count{operation="ReadViewer",type="query"}')).toBe(2);
