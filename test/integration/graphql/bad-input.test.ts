@@ -82,6 +82,12 @@ describe("cursors and ids", () => {
     const answer = await api.gql(query, { a: beyondBigint, p: postId, c: commentId });
     expect(answer.errors?.[0]?.extensions).toEqual({ code: "BAD_USER_INPUT", field: "after" });
   });
+
+  it("when likers gets a cursor of a time after the year 9999, then it is BAD_USER_INPUT on after", async () => {
+    const query = `query($a: String, $p: ID!) { post(id: $p) { likers(after: $a) { edges { cursor } } } }`;
+    const answer = await api.gql(query, { a: Buffer.from("l:253402300800000:1").toString("base64url"), p: postId });
+    expect(answer.errors?.[0]?.extensions).toEqual({ code: "BAD_USER_INPUT", field: "after" });
+  });
 });
 
 describe("persisted queries", () => {

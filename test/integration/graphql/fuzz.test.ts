@@ -35,7 +35,7 @@ function generator(state: number) {
 const cursorOf = (text: string) => Buffer.from(text).toString("base64url");
 const hostileStrings = [
   "", " ", "ok", "a\u0000b", "\u0000", "\u001b[31mred", "line\nbreak", "\t", "\u007f", "\u0085", "half \ud800", "\udc00", "😀👍", "x".repeat(20_001),
-  "' OR 1=1 --", "%00", "<script>", "c:1", cursorOf("c:9223372036854775808"), cursorOf("c:0"), cursorOf("l:1:1"), cursorOf("l:9999999999999999:99999999999999999999"), "bm9wZQ", "====",
+  "' OR 1=1 --", "%00", "<script>", "c:1", cursorOf("c:9223372036854775808"), cursorOf("c:0"), cursorOf("l:1:1"), cursorOf("l:9999999999999999:99999999999999999999"), cursorOf("l:253402300800000:1"), cursorOf("l:999999999999999:1"), "bm9wZQ", "====",
 ];
 const hostileIds = ["1", "0", "-1", "01", "9223372036854775807", "9223372036854775808", "99999999999999999999", "1\u0000", "1e3", "١٢٣", "abc", "", " 1", "\ud800", "9".repeat(400)];
 const hostileInts = [0, 1, -1, 20, 100, 101, 2_147_483_647, 2_147_483_648, -2_147_483_649, 1.5, 1e308, "1", "x", true];
