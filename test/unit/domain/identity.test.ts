@@ -79,6 +79,10 @@ describe("forged and unacceptable tokens", () => {
     ["sub negative", sign({ alg: "HS256" }, { sub: "-1", exp })],
     ["sub as a JSON number", sign({ alg: "HS256" }, { sub: 42, exp })],
     ["sub past bigint", sign({ alg: "HS256" }, { sub: "9223372036854775808", exp })],
+    ["an nbf in the future", sign({ alg: "HS256" }, { sub: "42", exp, nbf: now() + 3600 })],
+    ["a string iat", sign({ alg: "HS256" }, { sub: "42", exp, iat: "yesterday" })],
+    ["a payload that is a JSON array", `${header}.${Buffer.from("[1]").toString("base64url")}.${createHmac("sha256", secret).update(`${header}.${Buffer.from("[1]").toString("base64url")}`).digest("base64url")}`],
+    ["a signature with a character outside base64url", `${sign({ alg: "HS256" }, { sub: "42", exp })}=`],
     ["two parts", `${header}.${payload}`],
     ["not a JWT", "hello"],
   ])("when a token has %s, then it names nobody", async (_, token) => {
