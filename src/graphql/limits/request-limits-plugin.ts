@@ -7,9 +7,9 @@ import type { ApolloServerPlugin } from "@apollo/server";
 import { GraphQLError, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from "graphql";
 import { ErrorCode, RequestErrorCode } from "../../errors.js";
 import type { Context } from "../context.js";
-import { argumentWithNul } from "./nul-bytes.js";
-import { measureOperation, type OperationShape } from "./operation-shape.js";
-import { maxPricedSelections, queryCost } from "./query-cost.js";
+import { createLimitsMemo } from "./limits-memo.js";
+import type { OperationShape } from "./operation-shape.js";
+import { maxPricedSelections } from "./query-cost.js";
 
 export interface RequestLimits {
   /** Levels of nested fields (MAX_QUERY_DEPTH). */
@@ -65,34 +65,58 @@ function checkShape(shape: OperationShape, operation: string, limits: RequestLim
   return null;
 }
 
+export interface LimitedRequest {
+  readonly document: DocumentNode;
+  /** Absent when the request's operationName names no operation of the document. */
+  readonly operation: OperationDefinitionNode | undefined;
+  readonly operationName: string | undefined;
+  readonly variables: Record<string, unknown>;
+}
+
+/**
+ * The limits' verdict on one request: throws the refusal, or answers the
+ * operation's cost (null when there is no operation to price). What it learns of a
+ * document is kept for the next request sending it (see limits-memo.ts); the
+ * answers are the same as without.
+ */
+export function createRequestLimitsCheck(schema: GraphQLSchema, limits: RequestLimits): (request: LimitedRequest) => number | null {
+  const factsOf = createLimitsMemo(schema);
+  return ({ document, operation, operationName, variables }) => {
+    const values = countVariableValues(variables, limits.variableValues);
+    if (values > limits.variableValues) {
+      throw refuse(RequestErrorCode.VARIABLES_TOO_LARGE, `The variables hold more than ${limits.variableValues} values; send fewer (lists such as posts(ids:) take at most 100 ids).`, { values, limit: limits.variableValues });
+    }
+    // Absent when operationName names nothing; the executor answers that with its own code.
+    if (!operation) return null;
+    const facts = factsOf(document, operation);
+    const refusal = checkShape(facts.shape, operation.operation, limits);
+    if (refusal) throw refusal;
+    const nulIn = facts.argumentWithNul(variables);
+    if (nulIn) throw new GraphQLError(`${nulIn} must not contain a NUL byte (\\u0000).`, { extensions: { code: ErrorCode.BAD_USER_INPUT, field: nulIn, http: { status: 400 } } });
+    const priced = facts.price(operationName, variables);
+    if ("badVariables" in priced) {
+      throw new GraphQLError(priced.badVariables.message, { nodes: priced.badVariables.nodes, extensions: { code: ErrorCode.BAD_USER_INPUT, http: { status: 400 } } });
+    }
+    if ("tooManySelections" in priced) {
+      throw refuse(RequestErrorCode.QUERY_TOO_COSTLY, `The operation expands (fragments included) to more than ${maxPricedSelections} selections. Ask for less at once.`, { cost: null, limit: limits.cost });
+    }
+    if (priced.cost > limits.cost) {
+      throw refuse(RequestErrorCode.QUERY_TOO_COSTLY, `The operation could cost ${priced.cost}; at most ${limits.cost} is allowed. Ask for smaller pages (first) or fewer nested connections.`, { cost: priced.cost, limit: limits.cost });
+    }
+    return priced.cost;
+  };
+}
+
 export function createRequestLimitsPlugin(options: RequestLimitsOptions): ApolloServerPlugin<Context> {
   const { schema, limits, onCost } = options;
+  const check = createRequestLimitsCheck(schema, limits);
   return {
     async requestDidStart() {
       return {
         async didResolveOperation({ document, operation, operationName, request, contextValue }) {
-          const variables = request.variables ?? {};
-          const values = countVariableValues(variables, limits.variableValues);
-          if (values > limits.variableValues) {
-            throw refuse(RequestErrorCode.VARIABLES_TOO_LARGE, `The variables hold more than ${limits.variableValues} values; send fewer (lists such as posts(ids:) take at most 100 ids).`, { values, limit: limits.variableValues });
-          }
-          // Absent when operationName names nothing; the executor answers that with its own code.
-          if (!operation) return;
-          const refusal = checkShape(measureOperation(document, operation), operation.operation, limits);
-          if (refusal) throw refusal;
-          const nulIn = argumentWithNul(document, variables);
-          if (nulIn) throw new GraphQLError(`${nulIn} must not contain a NUL byte (\\u0000).`, { extensions: { code: ErrorCode.BAD_USER_INPUT, field: nulIn, http: { status: 400 } } });
-          const priced = queryCost(schema, document, operationName ?? undefined, variables);
-          if ("badVariables" in priced) {
-            throw new GraphQLError(priced.badVariables.message, { nodes: priced.badVariables.nodes, extensions: { code: ErrorCode.BAD_USER_INPUT, http: { status: 400 } } });
-          }
-          if ("tooManySelections" in priced) {
-            throw refuse(RequestErrorCode.QUERY_TOO_COSTLY, `The operation expands (fragments included) to more than ${maxPricedSelections} selections. Ask for less at once.`, { cost: null, limit: limits.cost });
-          }
-          if (priced.cost > limits.cost) {
-            throw refuse(RequestErrorCode.QUERY_TOO_COSTLY, `The operation could cost ${priced.cost}; at most ${limits.cost} is allowed. Ask for smaller pages (first) or fewer nested connections.`, { cost: priced.cost, limit: limits.cost });
-          }
-          await onCost?.(contextValue, priced.cost, operation, document);
+          const cost = check({ document, operation, operationName: operationName ?? undefined, variables: request.variables ?? {} });
+          if (cost === null || !operation) return;
+          await onCost?.(contextValue, cost, operation, document);
         },
       };
     },
