@@ -109,6 +109,14 @@ function cpuSecondsOf(pid: number): number {
   }
 }
 
+function peakRssKbOf(pid: number): number {
+  try {
+    return Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
 /** A process and all its descendants. */
 function processTree(root: number): number[] {
   const children = new Map<number, number[]>();
@@ -181,6 +189,8 @@ export interface ServiceCpu {
 export interface RunningService {
   readonly url: string;
   cpu(): ServiceCpu;
+  /** The largest resident set any one process of the service has had, in MB (the kernel's VmHWM). */
+  peakRssMb(): number;
   stop(): Promise<void>;
 }
 
@@ -239,6 +249,9 @@ export async function startService(mode: ServiceMode, env: Record<string, string
         }
       }
       return { api, pipeline, apiProcesses };
+    },
+    peakRssMb() {
+      return Math.max(0, ...processTree(child.pid as number).map(peakRssKbOf)) / 1024;
     },
     async stop() {
       process.off("exit", orphaned);

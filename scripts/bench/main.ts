@@ -10,6 +10,9 @@
 //   reconcile-big                           a reconcile pass over one post with 5,000,000 likers, in pieces
 //                                           within the 160 MB heap of npm run reconcile (and, for contrast,
 //                                           loaded whole as passes did before); not run unless named
+//   nested                                  feed(100) → comments(100) → post → comments(100) sent once
+//                                           to the API as configured and with the cost limit lifted (and
+//                                           to `--against`'s as configured); not run unless named
 // With no scenario named, the four HTTP scenarios and memory run. `--quick` loads a
 // tenth of the data for development; the README's figures come from the full set.
 // `--profile dir` has every process of the service write a CPU profile into dir.
@@ -33,11 +36,12 @@ import { measureMemory } from "./memory.js";
 import { persist } from "./persist.js";
 import { freshVhost } from "./rabbitmq.js";
 import { reconcileScenario } from "./reconcile.js";
+import { addComments, measureNested, type NestedFigures } from "./nested.js";
 import { loadBigTarget, reconcileBigPass } from "./reconcile-big.js";
 import { connections, feed100, FreshPairs, likeHot, likeSpread, mixed, rawFeedPipelines, rawLikeScript, type HttpFigures, type ScenarioContext } from "./scenarios.js";
 
 const httpScenarios = ["feed100", "like-hot", "like-spread", "mixed"] as const;
-const all = [...httpScenarios, "memory", "persist", "reconcile", "reconcile-big"] as const;
+const all = [...httpScenarios, "memory", "nested", "persist", "reconcile", "reconcile-big"] as const;
 type Scenario = (typeof all)[number];
 
 const { values: flags, positionals } = parseArgs({
@@ -118,7 +122,7 @@ const amqp = freshVhost(config.amqpUrl, flags.database);
 const results: HttpFigures[] = [];
 try {
   const wantsHttp = httpScenarios.some((s) => chosen.has(s));
-  if (wantsHttp || chosen.has("memory")) {
+  if (wantsHttp || chosen.has("memory") || chosen.has("nested")) {
     const bar = progressBar(`loading the ${shape.name} data set into PostgreSQL (COPY), likes`);
     const data = await loadDataset(sql, shape, (done, total) => bar.update(done, total));
     bar.stop();
@@ -136,6 +140,33 @@ try {
         "largest key (members)": m.largestKeyMembers,
         "used_memory (MB)": m.usedMemoryMb,
       }]);
+    }
+
+    if (chosen.has("nested")) {
+      const comments = await addComments(sql, data);
+      console.error(`nested: ${comments.toLocaleString()} comments on the newest 100 posts; the query against the API alone ...`);
+      const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqp };
+      const figures: NestedFigures[] = [
+        await measureNested(databaseUrl, "this, as configured", env),
+        await measureNested(databaseUrl, "this, MAX_QUERY_COST=1e9", { ...env, MAX_QUERY_COST: "1000000000" }),
+      ];
+      if (flags.against !== undefined) {
+        const directory = path.resolve(flags.against);
+        figures.push(await measureNested(databaseUrl, `${path.basename(directory)}, as configured`, { ...env, RABBITMQ_PREFIX: "likes_bench_other" }, directory));
+      }
+      console.log(`\nThe nested query (feed(100) → comments(100) → post → comments(100)), anonymous, one request to a freshly started API:`);
+      console.table(figures.map((f) => ({
+        service: f.service,
+        status: f.status,
+        code: f.code,
+        cost: f.cost,
+        "time (s)": f.seconds,
+        "SQL transactions": f.sqlTransactions,
+        nodes: f.nodes,
+        "response (MB)": f.responseMb,
+        "API peak RSS (MB)": f.apiPeakRssMb,
+        "API CPU (s)": f.apiCpuSeconds,
+      })));
     }
 
     if (wantsHttp) {
