@@ -42,7 +42,7 @@ for (let i = 1; i <= posts; i++) {
   await services.content.createComment(pick(sessions).user.id, post.id, "Agreed.", comment.id);
   // Earlier posts get more likes, as popular posts do.
   const likers = sessions.slice(0, Math.max(1, Math.round(sessions.length / Math.sqrt(i))));
-  await Promise.all(likers.map((s) => services.likes.like({ type: "post", id: post.id }, s.user.id)));
+  await Promise.all(likers.map((s) => services.memberships.join("like", { type: "post", id: post.id }, s.user.id)));
   bar.increment();
 }
 bar.stop();

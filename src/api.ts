@@ -34,6 +34,8 @@ const tracing = config.tracing
   : null;
 if (tracing) shutdown.add(() => tracing.close());
 const app = compose(config, clients, logger);
+// Views waiting in memory go to Redis before the clients close (after requests in flight finished).
+shutdown.add(() => app.services.views.close());
 const api = await serveGraphQL(app.services, {
   logger,
   isUnavailable: app.isUnavailable,

@@ -6,19 +6,21 @@ import { createCatalog, findOne, lookupTarget } from "./domain/catalog.js";
 import { createContentService } from "./domain/content.js";
 import { createCounterService } from "./domain/counters.js";
 import { createTokenService } from "./domain/identity.js";
-import { createLikeService } from "./domain/likes.js";
-import { createLikePersistence } from "./domain/persistence.js";
+import { createListService } from "./domain/lists.js";
+import { createMembershipService } from "./domain/memberships.js";
+import { createChangePersistence } from "./domain/persistence.js";
 import type { MessageBus } from "./domain/ports.js";
 import { createRateLimits } from "./domain/rate-limits.js";
 import { createRepairService } from "./domain/repairs.js";
 import { createReadiness, outboxBacklog, type Readiness } from "./domain/readiness.js";
 import type { Services } from "./domain/services.js";
 import { createUserService } from "./domain/users.js";
+import { createViewService } from "./domain/views.js";
 import { startPipeline, type PipelineHooks, type RunningPipeline } from "./pipeline/pipeline.js";
 import { runReconcile, type ReconcileProgress, type ReconcileSummary } from "./pipeline/reconcile-pass.js";
 import { isStoreUnavailable, type Clients } from "./stores/clients.js";
 import { createCommentStore } from "./stores/postgres/comment-store.js";
-import { createLikeHistoryStore } from "./stores/postgres/like-history-store.js";
+import { createRelationHistoryStore } from "./stores/postgres/relation-history-store.js";
 import { createPostStore } from "./stores/postgres/post-store.js";
 import { createDatabaseReconcileStore } from "./stores/postgres/reconcile-store.js";
 import { createSnapshotStore } from "./stores/postgres/snapshot-store.js";
@@ -28,11 +30,13 @@ import { createTopology } from "./stores/rabbitmq/topology.js";
 import { createCounterStore } from "./stores/redis/counter-store.js";
 import { createRedisKeys } from "./stores/redis/keys.js";
 import { createLease } from "./stores/redis/lease-store.js";
-import { createLikeStore } from "./stores/redis/like-store.js";
+import { createListStore } from "./stores/redis/list-store.js";
+import { createMembershipStore } from "./stores/redis/membership-store.js";
 import { createOutboxStore } from "./stores/redis/outbox-store.js";
 import { createRateBudgetStore } from "./stores/redis/rate-budget-store.js";
 import { createRebuildStore } from "./stores/redis/rebuild-store.js";
 import { createRedisReconcileStore } from "./stores/redis/reconcile-store.js";
+import { createViewStore } from "./stores/redis/view-store.js";
 
 /** The clients compose() uses; the pipeline and reconcile passes also need RabbitMQ, and the pipeline the relay's Redis. */
 export type ComposedClients = Pick<Clients, "db" | "redis"> & Partial<Pick<Clients, "rabbit" | "relayRedis" | "probes" | "advisories">>;
@@ -57,11 +61,12 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const users = createUserStore(db);
   const posts = createPostStore(db);
   const comments = createCommentStore(db);
-  const likeHistory = createLikeHistoryStore(db);
+  const history = createRelationHistoryStore(db);
   const databaseReconcile = createDatabaseReconcileStore(db);
   const counterStore = createCounterStore(redis, keys);
   const rebuilds = createRebuildStore(redis, keys);
   const redisReconcile = createRedisReconcileStore(redis, keys);
+  const listStore = createListStore(redis, keys);
 
   const catalog = createCatalog({ users, posts, comments });
   const snapshots = createSnapshotStore(db);
@@ -95,7 +100,20 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     catalog,
     counters,
     tokens,
-    likes: createLikeService({ likeStore: createLikeStore(redis, keys), likeHistory, counters }),
+    memberships: createMembershipService({
+      memberships: createMembershipStore(redis, keys),
+      history,
+      lists: listStore,
+      counters,
+      onListFailure: (err) => logger.warn({ err }, "a user's list could not be written after a change; the pipeline writes it once persisted"),
+    }),
+    lists: createListService({ lists: listStore, history }),
+    views: createViewService({
+      store: createViewStore(redis, keys),
+      catalog,
+      counters,
+      onFlushFailure: (err) => logger.warn({ err }, "views could not be flushed to Redis; they wait for the next flush"),
+    }),
     users: createUserService({ users, tokens, counters, catalog, rateLimits }),
     rateLimits,
     content: createContentService({
@@ -149,14 +167,15 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
         {
           outbox: createOutboxStore(clients.relayRedis, keys, { batchSize: config.relay.batchSize }),
           bus,
-          persistence: createLikePersistence({
-            likeHistory,
+          persistence: createChangePersistence({
+            history,
             rebuilds,
             snapshots,
             counters: counterStore,
-            onRedisFailure: (err) => pipelineLogger.warn({ err }, "bringing a committed batch into Redis failed"),
+            lists: listStore,
+            afterCommit: hooks?.afterDatabaseCommit,
           }),
-          repairs: createRepairService({ database: databaseReconcile, redis: redisReconcile }),
+          repairs: createRepairService({ database: databaseReconcile, redis: redisReconcile, counters: counterStore }),
           reconcileLease: createLease(redis, keys.reconcileLock()),
           reconcile: () => reconcileWith(bus),
           databaseAnswers: () => db.$queryRaw`SELECT 1`.then(() => true, () => false),

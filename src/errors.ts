@@ -81,13 +81,13 @@ export const badInput = (field: string, message: string) => new DomainError(Erro
 export const forbidden = (message: string) => new DomainError(ErrorCode.FORBIDDEN, message);
 
 /**
- * A target holds the most likers its membership can (the like store's status
- * for it); the like use case answers it as FORBIDDEN.
+ * A target's relation holds the most members its membership can (the membership
+ * store's status for it); the membership use case answers it as FORBIDDEN.
  */
 export class TargetFullError extends Error {
   override readonly name = "TargetFullError";
   constructor(readonly target: { readonly type: string; readonly id: bigint }) {
-    super(`${target.type} ${target.id} has reached the most likers its membership shards can hold.`);
+    super(`${target.type} ${target.id} has reached the most members its membership shards can hold.`);
   }
 }
 

@@ -94,7 +94,7 @@ export async function loadDataset(sql: pg.Client, shape: DatasetShape, progress:
   for (let k = 1; k <= shape.posts; k++) likes += likersOf(shape, k);
 
   await sql.query("SET synchronous_commit = off");
-  await sql.query("TRUNCATE users, posts, comments, likes, like_versions, target_epochs, counters RESTART IDENTITY");
+  await sql.query("TRUNCATE users, posts, comments, likes, collects, follows, relation_versions, view_totals, target_epochs, counters RESTART IDENTITY");
   await copyRows(sql, "users", ["id", "username", "email", "password_hash", "created_at"], function* () {
     const created = new Date(start - dayMs).toISOString();
     for (let u = 1; u <= users; u++) yield `${u}\tbench_${u}\tbench_${u}@example.com\tscrypt$00$00\t${created}`;
@@ -124,8 +124,8 @@ export async function loadDataset(sql: pg.Client, shape: DatasetShape, progress:
   await copyRows(sql, "likes", ["target_type", "target_id", "user_id", "created_at"], function* () {
     for (const [post, user, at] of pairs()) yield `post\t${post}\t${user}\t${new Date(at).toISOString()}`;
   });
-  await copyRows(sql, "like_versions", ["target_type", "target_id", "user_id", "version", "liked"], function* () {
-    for (const [post, user, at] of pairs()) yield `post\t${post}\t${user}\t${at * 1000}\tt`;
+  await copyRows(sql, "relation_versions", ["target_type", "target_id", "relation", "user_id", "version", "member"], function* () {
+    for (const [post, user, at] of pairs()) yield `post\t${post}\tlike\t${user}\t${at * 1000}\tt`;
   });
   await sql.query(`
     INSERT INTO counters (target_type, target_id, name, value)
@@ -134,7 +134,7 @@ export async function loadDataset(sql: pg.Client, shape: DatasetShape, progress:
     UNION ALL SELECT 'user', author_id, 'posts', count(*) FROM posts GROUP BY author_id`);
   await sql.query("SELECT setval(pg_get_serial_sequence('users', 'id'), $1), setval(pg_get_serial_sequence('posts', 'id'), $2)", [users, shape.posts]);
   // Vacuumed now, so autovacuum does not wake up on a million new rows during a measurement.
-  await sql.query("VACUUM (ANALYZE) users, posts, likes, like_versions, counters");
+  await sql.query("VACUUM (ANALYZE) users, posts, likes, relation_versions, counters");
 
   const ids = (from: number, count: number) => Array.from({ length: count }, (_, i) => BigInt(from + i));
   return {

@@ -4,10 +4,10 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
-import type { LikeableTarget as Target } from "../../src/domain/model.js";
+import type { Target } from "../../src/domain/model.js";
 import { createCounterStore } from "../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
-import { createLikeStore } from "../../src/stores/redis/like-store.js";
+import { createMembershipStore } from "../../src/stores/redis/membership-store.js";
 import { projectRoot } from "../lib/schema-engine.js";
 import { freePort } from "../lib/ports.js";
 import { partitions, type PrivateRedis } from "./harness.js";
@@ -51,14 +51,14 @@ export async function persist(redis: PrivateRedis, sql: pg.Client, databaseUrl: 
   const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqpUrl, RABBITMQ_PREFIX: "likes_bench_persist" };
 
   await redis.client.flushall();
-  await sql.query("TRUNCATE likes, like_versions, target_epochs, counters");
+  await sql.query("TRUNCATE likes, collects, follows, relation_versions, view_totals, target_epochs, counters");
   const keys = createRedisKeys(partitions);
   const counters = createCounterStore(redis.client, keys);
-  const likes = createLikeStore(redis.client, keys);
+  const memberships = createMembershipStore(redis.client, keys);
   const posts: Target[] = Array.from({ length: 1_000 }, (_, i) => ({ type: "post", id: BigInt(i + 1) }));
   await Promise.all(posts.map((t) => counters.init(t, { like: 0 }, 1n)));
   const write = (from: number, count: number) =>
-    Promise.all(Array.from({ length: count }, (_, i) => likes.like(posts[(from + i) % posts.length] as Target, BigInt(from + i + 1))));
+    Promise.all(Array.from({ length: count }, (_, i) => memberships.add("like", posts[(from + i) % posts.length] as Target, BigInt(from + i + 1))));
   const rows = async () => Number((await sql.query<{ n: string }>("SELECT count(*) AS n FROM likes")).rows[0]?.n);
 
   // Drain: 200,000 changes wait in the outbox, then the worker starts and takes them all.

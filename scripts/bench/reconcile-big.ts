@@ -34,7 +34,7 @@ const target = { type: "post" as const, id: 1n };
 export async function loadBigTarget(redis: PrivateRedis, sql: pg.Client): Promise<number> {
   const started = Date.now();
   await redis.client.flushall();
-  await sql.query("TRUNCATE likes, like_versions, target_epochs, counters");
+  await sql.query("TRUNCATE likes, collects, follows, relation_versions, view_totals, target_epochs, counters");
   // Users 1..5,000,000; PostgreSQL misses the first `drift` and holds `drift` strays above them.
   await sql.query(`INSERT INTO likes (target_type, target_id, user_id)
     SELECT 'post', 1, u FROM generate_series(${drift + 1}, ${likers + drift}) u`);
@@ -46,7 +46,7 @@ export async function loadBigTarget(redis: PrivateRedis, sql: pg.Client): Promis
   for (let from = 1; from <= likers; from += 250_000) {
     const byShard = new Map<string, string[]>();
     for (let u = from; u < Math.min(from + 250_000, likers + 1); u++) {
-      const key = keys.memberShard(target, BigInt(u), generation);
+      const key = keys.memberShard("like", target, BigInt(u), generation);
       let list = byShard.get(key);
       if (!list) byShard.set(key, (list = []));
       list.push(String(u));

@@ -43,14 +43,14 @@ export function peakRss(pid: number, exited: Promise<unknown>): Promise<number> 
 
 export async function reconcileScenario(redis: PrivateRedis, sql: pg.Client, databaseUrl: string, amqpUrl: string): Promise<ReconcileFigures> {
   await redis.client.flushall();
-  await sql.query("TRUNCATE likes, like_versions, target_epochs, counters");
+  await sql.query("TRUNCATE likes, collects, follows, relation_versions, view_totals, target_epochs, counters");
   // Posts 1 and 2 get exactly 10,000 likers; the rest follow 1/k.
   await sql.query(`
     INSERT INTO likes (target_type, target_id, user_id)
     SELECT 'post', p, u FROM generate_series(1, 10000) p,
       LATERAL generate_series(1, CASE WHEN p <= 2 THEN 10000 ELSE GREATEST(10, (120000 / p)::int) END) u`);
   await sql.query(`INSERT INTO counters (target_type, target_id, name, value) SELECT target_type, target_id, 'like', count(*) FROM likes GROUP BY 1, 2`);
-  await sql.query(`INSERT INTO like_versions (target_type, target_id, user_id, version, liked) SELECT target_type, target_id, min(user_id), 1, true FROM likes GROUP BY 1, 2`);
+  await sql.query(`INSERT INTO relation_versions (target_type, target_id, relation, user_id, version, member) SELECT target_type, target_id, 'like', min(user_id), 1, true FROM likes GROUP BY 1, 2`);
   const likes = Number((await sql.query<{ n: string }>("SELECT count(*) AS n FROM likes")).rows[0]?.n);
 
   const config = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redis.url });

@@ -4,9 +4,10 @@ import { execFileSync } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
 import type { Redis } from "ioredis";
-import type { LikeableTarget as Target } from "../../src/domain/model.js";
+import type { Target } from "../../src/domain/model.js";
 import { createRedisKeys, membershipGenerations } from "../../src/stores/redis/keys.js";
-import { createLikeStore } from "../../src/stores/redis/like-store.js";
+import { createMembershipStore } from "../../src/stores/redis/membership-store.js";
+import { relationLayouts } from "../../src/stores/redis/relations.js";
 import { loadScript } from "../../src/stores/redis/scripts.js";
 import type { Dataset } from "./dataset.js";
 import { cpuBetween, otherServersCpu, partitions, type PrivateRedis, type RedisCounters, type RunningService } from "./harness.js";
@@ -217,11 +218,11 @@ async function settledLikeCounts(redis: Redis, posts: readonly bigint[]): Promis
 
 /** Which of the pairs Redis holds as likes. */
 async function members(redis: Redis, pairs: readonly LikePair[]): Promise<boolean[]> {
-  const store = createLikeStore(redis, createRedisKeys(partitions));
+  const store = createMembershipStore(redis, createRedisKeys(partitions));
   const liked: boolean[] = [];
   for (let i = 0; i < pairs.length; i += 1_000) {
     const chunk = pairs.slice(i, i + 1_000);
-    liked.push(...(await Promise.all(chunk.map(async ({ user, post }) => (await store.hasLiked([{ type: "post", id: post }], user))[0] === true))));
+    liked.push(...(await Promise.all(chunk.map(async ({ user, post }) => (await store.holds("like", [{ type: "post", id: post }], user))[0] === true))));
   }
   return liked;
 }
@@ -344,19 +345,20 @@ function redisBenchmark(redis: PrivateRedis, args: readonly string[]): number {
 
 /** redis-benchmark running the like script itself by EVALSHA: the ceiling for like mutations here. */
 export function rawLikeScript(redis: PrivateRedis): number {
-  const sha = cli(redis, "SCRIPT", "LOAD", loadScript("like"));
+  const sha = cli(redis, "SCRIPT", "LOAD", loadScript("add-member"));
   const target: Target = { type: "post", id: 999_999_999n };
   const keys = createRedisKeys(partitions);
   cli(redis, "HSET", keys.counters(target), "like", "0");
   // One shard key per generation, as the service sends; a large capacity keeps every call a real insert.
-  const shardKeys = keys.memberShards(target, 1n);
+  const shardKeys = keys.memberShards("like", target, 1n);
   // A receipt per call, as the service sends (redis-benchmark fills in __rand_int__ per call).
   const receipt = `${keys.receipt(target)}__rand_int__`;
   const perSecond = redisBenchmark(redis, [
     "-n", "300000", "-r", "100000000",
-    "EVALSHA", sha, String(4 + membershipGenerations), keys.counters(target), keys.outbox(target), keys.touched(target), receipt, ...shardKeys, "1__rand_int__", "1000000000", "like", "post", String(target.id),
+    "EVALSHA", sha, String(4 + membershipGenerations), keys.counters(target), keys.outbox(target), keys.touched(target, "like"), receipt, ...shardKeys,
+    "1__rand_int__", "1000000000", "like", "post", String(target.id), relationLayouts.like.tag, relationLayouts.like.generationField,
   ]);
-  cli(redis, "DEL", keys.counters(target), keys.outbox(target), keys.touched(target), ...shardKeys);
+  cli(redis, "DEL", keys.counters(target), keys.outbox(target), keys.touched(target, "like"), ...shardKeys);
   return Math.round(perSecond);
 }
 

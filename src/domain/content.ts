@@ -42,14 +42,14 @@ export function createContentService(deps: ContentServiceDeps): ContentService {
   const { posts, comments, counters } = deps;
   return {
     async createPost(authorId, title, body) {
-      const post = await posts.create({
+      const created = await posts.create({
         authorId,
         title: text("title", title, limits.titleLength),
         body: text("body", body, limits.postBodyLength),
       });
-      await counters.initNew({ type: "post", id: post.id }, authorId);
-      await counters.mirror({ type: "user", id: authorId }, "posts", 1);
-      return post;
+      await counters.initNew({ type: "post", id: created.row.id }, authorId);
+      await counters.mirror(created.counters);
+      return created.row;
     },
     async createComment(authorId, postId, body, parentId) {
       const checkedBody = text("body", body, limits.commentBodyLength);
@@ -61,13 +61,10 @@ export function createContentService(deps: ContentServiceDeps): ContentService {
           throw badInput("parentId", `Comment ${parentId} belongs to post ${parent.postId}, not to post ${postId}; reply under the same post.`);
         }
       }
-      const comment = await comments.create({ postId, authorId, parentId, body: checkedBody });
-      await counters.initNew({ type: "comment", id: comment.id }, authorId);
-      await Promise.all([
-        counters.mirror({ type: "post", id: postId }, "comment", 1),
-        parentId === null ? undefined : counters.mirror({ type: "comment", id: parentId }, "reply", 1),
-      ]);
-      return comment;
+      const created = await comments.create({ postId, authorId, parentId, body: checkedBody });
+      await counters.initNew({ type: "comment", id: created.row.id }, authorId);
+      await counters.mirror(created.counters);
+      return created.row;
     },
     feed: (limit, beforeId) => posts.feed(limit, beforeId),
     commentsOf: (requests) => comments.ofPosts(requests),

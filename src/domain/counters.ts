@@ -2,7 +2,7 @@
 // Redis does not hold a target (a new Redis, a flush, an evicted cold target).
 import { setTimeout as sleep } from "node:timers/promises";
 import { LRUCache } from "lru-cache";
-import { counterNames, isLikeable, targetKey, zeroCounts, type CounterName, type Counts, type Target, type TargetKey, type TargetType, type TargetView } from "./model.js";
+import { counterNames, relationsOf, targetKey, zeroCounts, type CounterValue, type Counts, type Target, type TargetKey, type TargetType, type TargetView } from "./model.js";
 import type { CounterStore, RebuildStore, SnapshotStore } from "./ports.js";
 
 /** What PostgreSQL knows of a target: whether it exists and who wrote it. */
@@ -12,8 +12,8 @@ export interface CounterService {
   /** Counts of existing targets, in order; one Redis round trip when Redis holds them all. */
   read(targets: readonly Target[]): Promise<Counts[]>;
   /**
-   * What a feed shows of each target, in order: its counts and whether the
-   * viewer likes it (never for a null viewer). Targets Redis does not hold are
+   * What a feed shows of each target, in order: its counts and the viewer's
+   * memberships (none for a null viewer). Targets Redis does not hold are
    * rebuilt from PostgreSQL first; one that does not exist reads as all zeros.
    */
   view(targets: readonly Target[], viewerId: bigint | null): Promise<TargetView[]>;
@@ -23,11 +23,11 @@ export interface CounterService {
    */
   rebuild(target: Target): Promise<boolean>;
   /**
-   * Mirrors into Redis a change PostgreSQL already holds (written in the same
-   * transaction as its cause). A target Redis does not hold is left alone: its
-   * rebuild reads the new value from PostgreSQL.
+   * Mirrors into Redis derived counters as PostgreSQL committed them (in the same
+   * transaction as their cause). A target Redis does not hold is left alone: its
+   * rebuild reads the value from PostgreSQL.
    */
-  mirror(target: Target, name: CounterName, delta: number): Promise<void>;
+  mirror(values: readonly CounterValue[]): Promise<void>;
   /** Marks a just-created target known to Redis with all its counters at zero. */
   initNew(target: Target, authorId?: bigint): Promise<void>;
 }
@@ -45,6 +45,11 @@ export interface CounterServiceOptions {
   readonly rebuildWaitMs?: number;
   /** How long the rebuild of a dropped target waits for its changes in flight to reach PostgreSQL. */
   readonly droppedWaitMs?: number;
+}
+
+/** A view's memberships when the viewer is a member of nothing. */
+export function noMemberships(type: TargetType): TargetView["viewerIn"] {
+  return Object.fromEntries(relationsOf(type).map((relation) => [relation, false]));
 }
 
 /** Rebuilds a read tries before it gives up on a target that keeps leaving Redis. */
@@ -81,8 +86,12 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
 
   /** Whether every change committed after the snapshot `mark` is now in Redis. */
   async function replayCommittedSince(target: Target, mark: string, intoEpoch: bigint): Promise<boolean> {
-    for (const change of await snapshots.changesSince(target, mark)) {
+    const since = await snapshots.changesSince(target, mark);
+    for (const change of since.changes) {
       if ((await rebuildStore.replay({ target, ...change, intoEpoch })) === "tooLate") return false;
+    }
+    for (const views of since.views) {
+      if ((await rebuildStore.replayViews({ target, ...views, intoEpoch })) === "tooLate") return false;
     }
     return true;
   }
@@ -113,7 +122,7 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
           try {
             complete = await replayCommittedSince(target, snapshot.mark, snapshot.epoch);
           } finally {
-            if (!complete && isLikeable(target)) await rebuildStore.drop(target);
+            if (!complete) await rebuildStore.drop(target);
           }
           if (complete) return true;
         } finally {
@@ -137,8 +146,10 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     return pending;
   };
 
-  const viewOfType = (targets: readonly Target[], viewerId: bigint | null) =>
-    counterStore.view(targets, { names: counterNames[(targets[0] as Target).type], viewerId: isLikeable(targets[0] as Target) ? viewerId : null });
+  const viewOfType = (targets: readonly Target[], viewerId: bigint | null) => {
+    const type = (targets[0] as Target).type;
+    return counterStore.view(targets, { names: counterNames[type], relations: relationsOf(type), viewerId });
+  };
 
   /** One store read per type (all in the same round trip), in the order given. */
   async function viewHeld(targets: readonly Target[], viewerId: bigint | null): Promise<(TargetView | null)[]> {
@@ -170,7 +181,7 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
       existing.forEach((i, j) => (views[i] = reread[j] ?? null));
     }
     // A target that does not exist reads as all zeros.
-    return views.map((v, i) => v ?? { counts: zeroCounts((targets[i] as Target).type), viewerLikes: false });
+    return views.map((v, i) => v ?? { counts: zeroCounts((targets[i] as Target).type), viewerIn: noMemberships((targets[i] as Target).type) });
   }
 
   return {
@@ -179,8 +190,8 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     async read(targets) {
       return (await view(targets, null)).map((v) => v.counts);
     },
-    async mirror(target, name, delta) {
-      await counterStore.bump(target, name, delta);
+    async mirror(values) {
+      if (values.length > 0) await counterStore.mirror(values);
     },
     async initNew(target, authorId) {
       missing.delete(targetKey(target));

@@ -37,6 +37,62 @@ export const counterNames = {
 
 export type CounterName<T extends TargetType = TargetType> = (typeof counterNames)[T][number];
 
+/**
+ * What a user can be a member of: the likers of a post or comment, the collectors
+ * of a post, the followers of a user. Each relation counts its members on the
+ * target (`counter`) and credits someone else once a change is persisted
+ * (`credit`): the target's author, or the member themself (a follower's
+ * `following`). Credits live in another Redis slot than the target, so they move
+ * after PostgreSQL committed the change, from the value it committed.
+ */
+export type Relation = "like" | "collect" | "follow";
+
+export const relations = {
+  like: { targets: ["post", "comment"], counter: "like", credit: { to: "author", name: "likesReceived" } },
+  collect: { targets: ["post"], counter: "collect", credit: { to: "author", name: "collectsReceived" } },
+  follow: { targets: ["user"], counter: "followers", credit: { to: "member", name: "following" } },
+} as const satisfies Record<Relation, { targets: readonly TargetType[]; counter: string; credit: { to: "author" | "member"; name: string } }>;
+
+export const relationNames = Object.keys(relations) as Relation[];
+
+/** The relations a target of this type has members of, in a fixed order. */
+export function relationsOf(type: TargetType): readonly Relation[] {
+  return relationsByType[type];
+}
+
+const relationsByType: Record<TargetType, readonly Relation[]> = {
+  post: relationNames.filter((r) => (relations[r].targets as readonly TargetType[]).includes("post")),
+  comment: relationNames.filter((r) => (relations[r].targets as readonly TargetType[]).includes("comment")),
+  user: relationNames.filter((r) => (relations[r].targets as readonly TargetType[]).includes("user")),
+};
+
+export function isRelationTarget(relation: Relation, target: Target): boolean {
+  return (relations[relation].targets as readonly TargetType[]).includes(target.type);
+}
+
+/** The relations whose newest members each user sees in a list of their own (`likedPosts`, `collectedPosts`). */
+export type ListedRelation = "like" | "collect";
+export const listedRelations: readonly ListedRelation[] = ["like", "collect"];
+/** Entries of a user's list that Redis keeps; older ones are read from PostgreSQL. */
+export const listCapacity = 100;
+
+/**
+ * Counters PostgreSQL derives from its own rows and Redis mirrors (a post's
+ * comments, a comment's replies, a user's posts and credits): Redis takes them
+ * as absolute values with PostgreSQL's sequence number, never as deltas, so a
+ * repeated or late write cannot move them twice or backwards. The others move
+ * in Redis first (membership counts, views) and reach PostgreSQL by the pipeline.
+ */
+export const derivedCounters = {
+  post: ["comment"],
+  comment: ["reply"],
+  user: ["posts", "likesReceived", "collectsReceived", "following"],
+} as const satisfies Record<TargetType, readonly string[]>;
+
+export function isDerivedCounter(type: TargetType, name: string): boolean {
+  return (derivedCounters[type] as readonly string[]).includes(name);
+}
+
 /** Counter values of one target; a counter never touched is absent and reads 0. */
 export type Counts = Readonly<Partial<Record<CounterName, number>>>;
 
@@ -53,11 +109,23 @@ export function zeroCounts(type: TargetType): Counts {
   return Object.fromEntries(counterNames[type].map((name) => [name, 0]));
 }
 
-/** What a feed shows of a target beside its row: its counts, and whether the viewer likes it. */
+/** What a feed shows of a target beside its row: its counts, and the viewer's memberships. */
 export interface TargetView {
   readonly counts: Counts;
-  /** False without a viewer, and for targets that cannot be liked. */
-  readonly viewerLikes: boolean;
+  /**
+   * Whether the viewer is a member, for each relation of the target's type that was
+   * read (all of them unless the view came from a change of one relation); false
+   * without a viewer.
+   */
+  readonly viewerIn: Readonly<Partial<Record<Relation, boolean>>>;
+}
+
+/** A counter's value as PostgreSQL committed it, and the sequence number of that write. */
+export interface CounterValue {
+  readonly target: Target;
+  readonly name: CounterName;
+  readonly value: number;
+  readonly seq: bigint;
 }
 
 /** A change to one counter, as PostgreSQL and Redis both apply it. */
@@ -98,34 +166,61 @@ export interface Page<T> {
   readonly hasMore: boolean;
 }
 
-/** A position in a target's likers, newest first: the like's time and its user. */
-export interface LikerPosition {
+/** A position in a target's members, newest first: when the user joined, and the user. */
+export interface MemberPosition {
   readonly at: Date;
   readonly userId: bigint;
 }
 
-/** A like or unlike on its way from Redis, where it happened, to PostgreSQL. */
-export interface LikeChange {
-  readonly target: LikeableTarget;
+/** A position in a user's list of liked or collected posts, newest first: when, and the post. */
+export interface ListPosition {
+  readonly at: Date;
+  readonly targetId: bigint;
+}
+
+/** A user joining or leaving a target's members, on its way from Redis, where it happened, to PostgreSQL. */
+export interface RelationChange {
+  readonly kind: "relation";
+  readonly relation: Relation;
+  readonly target: Target;
   readonly userId: bigint;
-  /** Author of the target, credited with likesReceived; null when unknown. */
+  /** Author of the target, credited by likes and collects; null when unknown (and for follows). */
   readonly authorId: bigint | null;
-  /** The state after the change. */
-  readonly liked: boolean;
+  /** Whether the user is a member after the change. */
+  readonly member: boolean;
   /**
    * Grows with every change of the target, and across its rebuilds: a change made
    * after a rebuild outranks every change made before it. A store applies a change
-   * only when it is newer than the last it applied for the same (target, user).
+   * only when it is newer than the last it applied for the same (target, relation, user).
    */
   readonly version: bigint;
   readonly at: Date;
 }
 
+/**
+ * Views of a post counted in Redis by one flush, on their way to PostgreSQL. The
+ * epoch's running total after the flush travels with them: PostgreSQL adds the
+ * difference from the highest total it applied for the epoch, so repeats and
+ * reordering count nothing twice.
+ */
+export interface ViewChange {
+  readonly kind: "views";
+  readonly target: Target;
+  /** Views this flush added. */
+  readonly count: number;
+  /** Views of the epoch (version's) counted in Redis up to and including this flush. */
+  readonly total: number;
+  readonly version: bigint;
+  readonly at: Date;
+}
+
+export type Change = RelationChange | ViewChange;
+
 /** A change waiting in the outbox of a partition; `entryId` is the outbox's own id for it. */
 export interface OutboxEntry {
   readonly partition: number;
   readonly entryId: string;
-  readonly change: LikeChange;
+  readonly change: Change;
 }
 
 /** An outbox entry that cannot be read as a change: it goes to the dead-letter queue. */
@@ -137,10 +232,15 @@ export interface MalformedOutboxEntry {
 
 /** A target as PostgreSQL holds it, to put it back into Redis. */
 export interface TargetSnapshot {
-  readonly members: readonly bigint[];
-  /** Counters other than the like count, which is the number of members. */
+  /** Members of each relation of the target's type. */
+  readonly members: Readonly<Partial<Record<Relation, readonly bigint[]>>>;
+  /** Counters other than the membership counts, which are the numbers of members. */
   readonly counts: Counts;
-  /** Highest version of a like change PostgreSQL applied to the target (0 when none). */
+  /** Sequence numbers of the derived counters' values in `counts`. */
+  readonly seqs: Readonly<Partial<Record<CounterName, bigint>>>;
+  /** Views PostgreSQL applied per earlier epoch of the target (a post's only). */
+  readonly viewTotals: readonly { readonly epoch: bigint; readonly total: number }[];
+  /** Highest version of a change PostgreSQL applied to the target (0 when none). */
   readonly version: bigint;
   /** The epoch the rebuilt target stamps its changes in: newer than every earlier one. */
   readonly epoch: bigint;
@@ -148,42 +248,60 @@ export interface TargetSnapshot {
   readonly mark: string;
 }
 
-/** The last change PostgreSQL applied for one user of a target. */
+/** The last change PostgreSQL applied for one user of a target's relation. */
 export interface AppliedChange {
+  readonly relation: Relation;
   readonly userId: bigint;
-  readonly liked: boolean;
+  readonly member: boolean;
   readonly version: bigint;
 }
 
 /** A change PostgreSQL holds as its pair's newest, and the transaction that committed it. */
 export interface CommittedChange {
-  readonly change: LikeChange;
+  readonly change: RelationChange;
   readonly txid: bigint;
 }
 
-/** What PostgreSQL did with a batch of like changes. */
-export interface AppliedLikes {
-  /** Rows added to `likes`. */
-  readonly inserted: number;
-  /** Rows removed from `likes`. */
-  readonly deleted: number;
-  /** Changes older than what PostgreSQL already holds for their (target, user): skipped. */
-  readonly superseded: number;
-  /** The changes that passed: newer than what PostgreSQL held for their (target, user). */
-  readonly passed: readonly LikeChange[];
-  /**
-   * The changes that are now their pair's newest in PostgreSQL, the passed ones and
-   * those an earlier delivery applied, each with the transaction that committed it:
-   * what a rebuilt target may still need replayed.
-   */
-  readonly current: readonly CommittedChange[];
-  /** The counter deltas committed, from the rows really inserted or deleted. */
-  readonly deltas: readonly CounterDelta[];
+/** The views PostgreSQL holds for an epoch of a post, and the transaction that last raised them. */
+export interface CommittedViews {
+  readonly target: Target;
+  readonly epoch: bigint;
+  readonly total: number;
+  readonly txid: bigint;
 }
 
-/** A likeable target as Redis holds it, for a reconcile pass. */
+/** What PostgreSQL did with a batch of changes. */
+export interface AppliedChanges {
+  /** Rows added to the relations' tables. */
+  readonly inserted: number;
+  /** Rows removed from them. */
+  readonly deleted: number;
+  /** Changes older than what PostgreSQL already holds for their (target, relation, user): skipped. */
+  readonly superseded: number;
+  /** The relation changes that passed: newer than what PostgreSQL held for their pair. */
+  readonly passed: readonly RelationChange[];
+  /**
+   * The relation changes that are now their pair's newest in PostgreSQL, the passed
+   * ones and those an earlier delivery applied, each with the transaction that
+   * committed it: what a rebuilt target may still need replayed, and what users' lists settle on.
+   */
+  readonly current: readonly CommittedChange[];
+  /** The views each (post, epoch) of the batch now holds in PostgreSQL. */
+  readonly views: readonly CommittedViews[];
+  /** The counter deltas committed, from the rows really inserted or deleted and the views added. */
+  readonly deltas: readonly CounterDelta[];
+  /**
+   * The derived counters of everyone the batch's changes credit (authors, followers),
+   * as they stand after the commit: what Redis must mirror, also after a redelivery.
+   */
+  readonly credits: readonly CounterValue[];
+}
+
+/** A target's members of one relation as Redis holds them, for a reconcile pass. */
 export interface RedisTarget {
-  readonly target: LikeableTarget;
+  readonly relation: Relation;
+  readonly target: Target;
+  /** The relation's counter on the target. */
   readonly count: number;
   /** Its members, or null when there are more than a reconcile pass loads at once (compared in chunks). */
   readonly members: readonly bigint[] | null;
@@ -197,49 +315,101 @@ export interface RedisTarget {
   readonly idleSeconds: number;
 }
 
-/** A likeable target as PostgreSQL holds it, for a reconcile pass. */
+/** A target's members of one relation as PostgreSQL holds them, for a reconcile pass. */
 export interface DatabaseTarget {
+  /** The relation's counter. */
   readonly count: number;
-  /** Its likers, or null when there are more than a reconcile pass loads at once (compared in chunks). */
+  /** Its members, or null when there are more than a reconcile pass loads at once (compared in chunks). */
   readonly members: readonly bigint[] | null;
-  /** Rows in `likes`. */
+  /** Rows of the relation's table. */
   readonly rows: number;
   /** Highest version PostgreSQL applied to the target. */
   readonly version: bigint;
 }
 
-/** A target only PostgreSQL may hold, as one page of a reconcile pass lists it. */
+/** A target's relation only PostgreSQL may hold, as one page of a reconcile pass lists it. */
 export interface DatabaseCount {
-  readonly target: LikeableTarget;
-  /** The like counter's value (0 when there is no counter row). */
+  readonly relation: Relation;
+  readonly target: Target;
+  /** The relation's counter (0 when there is no counter row). */
   readonly count: number;
-  /** Rows in `likes`. */
+  /** Rows of the relation's table. */
   readonly rows: number;
 }
 
-export type DifferenceKind = "missingInDatabase" | "strayInDatabase" | "databaseCounter" | "redisCounter";
+/**
+ * A target's counters other than membership counts, as a reconcile pass compares
+ * them: the derived ones as PostgreSQL's rows say (`truth`), its counter rows and
+ * Redis hold them; a post's views as both stores hold them.
+ */
+export interface CounterSurvey {
+  readonly target: Target;
+  /** Per derived counter of the type: what PostgreSQL's rows count. */
+  readonly truth: Readonly<Partial<Record<CounterName, number>>>;
+  /** PostgreSQL's counter rows (0 when absent), with their sequence numbers. */
+  readonly database: Readonly<Partial<Record<CounterName, { readonly value: number; readonly seq: bigint }>>>;
+  /** Redis's values and sequence numbers, or null when Redis does not hold the target. */
+  readonly redis: Readonly<Partial<Record<CounterName, { readonly value: number; readonly seq: bigint }>>> | null;
+  /** Redis's version of the target (-1 when unknown) and PostgreSQL's newest, for views. */
+  readonly redisVersion: bigint;
+  readonly databaseVersion: bigint;
+}
+
+export type DifferenceKind =
+  | "missingInDatabase"
+  | "strayInDatabase"
+  | "databaseCounter"
+  | "redisCounter"
+  /** A derived counter row that does not count PostgreSQL's rows. */
+  | "derivedCounter"
+  /** A derived counter Redis holds otherwise than PostgreSQL. */
+  | "redisDerivedCounter"
+  /** Views PostgreSQL holds otherwise than Redis, the target at rest. */
+  | "views";
 
 /** What a reconcile pass asks to be fixed; every repair is safe to repeat. */
 export type Repair =
   | {
-      /** Make PostgreSQL's likes of the target what Redis holds, then its counter their number. */
+      /** Make PostgreSQL's members of the target's relation what Redis holds, then its counters their number. */
       readonly kind: "alignDatabase";
-      readonly target: LikeableTarget;
+      readonly relation: Relation;
+      readonly target: Target;
       /** Redis's version when compared: a pair changed since is left alone. */
       readonly observedVersion: bigint;
       readonly add: readonly bigint[];
       readonly remove: readonly bigint[];
     }
   | {
-      /** Set PostgreSQL's like counter of the target to its number of rows. */
+      /** Set PostgreSQL's counter of the target's relation to its number of rows. */
       readonly kind: "recountDatabase";
-      readonly target: LikeableTarget;
+      readonly relation: Relation;
+      readonly target: Target;
     }
   | {
-      /** Set Redis's like counter of the target to its number of members, if unchanged since. */
+      /** Set Redis's counter of the target's relation to its number of members, if unchanged since. */
       readonly kind: "recountRedis";
-      readonly target: LikeableTarget;
+      readonly relation: Relation;
+      readonly target: Target;
       readonly observedVersion: bigint;
+    }
+  | {
+      /** Set PostgreSQL's derived counters of the target to what its rows count, then mirror them into Redis. */
+      readonly kind: "recountDerived";
+      readonly target: Target;
+      readonly names: readonly CounterName[];
+    }
+  | {
+      /** Mirror PostgreSQL's derived counters of the target into Redis as they stand. */
+      readonly kind: "mirrorDerived";
+      readonly target: Target;
+      readonly names: readonly CounterName[];
+    }
+  | {
+      /** Set PostgreSQL's views of a post to Redis's, if no change reached either store since. */
+      readonly kind: "alignViews";
+      readonly target: Target;
+      readonly observedVersion: bigint;
+      readonly views: number;
     };
 
 export type RepairKind = Repair["kind"];

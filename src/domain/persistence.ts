@@ -1,5 +1,6 @@
-// Persisting like changes: fold a batch to the newest change per (target, user)
-// and apply it; the store skips anything PostgreSQL already has a newer version of.
+// Persisting changes: fold a batch to the newest change per (target, relation,
+// user) and apply it; the store skips anything PostgreSQL already has a newer
+// version of, and adds views by what their totals add.
 //
 // A target rebuilt into Redis from PostgreSQL could not see changes that were
 // still on their way (in RabbitMQ, or in a batch) at that moment. When such a
@@ -7,73 +8,121 @@
 // PostgreSQL end in agreement without losing it or counting it twice. A rebuild
 // starts a new epoch, so "made before the rebuild" is a comparison of versions.
 //
-// Authors' likesReceived lives in another slot than the liked target, so no
-// like script can move it. It moves here instead, in Redis by the same deltas
-// just committed to PostgreSQL (rows really inserted or deleted): both stores
-// derive it from one source, about a second after the like.
-import { targetKey, type AppliedLikes, type CommittedChange, type LikeChange } from "./model.js";
-import type { CounterStore, LikeHistoryStore, RebuildStore, SnapshotStore } from "./ports.js";
+// What the target's slot cannot hold moves here, after the commit:
+// - Credits (an author's likes and collects received, a follower's following)
+//   live in another user's slot. Redis takes them as PostgreSQL committed them,
+//   absolute values with a sequence number, for everyone the batch's changes
+//   credit whether or not this delivery moved them: a delivery that failed after
+//   the commit (the worker died) leaves them to its redelivery, which finds the
+//   changes applied and mirrors the same values again.
+// - A user's list of liked or collected posts lives in the user's slot: the API
+//   wrote it right after the change, and it is written again here with the
+//   committed change, so a write the API missed is healed (apply-list-changes.lua).
+import {
+  listedRelations,
+  targetKey,
+  type AppliedChanges,
+  type Change,
+  type CommittedChange,
+  type CommittedViews,
+  type ListedRelation,
+  type RelationChange,
+  type ViewChange,
+} from "./model.js";
+import type { CounterStore, ListChange, ListStore, RebuildStore, RelationHistoryStore, SnapshotStore } from "./ports.js";
 
 /**
- * The newest change per (target, user): what a batch must apply. Older changes
- * of the same pair are superseded whatever order they arrived in.
+ * The newest change per (target, relation, user): what a batch must apply. Older
+ * changes of the same pair are superseded whatever order they arrived in. Views
+ * are kept as they are: the store adds each epoch's highest total once.
  */
-export function coalesce(changes: readonly LikeChange[]): LikeChange[] {
-  const newest = new Map<string, LikeChange>();
+export function coalesce(changes: readonly Change[]): Change[] {
+  const newest = new Map<string, RelationChange>();
+  const views: ViewChange[] = [];
   for (const change of changes) {
-    const key = `${change.target.type}:${change.target.id}:${change.userId}`;
+    if (change.kind === "views") {
+      views.push(change);
+      continue;
+    }
+    const key = `${change.target.type}:${change.target.id}:${change.relation}:${change.userId}`;
     const kept = newest.get(key);
     if (!kept || change.version > kept.version) newest.set(key, change);
   }
-  return [...newest.values()];
+  return [...newest.values(), ...views];
 }
 
-export interface LikePersistence {
-  persist(changes: readonly LikeChange[]): Promise<AppliedLikes>;
+export interface ChangePersistence {
+  persist(changes: readonly Change[]): Promise<AppliedChanges>;
 }
 
-export interface LikePersistenceDeps {
-  readonly likeHistory: LikeHistoryStore;
+export interface ChangePersistenceDeps {
+  readonly history: RelationHistoryStore;
   readonly rebuilds: RebuildStore;
   /** Tells which commits a rebuild's snapshot saw. */
   readonly snapshots: Pick<SnapshotStore, "sawCommit">;
   readonly counters: CounterStore;
-  /** Told when crediting an author in Redis failed (a replay that fails fails the batch instead). */
-  readonly onRedisFailure: (error: unknown) => void;
+  readonly lists: ListStore;
+  /** Runs right after PostgreSQL committed a batch, before Redis hears of it (tests inject crashes here). */
+  readonly afterCommit?: (applied: AppliedChanges) => Promise<void>;
 }
 
-export function createLikePersistence({ likeHistory, rebuilds, snapshots, counters, onRedisFailure }: LikePersistenceDeps): LikePersistence {
+const isListed = (change: RelationChange): change is RelationChange & { relation: ListedRelation } =>
+  (listedRelations as readonly string[]).includes(change.relation) && change.target.type === "post";
+
+export function createChangePersistence({ history, rebuilds, snapshots, counters, lists, afterCommit }: ChangePersistenceDeps): ChangePersistence {
   /**
-   * Replays into rebuilt targets the committed changes their rebuild's snapshot did
-   * not see. Given every change that is its pair's newest in PostgreSQL, not only
-   * those this delivery applied, so a redelivery after a failure here replays too.
+   * Replays into rebuilt targets the committed changes and views their rebuild's
+   * snapshot did not see. Given every change that is its pair's newest in
+   * PostgreSQL, not only those this delivery applied, so a redelivery after a
+   * failure here replays too.
    */
-  async function replayIntoRebuilt(committed: readonly CommittedChange[]): Promise<void> {
-    if (committed.length === 0) return;
-    const targets = [...new Map(committed.map(({ change }) => [targetKey(change.target), change.target])).values()];
+  async function replayIntoRebuilt(committed: readonly CommittedChange[], views: readonly CommittedViews[]): Promise<void> {
+    if (committed.length === 0 && views.length === 0) return;
+    const targets = [...new Map([...committed.map(({ change }) => change.target), ...views.map((v) => v.target)].map((t) => [targetKey(t), t])).values()];
     const marks = new Map((await rebuilds.rebuilds(targets)).map((mark, i) => [targetKey(targets[i]!), mark]));
     const late = committed.flatMap(({ change, txid }) => {
       const rebuilt = marks.get(targetKey(change.target));
       return rebuilt && change.version < rebuilt.epochStart && !snapshots.sawCommit(rebuilt.mark, txid) ? [{ change, intoEpoch: rebuilt.epoch }] : [];
     });
-    const outcomes = await Promise.all(
-      late.map(({ change: c, intoEpoch }) => rebuilds.replay({ target: c.target, userId: c.userId, liked: c.liked, version: c.version, intoEpoch })),
-    );
+    const lateViews = views.flatMap((v) => {
+      const rebuilt = marks.get(targetKey(v.target));
+      return rebuilt && v.epoch < rebuilt.epoch && !snapshots.sawCommit(rebuilt.mark, v.txid) ? [{ ...v, intoEpoch: rebuilt.epoch }] : [];
+    });
+    const outcomes = await Promise.all([
+      ...late.map(({ change: c, intoEpoch }) =>
+        rebuilds.replay({ relation: c.relation, target: c.target, userId: c.userId, member: c.member, version: c.version, intoEpoch }).then((o) => ({ o, target: c.target })),
+      ),
+      ...lateViews.map((v) => rebuilds.replayViews({ target: v.target, epoch: v.epoch, total: v.total, intoEpoch: v.intoEpoch }).then((o) => ({ o, target: v.target }))),
+    ]);
     // Too late to tell whether Redis superseded it: take the target out, and the next
     // read rebuilds it from PostgreSQL, which holds the change (and replays what is in flight).
-    const stale = new Map(late.filter((_, i) => outcomes[i] === "tooLate").map(({ change }) => [targetKey(change.target), change.target]));
+    const stale = new Map(outcomes.filter(({ o }) => o === "tooLate").map(({ target }) => [targetKey(target), target]));
     await Promise.all([...stale.values()].map((target) => rebuilds.drop(target)));
+  }
+
+  /** Writes committed likes and collects of posts into their users' lists. */
+  async function settleLists(committed: readonly CommittedChange[]): Promise<void> {
+    const byList = new Map<string, { relation: ListedRelation; userId: bigint; changes: ListChange[] }>();
+    for (const { change } of committed) {
+      if (!isListed(change)) continue;
+      const key = `${change.relation}:${change.userId}`;
+      let list = byList.get(key);
+      if (!list) byList.set(key, (list = { relation: change.relation, userId: change.userId, changes: [] }));
+      list.changes.push({ targetId: change.target.id, member: change.member, version: change.version, at: change.at });
+    }
+    await Promise.all([...byList.values()].map((l) => lists.apply(l.relation, l.userId, l.changes, true)));
   }
 
   return {
     async persist(changes) {
-      const applied = await likeHistory.apply(coalesce(changes));
-      // First, as a redelivery would not credit again: rows already moved give no delta.
-      // An author Redis does not hold is left alone: its rebuild reads the credit from PostgreSQL.
-      const credits = applied.deltas.filter((d) => d.target.type === "user" && d.name === "likesReceived");
-      await Promise.all(credits.map((d) => counters.bump(d.target, d.name, d.delta))).catch(onRedisFailure);
-      // A replay that fails fails the batch: its redelivery replays the changes again (see above).
-      await replayIntoRebuilt(applied.current);
+      const applied = await history.apply(coalesce(changes));
+      await afterCommit?.(applied);
+      // Any failure below fails the batch: its redelivery finds the changes applied and does all of it again.
+      await Promise.all([
+        applied.credits.length ? counters.mirror(applied.credits) : undefined,
+        replayIntoRebuilt(applied.current, applied.views),
+        settleLists(applied.current),
+      ]);
       return applied;
     },
   };

@@ -3,23 +3,28 @@
 // arguments, so neither knows a client library or a key layout.
 import type {
   AppliedChange,
-  AppliedLikes,
+  AppliedChanges,
+  Change,
   Comment,
-  Counts,
   CounterName,
+  CounterSurvey,
+  CounterValue,
+  Counts,
   DatabaseCount,
   DatabaseTarget,
-  LikeableTarget,
-  LikeChange,
-  LikerPosition,
+  MemberPosition,
+  ListedRelation,
+  ListPosition,
   MalformedOutboxEntry,
   OutboxEntry,
   Page,
   Post,
   RedisTarget,
+  Relation,
   Repair,
   Target,
   TargetSnapshot,
+  TargetType,
   TargetView,
   User,
 } from "./model.js";
@@ -33,9 +38,15 @@ export interface UserStore {
   findByIds(ids: readonly bigint[]): Promise<User[]>;
 }
 
+/** A new row, and the derived counters its insert moved, as committed with it. */
+export interface Created<T> {
+  readonly row: T;
+  readonly counters: readonly CounterValue[];
+}
+
 export interface PostStore {
   /** Inserts the post and counts it for its author, in one transaction. */
-  create(input: { authorId: bigint; title: string; body: string }): Promise<Post>;
+  create(input: { authorId: bigint; title: string; body: string }): Promise<Created<Post>>;
   findByIds(ids: readonly bigint[]): Promise<Post[]>;
   /** Newest first, strictly older than `beforeId` when given. */
   feed(limit: number, beforeId: bigint | null): Promise<Page<Post>>;
@@ -43,7 +54,7 @@ export interface PostStore {
 
 export interface CommentStore {
   /** Inserts the comment and counts it on its post (and parent), in one transaction. */
-  create(input: { postId: bigint; authorId: bigint; parentId: bigint | null; body: string }): Promise<Comment>;
+  create(input: { postId: bigint; authorId: bigint; parentId: bigint | null; body: string }): Promise<Created<Comment>>;
   findByIds(ids: readonly bigint[]): Promise<Comment[]>;
   /** Top-level comments of each post, a page per request in order, with one query for them all. */
   ofPosts(requests: readonly PageRequest[]): Promise<Page<Comment>[]>;
@@ -58,58 +69,105 @@ export interface PageRequest {
   readonly beforeId: bigint | null;
 }
 
-/** One target's page of likers: at most `limit`, newest like first, strictly after `after` when given. */
-export interface LikersRequest {
-  readonly target: LikeableTarget;
+/** One target's page of members of a relation: at most `limit`, newest first, strictly after `after` when given. */
+export interface MembersRequest {
+  readonly relation: Relation;
+  readonly target: Target;
   readonly limit: number;
-  readonly after: LikerPosition | null;
+  readonly after: MemberPosition | null;
 }
 
-export interface LikeHistoryStore {
-  /** The likers each request asks for, in order, with one query for them all. */
-  likers(requests: readonly LikersRequest[]): Promise<LikerPosition[][]>;
+/**
+ * One user's page of what they are a member of in a relation (the posts they liked
+ * or collected, the users they follow): at most `limit`, newest first, strictly
+ * after `after` when given, leaving out the targets in `skip`.
+ */
+export interface MembershipsRequest {
+  readonly relation: Relation;
+  /** The type of target listed (a user's likes of posts, not of comments). */
+  readonly targetType: TargetType;
+  readonly userId: bigint;
+  readonly limit: number;
+  readonly after: ListPosition | null;
+  readonly skip: ReadonlySet<bigint>;
+}
+
+export interface RelationHistoryStore {
+  /** The members each request asks for, in order, with one query for them all. */
+  members(requests: readonly MembersRequest[]): Promise<MemberPosition[][]>;
+  /** What each user is a member of, per request in order, with one query for them all. */
+  memberships(requests: readonly MembershipsRequest[]): Promise<ListPosition[][]>;
   /**
-   * Applies coalesced changes (at most one per target and user) in one transaction:
-   * a change passes only when its version is newer than the last applied for its
-   * (target, user); counters move by the rows really inserted or deleted.
+   * Applies a batch of changes in one transaction. Relation changes (at most one
+   * per target, relation and user) pass only when their version is newer than
+   * the last applied for their pair; counters move by the rows really inserted or
+   * deleted. View changes add what their totals add to the epoch's highest.
    */
-  apply(changes: readonly LikeChange[]): Promise<AppliedLikes>;
+  apply(changes: readonly Change[]): Promise<AppliedChanges>;
+}
+
+/** What committed to a target after a snapshot of it. */
+export interface CommittedSince {
+  /** The applied change of each (relation, user) whose change committed after the snapshot, whatever its version. */
+  readonly changes: readonly AppliedChange[];
+  /** The views of each epoch whose total rose after the snapshot. */
+  readonly views: readonly { readonly epoch: bigint; readonly total: number }[];
 }
 
 export interface SnapshotStore {
-  /** A target's likers, counters and applied version, as of one moment, and a new epoch for it. */
+  /** A target's members, counters, lists and applied version, as of one moment, and a new epoch for it. */
   read(target: Target): Promise<TargetSnapshot>;
-  /** The applied change of each user whose change committed after the snapshot `mark`, whatever its version. */
-  changesSince(target: Target, mark: string): Promise<AppliedChange[]>;
+  /** What committed to the target after the snapshot `mark`, whatever its version. */
+  changesSince(target: Target, mark: string): Promise<CommittedSince>;
   /** The newest version PostgreSQL applied to the target, or the start of its last epoch if later (0 when none). */
   newestVersion(target: Target): Promise<bigint>;
   /** Whether transaction `txid` had committed when the snapshot `mark` was taken. */
   sawCommit(mark: string, txid: bigint): boolean;
 }
 
+/** A relation of a target, as a reconcile pass compares it. */
+export interface RelationTarget {
+  readonly relation: Relation;
+  readonly target: Target;
+}
+
 export interface DatabaseReconcileStore {
   /**
-   * Like counter, rows and highest applied version of each target, in order, with
-   * its members where it has at most `memberLimit` rows (null otherwise).
+   * The relation's counter, rows and the target's highest applied version, for each
+   * item in order, with its members where it has at most `memberLimit` rows (null otherwise).
    */
-  read(targets: readonly LikeableTarget[], memberLimit: number): Promise<DatabaseTarget[]>;
-  /** The target's likers with ids above `afterUser`, lowest first, at most `limit`: one keyset page. */
-  membersAfter(target: LikeableTarget, afterUser: bigint, limit: number): Promise<bigint[]>;
-  /** Which of `users` like the target, in order. */
-  likedBy(target: LikeableTarget, users: readonly bigint[]): Promise<boolean[]>;
-  /** The next page of targets with likes or a like counter, in (type, id) order, after `after`. */
-  page(after: LikeableTarget | null, limit: number): Promise<DatabaseCount[]>;
-  /** Applies a repair to PostgreSQL; safe to repeat. */
-  repair(repair: Exclude<Repair, { kind: "recountRedis" }>): Promise<void>;
-  /** Targets with likes or a like counter, for progress estimates. */
+  read(items: readonly RelationTarget[], memberLimit: number): Promise<DatabaseTarget[]>;
+  /** The members with ids above `afterUser`, lowest first, at most `limit`: one keyset page. */
+  membersAfter(item: RelationTarget, afterUser: bigint, limit: number): Promise<bigint[]>;
+  /** Which of `users` are members, in order. */
+  membersAmong(item: RelationTarget, users: readonly bigint[]): Promise<boolean[]>;
+  /** The next page of relations of targets with members or a counter, in (type, id, relation) order, after `after`. */
+  page(after: RelationTarget | null, limit: number): Promise<DatabaseCount[]>;
+  /** Relations of targets with members or a counter, for progress estimates. */
   countTargets(): Promise<number>;
+  /**
+   * The next page of targets of every type, in (type, id) order after `after`, with
+   * what their derived counters should be and are, and their views and version.
+   */
+  counterPage(after: Target | null, limit: number): Promise<Omit<CounterSurvey, "redis" | "redisVersion">[]>;
+  /** Targets whose counters counterPage walks, for progress estimates. */
+  countCounterTargets(): Promise<number>;
+  /**
+   * Applies a repair to PostgreSQL; safe to repeat. Answers the derived counters it
+   * set, for Redis to mirror.
+   */
+  repair(repair: Exclude<Repair, { kind: "recountRedis" | "mirrorDerived" }>): Promise<CounterValue[]>;
+  /** PostgreSQL's derived counters of a target as they stand, with their sequence numbers. */
+  derived(target: Target, names: readonly CounterName[]): Promise<CounterValue[]>;
 }
 
 /** What to read of targets of one type. */
 export interface ViewRequest {
   /** The counters to read: those of the targets' type. */
   readonly names: readonly CounterName[];
-  /** Whose likes to look up (likeable targets only); null for none. */
+  /** The relations of the targets' type whose membership of the viewer to look up. */
+  readonly relations: readonly Relation[];
+  /** Whose memberships to look up; null for none. */
   readonly viewerId: bigint | null;
 }
 
@@ -118,37 +176,94 @@ export interface CounterStore {
   read(targets: readonly Target[]): Promise<(Counts | null)[]>;
   /**
    * What a feed shows of targets of one type: the counters named and the
-   * viewer's like, in the order given, or null where Redis does not hold the
-   * target. One round trip per Redis node in steady state; one more when a
+   * viewer's memberships, in the order given, or null where Redis does not hold
+   * the target. One round trip per Redis node in steady state; one more when a
    * target has grown since this process last read it.
    */
   view(targets: readonly Target[], request: ViewRequest): Promise<(TargetView | null)[]>;
   /**
    * Creates the target in Redis with these counts unless Redis holds it; true when created.
-   * `authorId` is who likes of the target credit.
+   * `authorId` is who likes and collects of the target credit.
    */
   init(target: Target, counts: Counts, authorId?: bigint): Promise<boolean>;
-  /** Adds `delta` to a counter of a target Redis holds; false when Redis does not hold it. */
-  bump(target: Target, name: CounterName, delta: number): Promise<boolean>;
+  /**
+   * Sets derived counters to the values PostgreSQL committed, each only where Redis
+   * holds no later one (a higher sequence number); targets Redis does not hold are
+   * left alone (their rebuild reads PostgreSQL). Safe to repeat, in any order.
+   */
+  mirror(values: readonly CounterValue[]): Promise<void>;
 }
 
-/** The result of a like or unlike in Redis. */
+/** The result of a membership change in Redis. */
 export type MembershipChange =
   | {
       readonly kind: "applied";
       readonly changed: boolean;
       /** The target's counts right after the change, from the same atomic step. */
       readonly counts: Counts;
+      /** The change's version and time when `changed`. */
+      readonly version: bigint;
+      readonly at: Date;
     }
   /** Redis does not hold the target: it must be loaded from PostgreSQL first. */
   | { readonly kind: "unloaded" };
 
-export interface LikeStore {
-  /** Adds the user to the target's likers once; throws TargetFullError when no shard has room. */
-  like(target: LikeableTarget, userId: bigint): Promise<MembershipChange>;
-  unlike(target: LikeableTarget, userId: bigint): Promise<MembershipChange>;
-  /** Whether `userId` likes each target, in order. */
-  hasLiked(targets: readonly LikeableTarget[], userId: bigint): Promise<boolean[]>;
+export interface MembershipStore {
+  /** Adds the user to the target's members of the relation once; throws TargetFullError when no shard has room. */
+  add(relation: Relation, target: Target, userId: bigint): Promise<MembershipChange>;
+  remove(relation: Relation, target: Target, userId: bigint): Promise<MembershipChange>;
+  /** Whether `userId` is a member of each target's relation, in order. */
+  holds(relation: Relation, targets: readonly Target[], userId: bigint): Promise<boolean[]>;
+}
+
+/** Views counted in Redis, or the need to load the post first. */
+export type CountedViews = { readonly kind: "counted"; readonly views: number } | { readonly kind: "unloaded" };
+
+export interface ViewStore {
+  /** Adds `count` views to the post's counter and appends them to the outbox, in one step. */
+  add(target: Target, count: number): Promise<CountedViews>;
+}
+
+/** One change of a user's list: the target joined or left at `at`, with the change's version. */
+export interface ListChange {
+  readonly targetId: bigint;
+  readonly member: boolean;
+  readonly version: bigint;
+  readonly at: Date;
+}
+
+/** A user's list as Redis holds it. */
+export interface HeldList {
+  /** Its newest entries, newest first, all newer than `horizon`. */
+  readonly entries: readonly ListPosition[];
+  /**
+   * Where Redis's knowledge ends: entries at or before it are read from
+   * PostgreSQL. Null when Redis holds every entry there is.
+   */
+  readonly horizon: ListPosition | null;
+  /**
+   * Targets whose membership changed lately (true: joined, false: left): PostgreSQL
+   * may not hold the change yet, so its rows for them are not to be believed.
+   */
+  readonly recent: ReadonlyMap<bigint, boolean>;
+}
+
+export interface ListStore {
+  /**
+   * Applies changes to a user's list, each only when newer than what the list
+   * knows of its target; `settled` says PostgreSQL committed them. False when
+   * Redis does not hold the user (the user's rebuild reads PostgreSQL).
+   */
+  apply(relation: ListedRelation, userId: bigint, changes: readonly ListChange[], settled: boolean): Promise<boolean>;
+  /** The user's list, or null when Redis does not hold it (or is loading it). */
+  read(relation: ListedRelation, userId: bigint): Promise<HeldList | null>;
+  /** Takes the list's load lock; the token to release it, or null when another process loads it. */
+  lock(relation: ListedRelation, userId: bigint, ttlMs: number): Promise<string | null>;
+  unlock(relation: ListedRelation, userId: bigint, token: string): Promise<void>;
+  /** Empties the list and marks it loading: changes arriving from now on are kept. Then read PostgreSQL, then `finish`. */
+  begin(relation: ListedRelation, userId: bigint): Promise<void>;
+  /** Joins PostgreSQL's newest entries (and where its knowledge ends) to the changes that arrived since `begin`. */
+  finish(relation: ListedRelation, userId: bigint, entries: readonly ListPosition[], horizon: ListPosition | null): Promise<void>;
 }
 
 export interface RebuildMark {
@@ -165,6 +280,15 @@ export interface LateChange extends AppliedChange {
   readonly intoEpoch: bigint;
 }
 
+/** Views of an earlier epoch PostgreSQL applied after the post was loaded into Redis. */
+export interface LateViews {
+  readonly target: Target;
+  readonly epoch: bigint;
+  /** The epoch's total PostgreSQL now holds. */
+  readonly total: number;
+  readonly intoEpoch: bigint;
+}
+
 export interface RebuildStore {
   /** Takes the target's rebuild lock; the token to release it, or null when another process holds it. */
   lock(target: Target, ttlMs: number): Promise<string | null>;
@@ -176,6 +300,8 @@ export interface RebuildStore {
    * came after the rebuild window, when Redis no longer knows what superseded it.
    */
   replay(change: LateChange): Promise<"replayed" | "unchanged" | "tooLate">;
+  /** Brings late views into a rebuilt post: what the total adds to what the post already has of its epoch. */
+  replayViews(views: LateViews): Promise<"replayed" | "unchanged" | "tooLate">;
   /**
    * Of each target Redis holds since a rebuild: the lowest version its epoch stamps
    * (a change below it was made before the rebuild) and the rebuild's snapshot mark
@@ -186,47 +312,47 @@ export interface RebuildStore {
    * Takes a target out of Redis whole, to come back by a rebuild. Only small
    * targets whose changes PostgreSQL has all applied (`persistedVersion`) leave.
    */
-  evict(target: LikeableTarget, persistedVersion: bigint): Promise<"evicted" | "absent" | "kept">;
+  evict(target: Target, persistedVersion: bigint): Promise<"evicted" | "absent" | "kept">;
   /** Takes a target out of Redis whole whatever it holds, to come back by a rebuild (changes in flight are replayed into it). */
-  drop(target: LikeableTarget): Promise<"evicted" | "absent" | "kept">;
+  drop(target: Target): Promise<"evicted" | "absent" | "kept">;
   /** The version a target dropped within the last hour had last stamped, or null. */
   droppedVersion(target: Target): Promise<bigint | null>;
 }
 
 /** A target a reconcile pass could not compare because Redis is ahead of PostgreSQL. */
 export interface InFlightTarget {
-  readonly target: LikeableTarget;
+  readonly target: Target;
   readonly redisVersion: bigint;
   readonly databaseVersion: bigint;
 }
 
 /** One page of a walk over the targets Redis holds. */
 export interface RedisTargetPage {
-  readonly targets: LikeableTarget[];
+  readonly targets: Target[];
   /** Where the walk goes on, or null when it is complete. */
   readonly cursor: string | null;
 }
 
 export interface RedisReconcileStore {
-  /** The next page of likeable targets Redis holds. */
+  /** The next page of targets Redis holds. */
   scan(cursor: string | null, count: number): Promise<RedisTargetPage>;
   /**
-   * Each target's count, member count and version, with its members where it has
-   * at most `memberLimit` (null where Redis no longer holds the target).
+   * Each item's count, member count and version, with its members where it has at
+   * most `memberLimit` (null where Redis no longer holds the target).
    */
-  survey(targets: readonly LikeableTarget[], memberLimit: number): Promise<(RedisTarget | null)[]>;
+  survey(items: readonly RelationTarget[], memberLimit: number): Promise<(RedisTarget | null)[]>;
   /** survey() with every member loaded, for targets known to be small. */
-  inspect(targets: readonly LikeableTarget[]): Promise<((RedisTarget & { readonly members: readonly bigint[] }) | null)[]>;
+  inspect(items: readonly RelationTarget[]): Promise<((RedisTarget & { readonly members: readonly bigint[] }) | null)[]>;
   /**
-   * One bounded piece of a walk over every member of the target's shards of
+   * One bounded piece of a walk over every member of the item's shards of
    * `generations`: members from whole shards, starting at shard
    * `from`, until at least `atLeast` (or the shards run out); `next` is where the walk goes on, null at the end.
    */
-  membersFrom(target: LikeableTarget, generations: readonly number[], from: number, atLeast: number): Promise<{ members: bigint[]; next: number | null }>;
-  /** Which of `users` the target's shards of `generations` hold, in order. */
-  holdsMembers(target: LikeableTarget, generations: readonly number[], users: readonly bigint[]): Promise<boolean[]>;
+  membersFrom(item: RelationTarget, generations: readonly number[], from: number, atLeast: number): Promise<{ members: bigint[]; next: number | null }>;
+  /** Which of `users` the item's shards of `generations` hold, in order. */
+  holdsMembers(item: RelationTarget, generations: readonly number[], users: readonly bigint[]): Promise<boolean[]>;
   /** The target's version now (-1 when Redis no longer holds it), to tell whether it changed during a walk. */
-  version(target: LikeableTarget): Promise<bigint>;
+  version(target: Target): Promise<bigint>;
   /**
    * Notes that each target was found in flight at these versions and answers, per target,
    * in how many passes in a row it was found so (1 when its versions moved since).
@@ -234,9 +360,14 @@ export interface RedisReconcileStore {
    */
   noteInFlight(targets: readonly InFlightTarget[]): Promise<number[]>;
   /** Which targets Redis holds. */
-  holds(targets: readonly LikeableTarget[]): Promise<boolean[]>;
-  /** Sets the like counter to the member count if the target is unchanged since `observedVersion`. */
-  recount(target: LikeableTarget, observedVersion: bigint): Promise<"recounted" | "changed" | "absent">;
+  holds(targets: readonly Target[]): Promise<boolean[]>;
+  /** Sets the relation's counter to the member count if the target is unchanged since `observedVersion`. */
+  recount(item: RelationTarget, observedVersion: bigint): Promise<"recounted" | "changed" | "absent">;
+  /**
+   * The counters of each target other than membership counts, with the sequence
+   * numbers of the derived ones, and the target's version (null where Redis does not hold it).
+   */
+  counters(targets: readonly Target[]): Promise<({ readonly values: CounterSurvey["redis"] & object; readonly version: bigint } | null)[]>;
   /** Keys Redis holds, for progress estimates. */
   size(): Promise<number>;
 }
@@ -257,7 +388,7 @@ export interface OutboxRead {
   readonly more: boolean;
 }
 
-/** The like changes Redis appended, waiting to be published. */
+/** The changes Redis appended, waiting to be published. */
 export interface Outbox {
   /** This reader's name among the readers of the outbox. */
   readonly reader: string;
@@ -313,15 +444,15 @@ export interface ConsumeOptions {
 export interface PreviousRouting {
   /** The number of persist queues they were routed by. */
   readonly queues: number;
-  /** As MessageBus.consumeLikeChanges, on those queues. */
-  consumeLikeChanges(options: ConsumeOptions, handle: (deliveries: readonly Delivery<LikeChange>[]) => Promise<Disposition[]>): Subscription;
+  /** As MessageBus.consumeChanges, on those queues. */
+  consumeChanges(options: ConsumeOptions, handle: (deliveries: readonly Delivery<Change>[]) => Promise<Disposition[]>): Subscription;
   /** Whether every one of them is empty; throws when another process consumes them too. */
   drained(): Promise<boolean>;
 }
 
 export interface MessageBus {
   /**
-   * Checks, before anything is consumed or published, that this process routes like
+   * Checks, before anything is consumed or published, that this process routes
    * changes the way the deployment does (the same number of persist queues), and
    * takes over a new number only when no change can be on its way under the old one;
    * throws an error naming the fix otherwise. Answers the old routing's queues when
@@ -329,7 +460,7 @@ export interface MessageBus {
    */
   open(): Promise<PreviousRouting | null>;
   /** Publishes changes durably, in batches that keep each partition's order; resolves once the broker confirmed every one. */
-  publishLikeChanges(entries: readonly OutboxEntry[]): Promise<void>;
+  publishChanges(entries: readonly OutboxEntry[]): Promise<void>;
   /** Publishes repairs durably; resolves once the broker confirmed every one. */
   publishRepairs(repairs: readonly Repair[]): Promise<void>;
   /** Parks what can never be applied in the dead-letter queue, with the reason. */
@@ -339,7 +470,7 @@ export interface MessageBus {
    * each read or refused on its own; `handle` answers a disposition per change, and
    * those dead-lettered go alone. A thrown error requeues the whole message.
    */
-  consumeLikeChanges(options: ConsumeOptions, handle: (deliveries: readonly Delivery<LikeChange>[]) => Promise<Disposition[]>): Subscription;
+  consumeChanges(options: ConsumeOptions, handle: (deliveries: readonly Delivery<Change>[]) => Promise<Disposition[]>): Subscription;
   consumeRepairs(options: ConsumeOptions, handle: (delivery: Delivery<Repair>) => Promise<Disposition>): Subscription;
   close(): Promise<void>;
 }

@@ -1,13 +1,15 @@
 // What a reconcile pass compares, and the repairs it asks for.
 //
-// Redis is authoritative for the targets it holds, PostgreSQL for the others. A
-// target is compared only when quiescent: the newest change Redis made to it
-// is the newest PostgreSQL applied. When Redis is ahead, changes are in flight
-// and the pipeline, not a repair, will bring the stores together. When Redis is
-// behind, it lacks changes PostgreSQL applied (a failover lost replicated
-// writes): Redis is no authority then, and the target must be rebuilt from
-// PostgreSQL rather than PostgreSQL repaired from it.
-import type { DatabaseTarget, DifferenceKind, LikeableTarget, RedisTarget, Repair } from "./model.js";
+// Redis is authoritative for the memberships and views of the targets it holds,
+// PostgreSQL for the others, and for the counters it derives from its own rows
+// (comments, replies, posts, credits), which Redis only mirrors. A target is
+// compared only when quiescent: the newest change Redis made to it is the newest
+// PostgreSQL applied. When Redis is ahead, changes are in flight and the
+// pipeline, not a repair, will bring the stores together. When Redis is behind,
+// it lacks changes PostgreSQL applied (a failover lost replicated writes): Redis
+// is no authority then, and the target must be rebuilt from PostgreSQL rather
+// than PostgreSQL repaired from it.
+import { derivedCounters, type CounterName, type CounterSurvey, type DatabaseTarget, type DifferenceKind, type Relation, type RedisTarget, type Repair, type Target } from "./model.js";
 
 /** Passes in a row a target may be seen in flight at the same versions before it counts as stuck. */
 export const stuckAfterPasses = 3;
@@ -27,21 +29,21 @@ export interface Comparison {
   readonly repairs: Repair[];
 }
 
-/** Counter differences of a quiescent target, from its member counts on both sides. */
+/** Counter differences of a quiescent relation, from its member counts on both sides. */
 export function compareCounts(held: RedisTarget, persisted: DatabaseTarget): Pick<Comparison, "differences" | "repairs"> {
   const differences: Partial<Record<DifferenceKind, number>> = {};
   const repairs: Repair[] = [];
   if (held.count !== held.memberCount) {
     differences.redisCounter = 1;
-    repairs.push({ kind: "recountRedis", target: held.target, observedVersion: held.version });
+    repairs.push({ kind: "recountRedis", relation: held.relation, target: held.target, observedVersion: held.version });
   }
   if (persisted.count !== persisted.rows) differences.databaseCounter = 1;
   return { differences, repairs };
 }
 
 /**
- * Compares a target Redis holds with PostgreSQL (Redis authoritative), both
- * loaded whole. Targets too big to load are walked in pieces by the pass instead.
+ * Compares a target's relation Redis holds with PostgreSQL (Redis authoritative),
+ * both loaded whole. Targets too big to load are walked in pieces by the pass instead.
  */
 export function compareHeld(held: RedisTarget, persisted: DatabaseTarget, maxPerRepair: number): Comparison {
   const standing = compareVersions(held.version, persisted.version);
@@ -53,18 +55,19 @@ export function compareHeld(held: RedisTarget, persisted: DatabaseTarget, maxPer
   const remove = persisted.members.filter((m) => !inRedis.has(m));
   if (add.length) differences.missingInDatabase = add.length;
   if (remove.length) differences.strayInDatabase = remove.length;
-  repairs.push(...alignDatabase(held.target, held.version, add, remove, differences.databaseCounter === 1, maxPerRepair));
+  repairs.push(...alignDatabase(held.relation, held.target, held.version, add, remove, differences.databaseCounter === 1, maxPerRepair));
   return { standing, differences, repairs };
 }
 
 /**
- * The repairs that make PostgreSQL's likes of a target `add` more and `remove`
- * fewer, at most `maxPerRepair` users per message so no message (nor the
- * transaction applying it) grows with the target. Each one recounts the
+ * The repairs that make PostgreSQL's members of a target's relation `add` more
+ * and `remove` fewer, at most `maxPerRepair` users per message so no message (nor
+ * the transaction applying it) grows with the target. Each one recounts the
  * counter, so `recount` alone still yields one repair.
  */
 export function alignDatabase(
-  target: LikeableTarget,
+  relation: Relation,
+  target: Target,
   observedVersion: bigint,
   add: readonly bigint[],
   remove: readonly bigint[],
@@ -73,16 +76,80 @@ export function alignDatabase(
 ): Repair[] {
   const repairs: Repair[] = [];
   for (let i = 0; i < add.length; i += maxPerRepair) {
-    repairs.push({ kind: "alignDatabase", target, observedVersion, add: add.slice(i, i + maxPerRepair), remove: [] });
+    repairs.push({ kind: "alignDatabase", relation, target, observedVersion, add: add.slice(i, i + maxPerRepair), remove: [] });
   }
   for (let i = 0; i < remove.length; i += maxPerRepair) {
-    repairs.push({ kind: "alignDatabase", target, observedVersion, add: [], remove: remove.slice(i, i + maxPerRepair) });
+    repairs.push({ kind: "alignDatabase", relation, target, observedVersion, add: [], remove: remove.slice(i, i + maxPerRepair) });
   }
-  if (repairs.length === 0 && recount) repairs.push({ kind: "alignDatabase", target, observedVersion, add: [], remove: [] });
+  if (repairs.length === 0 && recount) repairs.push({ kind: "alignDatabase", relation, target, observedVersion, add: [], remove: [] });
   return repairs;
 }
 
-/** Compares a target only PostgreSQL holds: its counter must count its rows. */
-export function compareUnheld(persisted: { target: LikeableTarget; count: number; rows: number }): Repair | null {
-  return persisted.count === persisted.rows ? null : { kind: "recountDatabase", target: persisted.target };
+/** Compares a relation only PostgreSQL holds: its counter must count its rows. */
+export function compareUnheld(persisted: { relation: Relation; target: Target; count: number; rows: number }): Repair | null {
+  return persisted.count === persisted.rows ? null : { kind: "recountDatabase", relation: persisted.relation, target: persisted.target };
+}
+
+/** What compareCounters found, and the derived counters Redis holds an older write of. */
+export interface CounterComparison extends Pick<Comparison, "differences" | "repairs"> {
+  /**
+   * Derived counters whose Redis value is of an older write (a lower sequence
+   * number) than PostgreSQL's: usually a mirror on its way, which the pass looks
+   * at again a moment later before repairing; after a crash between a commit and
+   * its mirror, one that never comes.
+   */
+  readonly lagging: readonly CounterName[];
+}
+
+/**
+ * Compares a target's other counters. A derived counter row that does not count
+ * PostgreSQL's rows is recounted (and the recount mirrored into Redis); one Redis
+ * holds otherwise than PostgreSQL for the same write is mirrored again, which its
+ * sequence number keeps from undoing a newer value. A post's
+ * views at rest in both stores take Redis's value.
+ */
+export function compareCounters(survey: CounterSurvey): CounterComparison {
+  const { target } = survey;
+  const differences: Partial<Record<DifferenceKind, number>> = {};
+  const repairs: Repair[] = [];
+  const names = derivedCounters[target.type] as readonly CounterName[];
+  const recount = names.filter((name) => (survey.truth[name] ?? 0) !== (survey.database[name]?.value ?? 0));
+  if (recount.length > 0) {
+    differences.derivedCounter = recount.length;
+    repairs.push({ kind: "recountDerived", target, names: recount });
+  }
+  const lagging: CounterName[] = [];
+  if (survey.redis) {
+    const redis = survey.redis;
+    const mirror: CounterName[] = [];
+    for (const name of names) {
+      if (recount.includes(name)) continue;
+      const held = redis[name] ?? { value: 0, seq: 0n };
+      const persisted = survey.database[name] ?? { value: 0, seq: 0n };
+      // A later write than the one PostgreSQL's snapshot saw: it moved on since, nothing to compare.
+      if (held.seq < persisted.seq) lagging.push(name);
+      else if (held.seq === persisted.seq && held.value !== persisted.value) mirror.push(name);
+    }
+    if (mirror.length > 0) {
+      differences.redisDerivedCounter = mirror.length;
+      repairs.push({ kind: "mirrorDerived", target, names: mirror });
+    }
+    const views = redis.read?.value ?? 0;
+    if (target.type === "post" && compareVersions(survey.redisVersion, survey.databaseVersion) === "quiescent" && views !== (survey.database.read?.value ?? 0)) {
+      differences.views = 1;
+      repairs.push({ kind: "alignViews", target, observedVersion: survey.databaseVersion, views });
+    }
+  }
+  return { differences, repairs, lagging };
+}
+
+/**
+ * Of counters found lagging, those Redis still holds an older write of when
+ * looked at again: their mirror is not coming, so they are mirrored now.
+ */
+export function stillLagging(survey: CounterSurvey, lagging: readonly CounterName[]): Repair | null {
+  const redis = survey.redis;
+  if (!redis) return null;
+  const behind = lagging.filter((name) => (redis[name]?.seq ?? 0n) < (survey.database[name]?.seq ?? 0n));
+  return behind.length > 0 ? { kind: "mirrorDerived", target: survey.target, names: behind } : null;
 }

@@ -3,15 +3,19 @@ import type { Catalog } from "./catalog.js";
 import type { ContentService } from "./content.js";
 import type { CounterService } from "./counters.js";
 import type { TokenService } from "./identity.js";
-import type { LikeService } from "./likes.js";
+import type { ListService } from "./lists.js";
+import type { MembershipService } from "./memberships.js";
 import type { RateLimits } from "./rate-limits.js";
 import type { UserService } from "./users.js";
+import type { ViewService } from "./views.js";
 
 export interface Services {
   readonly catalog: Catalog;
   readonly content: ContentService;
   readonly counters: CounterService;
-  readonly likes: LikeService;
+  readonly memberships: MembershipService;
+  readonly lists: ListService;
+  readonly views: ViewService;
   readonly tokens: TokenService;
   readonly users: UserService;
   readonly rateLimits: RateLimits;

@@ -2,8 +2,9 @@
 // round trip for counts and the viewer's likes, one SQL query for unseen rows.
 import DataLoader from "dataloader";
 import type { Viewer } from "../domain/identity.js";
-import type { LikersPage, LikersPageRequest } from "../domain/likes.js";
-import { targetKey, type Comment, type Counts, type LikeableTarget, type Page, type Post, type Target, type TargetType, type TargetView, type User } from "../domain/model.js";
+import type { ListPage, ListPageRequest } from "../domain/lists.js";
+import type { MembersPage, MembersPageRequest } from "../domain/memberships.js";
+import { targetKey, type Comment, type Counts, type Page, type Post, type Relation, type Target, type TargetType, type TargetView, type User } from "../domain/model.js";
 import type { PageRequest } from "../domain/ports.js";
 import type { Services } from "../domain/services.js";
 
@@ -85,8 +86,13 @@ export interface Loaders {
   readonly user: DataLoader<bigint, User | null>;
   readonly post: DataLoader<bigint, Post | null>;
   readonly comment: DataLoader<bigint, Comment | null>;
-  /** Counts of a target and whether the viewer likes it, read together. */
+  /** Counts of a target and the viewer's memberships, read together. */
   readonly views: SettledLoader<TargetView>;
+  /**
+   * The same, never primed: for a membership a mutation's result did not tell
+   * (a like's payload asked whether the viewer collected the post).
+   */
+  readonly fullViews: DataLoader<Target, TargetView, string>;
   /**
    * Pages of a connection, one per parent: the parents of one level (every post's
    * comments, every comment's replies) load with one SQL query, whatever their
@@ -94,14 +100,18 @@ export interface Loaders {
    */
   readonly commentsOf: DataLoader<PageRequest, Page<Comment>, string>;
   readonly repliesTo: DataLoader<PageRequest, Page<Comment>, string>;
-  readonly likers: DataLoader<LikersPageRequest, LikersPage, string>;
+  /** Pages of a target's members (likers, followers), one SQL query per relation for the whole level. */
+  readonly members: DataLoader<MembersPageRequest, MembersPage, string>;
+  /** Pages of what users are members of (liked or collected posts, followed users). */
+  readonly lists: DataLoader<ListPageRequest, ListPage, string>;
 }
 
 const pageKey = (r: PageRequest) => `${r.parentId}:${r.limit}:${r.beforeId ?? ""}`;
-const likersKey = (r: LikersPageRequest) => `${targetKey(r.target)}:${r.first}:${r.after ? `${r.after.at.getTime()}:${r.after.userId}` : ""}`;
+const membersKey = (r: MembersPageRequest) => `${r.relation}:${targetKey(r.target)}:${r.first}:${r.after ? `${r.after.at.getTime()}:${r.after.userId}` : ""}`;
+const listKey = (r: ListPageRequest) => `${r.relation}:${r.userId}:${r.first}:${r.after ? `${r.after.at.getTime()}:${r.after.targetId}` : ""}`;
 
 export function createLoaders(services: Services, viewer: Viewer | null): Loaders {
-  const { catalog, content, counters, likes } = services;
+  const { catalog, content, counters, memberships, lists } = services;
   const comment = new DataLoader<bigint, Comment | null>((ids) => catalog.comments(ids));
   /** Comments a page brought are known rows: `parent` and `comment` lookups of them need no batch. */
   const commentPages = (load: (requests: readonly PageRequest[]) => Promise<Page<Comment>[]>) =>
@@ -118,13 +128,19 @@ export function createLoaders(services: Services, viewer: Viewer | null): Loader
     post: new DataLoader((ids) => catalog.posts(ids)),
     comment,
     views: new SettledLoader<TargetView>((targets) => counters.view(targets, viewer?.userId ?? null)),
+    fullViews: new DataLoader((targets) => counters.view(targets, viewer?.userId ?? null), { cacheKeyFn: targetKey }),
     commentsOf: commentPages((requests) => content.commentsOf(requests)),
     repliesTo: commentPages((requests) => content.repliesTo(requests)),
-    likers: new DataLoader((requests) => likes.likers(requests), { cacheKeyFn: likersKey }),
+    members: new DataLoader((requests) => memberships.members(requests), { cacheKeyFn: membersKey }),
+    lists: new DataLoader((requests) => lists.pages(requests), { cacheKeyFn: listKey }),
   };
 }
 
-/** Seeds the loaders with a like's own result, so the payload needs no second read. */
-export function primeAfterLike(loaders: Loaders, target: LikeableTarget, counts: Counts, liked: boolean): void {
-  loaders.views.set(target, { counts, viewerLikes: liked });
+/**
+ * Seeds the loaders with a change's own result, so the payload needs no second
+ * read: the counts, and the viewer's membership of the relation changed (others
+ * are read if asked for).
+ */
+export function primeAfterChange(loaders: Loaders, target: Target, counts: Counts, relation: Relation, member: boolean): void {
+  loaders.views.set(target, { counts, viewerIn: { [relation]: member } });
 }

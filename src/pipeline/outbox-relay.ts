@@ -1,4 +1,4 @@
-// Moves like changes from the Redis outbox to RabbitMQ.
+// Moves changes (likes, collects, follows, views) from the Redis outbox to RabbitMQ.
 //
 // The relay reads the outbox, publishes what it read with publisher confirms,
 // and only after the broker confirmed acknowledges the entries, which removes
@@ -64,7 +64,7 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
     });
     const work = (async () => {
       for (const e of bad) await bus.deadLetter({ partition: e.partition, entryId: e.entryId }, e.problem, "outbox");
-      await bus.publishLikeChanges(good);
+      await bus.publishChanges(good);
     })();
     try {
       await Promise.race([work, deadline]);
@@ -97,7 +97,7 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
     const length = await outbox.length();
     metrics.outboxLength.set(length);
     if (length > options.warnLength && length > lastLength) {
-      logger.warn({ outboxLength: length }, "outbox is growing: like changes are waiting for RabbitMQ");
+      logger.warn({ outboxLength: length }, "outbox is growing: changes are waiting for RabbitMQ");
     }
     lastLength = length;
   }

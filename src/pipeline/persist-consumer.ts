@@ -1,4 +1,4 @@
-// Takes like changes from RabbitMQ into PostgreSQL in batches: parse and
+// Takes changes from RabbitMQ into PostgreSQL in batches: parse and
 // validate each message, add it to the shared batch, and ack it only after the
 // batch holding it committed. What can never be applied (it does not parse) goes
 // to the dead-letter queue with the reason; a database outage is waited out. A
@@ -9,16 +9,16 @@
 // version keeps it from undoing anything newer meanwhile.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
-import type { LikeChange } from "../domain/model.js";
-import type { LikePersistence } from "../domain/persistence.js";
+import type { Change } from "../domain/model.js";
+import type { ChangePersistence } from "../domain/persistence.js";
 import type { Disposition, MessageBus } from "../domain/ports.js";
 import { Batcher } from "./batcher.js";
 import type { PipelineMetrics } from "./metrics.js";
 import type { TokenBucket } from "./token-bucket.js";
 
 export interface PersistConsumerOptions {
-  readonly bus: Pick<MessageBus, "consumeLikeChanges">;
-  readonly persistence: LikePersistence;
+  readonly bus: Pick<MessageBus, "consumeChanges">;
+  readonly persistence: ChangePersistence;
   readonly bucket: TokenBucket;
   readonly metrics: PipelineMetrics;
   readonly logger: Logger;
@@ -29,7 +29,7 @@ export interface PersistConsumerOptions {
   /** Whether PostgreSQL answers at all: tells an outage from a change that cannot be applied. */
   readonly databaseAnswers: () => Promise<boolean>;
   /** Runs after a batch committed and before its messages are acked (tests inject crashes here). */
-  readonly afterCommit?: (changes: readonly LikeChange[]) => Promise<void>;
+  readonly afterCommit?: (changes: readonly Change[]) => Promise<void>;
 }
 
 export interface PersistConsumer {
@@ -43,7 +43,7 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
   const { persistence, metrics, logger } = options;
   let closing = false;
 
-  async function applyWithRetry(changes: readonly LikeChange[]): Promise<Disposition[]> {
+  async function applyWithRetry(changes: readonly Change[]): Promise<Disposition[]> {
     for (let attempt = 1; ; attempt++) {
       try {
         const applied = await persistence.persist(changes);
@@ -64,13 +64,13 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
   }
 
   /** Applies each change alone, so one that cannot be applied does not hold back the rest. */
-  async function split(changes: readonly LikeChange[]): Promise<Disposition[]> {
+  async function split(changes: readonly Change[]): Promise<Disposition[]> {
     const outcomes: Disposition[] = [];
     for (const change of changes) outcomes.push(...(await applyWithRetry([change])));
     return outcomes;
   }
 
-  const batcher = new Batcher<LikeChange, Disposition>({
+  const batcher = new Batcher<Change, Disposition>({
     maxItems: options.batchSize,
     lingerMs: options.lingerMs,
     // Two transactions in flight: one commits while the next is built and sent.
@@ -89,20 +89,20 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
   // rather than lingering: small messages would otherwise cap throughput at this many
   // per linger.
   const messagesInHand = 16;
-  const subscription = options.bus.consumeLikeChanges({ concurrency: messagesInHand, onFull: () => batcher.flush() }, async (deliveries) => {
+  const subscription = options.bus.consumeChanges({ concurrency: messagesInHand, onFull: () => batcher.flush() }, async (deliveries) => {
     const dispositions = await Promise.all(
       deliveries.map((delivery): Promise<Disposition> =>
-        delivery.kind === "valid" ? batcher.add(delivery.value) : Promise.resolve({ deadLetter: `invalid like change: ${delivery.reason}` }),
+        delivery.kind === "valid" ? batcher.add(delivery.value) : Promise.resolve({ deadLetter: `invalid change: ${delivery.reason}` }),
       ),
     );
     for (const disposition of dispositions) {
       if (disposition === "ack") continue;
       if ("retryLater" in disposition) {
-        logger.error({ reason: disposition.retryLater }, "like change refused; it is applied again after the retry delay");
+        logger.error({ reason: disposition.retryLater }, "change refused; it is applied again after the retry delay");
         continue;
       }
       metrics.deadLettered.inc();
-      logger.error({ reason: disposition.deadLetter }, "like change dead-lettered");
+      logger.error({ reason: disposition.deadLetter }, "change dead-lettered");
     }
     return dispositions;
   });

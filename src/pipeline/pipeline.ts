@@ -4,8 +4,8 @@ import type { Server } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
-import type { LikeChange } from "../domain/model.js";
-import type { LikePersistence } from "../domain/persistence.js";
+import type { Change } from "../domain/model.js";
+import type { ChangePersistence } from "../domain/persistence.js";
 import type { Lease, MessageBus, Outbox } from "../domain/ports.js";
 import type { RepairService } from "../domain/repairs.js";
 import { serveMetrics } from "../metrics-endpoint.js";
@@ -20,7 +20,7 @@ import { createTokenBucket } from "./token-bucket.js";
 export interface PipelineParts {
   readonly outbox: Outbox;
   readonly bus: MessageBus;
-  readonly persistence: LikePersistence;
+  readonly persistence: ChangePersistence;
   readonly repairs: RepairService;
   /** Held by the worker running a scheduled reconcile pass. */
   readonly reconcileLease: Lease;
@@ -33,8 +33,10 @@ export interface PipelineParts {
 export type PipelineSettings = Pick<Config, "persist" | "relay" | "reconcile" | "host" | "metricsPort">;
 
 export interface PipelineHooks {
-  /** Runs after a batch committed and before its messages are acked. */
-  readonly afterCommit?: (changes: readonly LikeChange[]) => Promise<void>;
+  /** Runs after a batch was applied to PostgreSQL and Redis, before its messages are acked. */
+  readonly afterCommit?: (changes: readonly Change[]) => Promise<void>;
+  /** Runs right after PostgreSQL committed a batch, before Redis hears of it (credits, replays, lists). */
+  readonly afterDatabaseCommit?: () => Promise<void>;
 }
 
 export interface RunningPipeline {
@@ -55,7 +57,7 @@ export async function startPipeline(parts: PipelineParts, settings: PipelineSett
     databaseAnswers: parts.databaseAnswers,
     afterCommit: hooks.afterCommit,
   };
-  // Refuses to start when this process would route like changes otherwise than the deployment
+  // Refuses to start when this process would route changes otherwise than the deployment
   // does; after a change of PERSIST_QUEUES, first drains what the old routing left behind.
   for (let previous = await parts.bus.open(); previous !== null; previous = await parts.bus.open()) {
     logger.warn({ queues: previous.queues }, "draining the persist queues of the previous PERSIST_QUEUES before taking over");

@@ -1,16 +1,20 @@
-// One reconcile pass: every target Redis holds (by SCAN, in bounded batches) is
-// compared with PostgreSQL, Redis authoritative; then every target only
-// PostgreSQL holds (keyset pages), PostgreSQL authoritative. Differences become
-// repair messages that the repair consumer applies. Quiescent cold
-// targets leave Redis on the way, to come back by a rebuild when next used.
+// One reconcile pass: the members of every relation of every target Redis holds
+// (by SCAN, in bounded batches) are compared with PostgreSQL, Redis
+// authoritative; then every target's relation only PostgreSQL holds (keyset
+// pages), PostgreSQL authoritative; then every target's other counters (its
+// derived counters against PostgreSQL's rows and Redis, a post's views).
+// Differences become repair messages that the repair consumer applies.
+// Quiescent cold posts and comments leave Redis on the way, to come back by a
+// rebuild when next used.
 //
 // Memory is bounded by members, not targets: a target with more members than
 // `memberChunk` on either side is never loaded whole but walked in pieces
 // (walkBigTarget), so neither a batch nor one target can outgrow the heap.
 import type { Logger } from "pino";
-import type { DatabaseTarget, DifferenceKind, LikeableTarget, RedisTarget, Repair } from "../domain/model.js";
-import type { DatabaseReconcileStore, InFlightTarget, RebuildStore, RedisReconcileStore } from "../domain/ports.js";
-import { alignDatabase, compareCounts, compareHeld, compareUnheld, compareVersions, stuckAfterPasses } from "../domain/reconcile.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import { relationsOf, targetKey, type CounterName, type CounterSurvey, type DatabaseTarget, type DifferenceKind, type RedisTarget, type Repair, type Target } from "../domain/model.js";
+import type { DatabaseReconcileStore, InFlightTarget, RebuildStore, RedisReconcileStore, RelationTarget } from "../domain/ports.js";
+import { alignDatabase, compareCounters, compareCounts, compareHeld, compareUnheld, compareVersions, stillLagging, stuckAfterPasses } from "../domain/reconcile.js";
 
 /** How many targets of a kind, and the first few of them ("post:12"), for an operator to look at. */
 export interface TargetTally {
@@ -37,7 +41,7 @@ export interface ReconcileSummary {
 }
 
 export interface ReconcileProgress {
-  readonly phase: "redis" | "postgres";
+  readonly phase: "redis" | "postgres" | "counters";
   /** Targets done in this phase, and an estimate of the phase's total. */
   readonly done: number;
   readonly total: number;
@@ -57,6 +61,11 @@ export interface ReconcileOptions {
   readonly onProgress?: (progress: ReconcileProgress) => void;
   /** Where stuck targets and targets rebuilt for lacking changes are reported. */
   readonly logger?: Logger;
+  /**
+   * How long a derived counter Redis holds an older write of is given to catch up
+   * (its mirror follows the commit within moments) before it is mirrored again.
+   */
+  readonly mirrorGraceMs?: number;
 }
 
 const sampleSize = 10;
@@ -64,7 +73,7 @@ const sampleSize = 10;
 class Tally {
   count = 0;
   readonly sample: string[] = [];
-  add(target: LikeableTarget): void {
+  add(target: Target): void {
     this.count++;
     if (this.sample.length < sampleSize) this.sample.push(`${target.type}:${target.id}`);
   }
@@ -79,9 +88,18 @@ const beforeEveryUser = -(2n ** 63n);
 export async function runReconcile(options: ReconcileOptions): Promise<ReconcileSummary> {
   const { redis, database, logger } = options;
   const batchSize = options.batchSize ?? 200;
+  const mirrorGraceMs = options.mirrorGraceMs ?? 1_000;
   const memberChunk = options.memberChunk ?? 10_000;
   const started = Date.now();
-  const differences: Record<DifferenceKind, number> = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0 };
+  const differences: Record<DifferenceKind, number> = {
+    missingInDatabase: 0,
+    strayInDatabase: 0,
+    databaseCounter: 0,
+    redisCounter: 0,
+    derivedCounter: 0,
+    redisDerivedCounter: 0,
+    views: 0,
+  };
   const inFlight = new Tally();
   const stuck = new Tally();
   const rebuiltBehind = new Tally();
@@ -125,7 +143,8 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
    * gated per pair by its observed version, so it cannot undo a newer change).
    */
   const walkBigTarget = async (held: RedisTarget, persisted: DatabaseTarget): Promise<"compared" | "inFlight"> => {
-    const { target } = held;
+    const { target, relation } = held;
+    const item: RelationTarget = { relation, target };
     const stillQuiescent = async () => (await redis.version(target)) === held.version;
     const counted = compareCounts(held, persisted);
     let aligned = false;
@@ -137,17 +156,17 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
       if (add === 0 && remove === 0) return true;
       if (!(await stillQuiescent())) return false;
       const [adding, removing] = [pending.add.splice(0, add), pending.remove.splice(0, remove)];
-      await send(alignDatabase(target, held.version, adding, removing, false, memberChunk));
+      await send(alignDatabase(relation, target, held.version, adding, removing, false, memberChunk));
       count({ missingInDatabase: adding.length, strayInDatabase: removing.length });
       aligned = true;
       return true;
     };
     let inBoth = 0;
     for (let after = beforeEveryUser; ; ) {
-      const users = await database.membersAfter(target, after, memberChunk);
+      const users = await database.membersAfter(item, after, memberChunk);
       if (users.length === 0) break;
       after = users.at(-1) as bigint;
-      const heldNow = await redis.holdsMembers(target, held.generations, users);
+      const heldNow = await redis.holdsMembers(item, held.generations, users);
       for (const [j, user] of users.entries()) {
         if (heldNow[j]) inBoth++;
         else pending.remove.push(user);
@@ -157,12 +176,12 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
     if (!(await flush(true))) return "inFlight";
     let missing = held.memberCount - inBoth;
     for (let from: number | null = 0; from !== null && missing > 0; ) {
-      const piece = await redis.membersFrom(target, held.generations, from, memberChunk);
+      const piece = await redis.membersFrom(item, held.generations, from, memberChunk);
       from = piece.next;
       for (let i = 0; i < piece.members.length && missing > 0; i += memberChunk) {
         const users = piece.members.slice(i, i + memberChunk);
-        const liked = await database.likedBy(target, users);
-        const absent = users.filter((_, j) => !liked[j]);
+        const found = await database.membersAmong(item, users);
+        const absent = users.filter((_, j) => !found[j]);
         missing -= absent.length;
         pending.add.push(...absent);
         if (!(await flush(false))) return "inFlight";
@@ -172,11 +191,11 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
     if (!(await stillQuiescent())) return "inFlight";
     count(counted.differences);
     // Every alignDatabase repair recounts PostgreSQL's counter; only without one does a wrong counter need its own.
-    await send([...counted.repairs, ...alignDatabase(target, held.version, [], [], !aligned && persisted.count !== persisted.rows, memberChunk)]);
+    await send([...counted.repairs, ...alignDatabase(relation, target, held.version, [], [], !aligned && persisted.count !== persisted.rows, memberChunk)]);
     return "compared";
   };
 
-  // Redis side.
+  // Redis side: every relation of every target Redis holds.
   const redisTotal = await redis.size();
   let cursor: string | null = null;
   let done = 0;
@@ -184,58 +203,74 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
     const page = await redis.scan(cursor, batchSize);
     cursor = page.cursor;
     done += page.targets.length;
-    const surveyed = await redis.survey(page.targets, memberChunk);
+    const items = page.targets.flatMap((target) => relationsOf(target.type).map((relation): RelationTarget => ({ relation, target })));
+    const surveyed = await redis.survey(items, memberChunk);
     const present = surveyed.filter((t): t is NonNullable<typeof t> => t !== null);
-    const persisted = await database.read(
-      present.map((t) => t.target),
-      memberChunk,
-    );
+    const persisted = await database.read(present, memberChunk);
     const repairs: Repair[] = [];
-    const seenInFlight: InFlightTarget[] = [];
+    const seenInFlight = new Map<string, InFlightTarget>();
+    // Per target: whether every relation compared clean and it may leave Redis if cold.
+    const clean = new Map<string, { held: RedisTarget; persisted: DatabaseTarget; clean: boolean }>();
+    const droppedBehind = new Set<string>();
     for (const [i, held] of present.entries()) {
       const persistedTarget = persisted[i] as DatabaseTarget;
+      const key = targetKey(held.target);
       targetsChecked++;
       const standing = compareVersions(held.version, persistedTarget.version);
       if (standing === "redisBehind") {
         // Redis is missing changes PostgreSQL applied: it cannot be the authority, so it gives the target up
         // and the next read rebuilds it from PostgreSQL (with every change committed after the snapshot).
-        const outcome = await options.rebuilds.drop(held.target);
-        if (outcome === "kept") behindKept.add(held.target);
-        else rebuiltBehind.add(held.target);
+        if (!droppedBehind.has(key)) {
+          droppedBehind.add(key);
+          const outcome = await options.rebuilds.drop(held.target);
+          if (outcome === "kept") behindKept.add(held.target);
+          else rebuiltBehind.add(held.target);
+        }
         continue;
       }
       let compared: "compared" | "inFlight" = standing === "quiescent" ? "compared" : "inFlight";
+      let repaired = false;
       if (compared === "compared" && (held.members === null || persistedTarget.members === null)) {
         walked++;
         compared = await walkBigTarget(held, persistedTarget);
+        repaired = true;
       } else if (compared === "compared") {
         const comparison = compareHeld(held, persistedTarget, memberChunk);
         count(comparison.differences);
         repairs.push(...comparison.repairs);
-        const cold = options.coldAfterSeconds && held.idleSeconds > options.coldAfterSeconds;
-        if (cold && comparison.repairs.length === 0 && (await options.rebuilds.evict(held.target, persistedTarget.version)) === "evicted") evicted++;
+        repaired = comparison.repairs.length > 0;
       }
-      if (compared === "inFlight") {
+      if (compared === "inFlight" && !seenInFlight.has(key)) {
         inFlight.add(held.target);
-        seenInFlight.push({ target: held.target, redisVersion: held.version, databaseVersion: persistedTarget.version });
+        seenInFlight.set(key, { target: held.target, redisVersion: held.version, databaseVersion: persistedTarget.version });
       }
+      const entry = clean.get(key);
+      const ok = compared === "compared" && !repaired && (entry?.clean ?? true);
+      clean.set(key, { held, persisted: persistedTarget, clean: ok });
     }
     await send(repairs);
-    if (seenInFlight.length) {
-      const inARow = await redis.noteInFlight(seenInFlight);
-      for (const [i, t] of seenInFlight.entries()) if ((inARow[i] ?? 0) >= stuckAfterPasses) stuck.add(t.target);
+    if (options.coldAfterSeconds) {
+      for (const [key, { held, persisted: p, clean: ok }] of clean) {
+        if (!ok || droppedBehind.has(key) || held.target.type === "user" || held.idleSeconds <= options.coldAfterSeconds) continue;
+        if ((await options.rebuilds.evict(held.target, p.version)) === "evicted") evicted++;
+      }
+    }
+    if (seenInFlight.size) {
+      const noted = [...seenInFlight.values()];
+      const inARow = await redis.noteInFlight(noted);
+      for (const [i, t] of noted.entries()) if ((inARow[i] ?? 0) >= stuckAfterPasses) stuck.add(t.target);
     }
     options.onProgress?.({ phase: "redis", done, total: Math.max(done, redisTotal) });
   } while (cursor !== null);
 
-  // PostgreSQL side: targets Redis does not hold.
+  // PostgreSQL side: relations of targets Redis does not hold.
   const postgresTotal = await database.countTargets();
-  let after: LikeableTarget | null = null;
+  let after: RelationTarget | null = null;
   done = 0;
   for (;;) {
     const page = await database.page(after, batchSize);
     if (page.length === 0) break;
-    after = page.at(-1)!.target;
+    after = page.at(-1)!;
     done += page.length;
     const held = await redis.holds(page.map((p) => p.target));
     const repairs: Repair[] = [];
@@ -250,6 +285,41 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
     }
     await send(repairs);
     options.onProgress?.({ phase: "postgres", done, total: Math.max(done, postgresTotal) });
+  }
+
+  // Every target's other counters: derived ones against PostgreSQL's rows and Redis, views.
+  const countersTotal = await database.countCounterTargets();
+  let afterTarget: Target | null = null;
+  done = 0;
+  for (;;) {
+    const page = await database.counterPage(afterTarget, batchSize);
+    if (page.length === 0) break;
+    afterTarget = page.at(-1)!.target;
+    done += page.length;
+    const inRedis = await redis.counters(page.map((p) => p.target));
+    const repairs: Repair[] = [];
+    const lagging: { survey: CounterSurvey; names: readonly CounterName[] }[] = [];
+    for (const [i, persistedCounters] of page.entries()) {
+      const held = inRedis[i] ?? null;
+      const survey: CounterSurvey = { ...persistedCounters, redis: held?.values ?? null, redisVersion: held?.version ?? -1n };
+      const comparison = compareCounters(survey);
+      count(comparison.differences);
+      repairs.push(...comparison.repairs);
+      if (comparison.lagging.length > 0) lagging.push({ survey, names: comparison.lagging });
+    }
+    if (lagging.length > 0) {
+      await sleep(mirrorGraceMs);
+      const again = await redis.counters(lagging.map((l) => l.survey.target));
+      for (const [i, { survey, names }] of lagging.entries()) {
+        const repair = stillLagging({ ...survey, redis: again[i]?.values ?? null }, names);
+        if (repair?.kind === "mirrorDerived") {
+          differences.redisDerivedCounter += repair.names.length;
+          repairs.push(repair);
+        }
+      }
+    }
+    await send(repairs);
+    options.onProgress?.({ phase: "counters", done, total: Math.max(done, countersTotal) });
   }
 
   if (stuck.count > 0) {

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll } from "vitest";
 import { compose } from "../../src/compose.js";
 import type { Config } from "../../src/config.js";
-import type { LikeableTarget } from "../../src/domain/model.js";
+import type { LikeableTarget, Relation, Target } from "../../src/domain/model.js";
 import type { Services } from "../../src/domain/services.js";
 import type { Database } from "../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../src/stores/redis/client.js";
@@ -28,9 +28,9 @@ export async function createPosts(stores: Stores, config: Config, authorId: bigi
   return posts;
 }
 
-/** Waits until Redis and PostgreSQL agree on every target; fails with the first difference. */
-export function agreeWithin({ db, redis }: Stores, config: Config, targets: readonly LikeableTarget[], timeoutMs = 30_000): Promise<void> {
-  const differs = () => disagreement(redis, db, config.redisPartitions, targets);
+/** Waits until Redis and PostgreSQL agree on every target's relation (likes unless named); fails with the first difference. */
+export function agreeWithin({ db, redis }: Stores, config: Config, targets: readonly Target[], timeoutMs = 30_000, relation: Relation = "like"): Promise<void> {
+  const differs = () => disagreement(redis, db, config.redisPartitions, targets, relation);
   return eventually(async () => (await differs()) === null, timeoutMs, async () => String(await differs()));
 }
 
@@ -41,8 +41,8 @@ export interface StoresWithAuthor extends Stores {
 
 /**
  * Opens the test database and private Redis before a file's tests, with an
- * author to write posts as, and closes them after. `fresh` empties the like
- * tables and Redis first, for files whose checks cover all data.
+ * author to write posts as, and closes them after. `fresh` empties every table
+ * and Redis first, for files whose checks cover all data.
  */
 export function useStores(assign: (stores: StoresWithAuthor) => void, options: { fresh?: boolean } = {}): void {
   let opened: StoresWithAuthor | undefined;
@@ -51,7 +51,7 @@ export function useStores(assign: (stores: StoresWithAuthor) => void, options: {
     const db = openDatabase(config);
     const redis = await openRedis();
     if (options.fresh) {
-      await db.$executeRaw`TRUNCATE likes, like_versions, target_epochs, counters`;
+      await db.$executeRaw`TRUNCATE users, posts, comments, likes, collects, follows, relation_versions, view_totals, target_epochs, counters`;
       await redis.flushall();
     }
     const [author] = await createUsers(db, config, 1);

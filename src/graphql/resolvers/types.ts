@@ -1,13 +1,14 @@
 // Field resolvers of the object types. Parents are the model's entities; list
 // fields go through the request's loaders, never straight to a service.
 import { decodeCursor, parsePageSize } from "../../domain/ids.js";
-import { decodeLikerCursor } from "../../domain/likes.js";
+import { decodeListCursor, type ListPage } from "../../domain/lists.js";
+import { decodeMemberCursor, type MembersPage } from "../../domain/memberships.js";
 import {
   countOf,
   type Comment as CommentEntity,
   type CounterName,
   type Counts,
-  type LikeableTarget,
+  type Relation,
   type Target,
   type TargetView,
   type Post as PostEntity,
@@ -32,7 +33,15 @@ function viewOf<R>(target: Target, ctx: Context, pick: (view: TargetView) => R):
   return view instanceof Promise ? view.then(pick) : pick(view);
 }
 const counts = (target: Target, ctx: Context) => viewOf(target, ctx, (v) => v.counts);
-const viewerHasLiked = (target: LikeableTarget, ctx: Context) => (ctx.viewer ? viewOf(target, ctx, (v) => v.viewerLikes) : false);
+
+/** Whether the viewer is a member of the target's relation; read again when the request's view of it does not tell. */
+function viewerIn(target: Target, relation: Relation, ctx: Context): boolean | Promise<boolean> {
+  if (!ctx.viewer) return false;
+  const known = viewOf(target, ctx, (v) => v.viewerIn[relation]);
+  const settle = (member: boolean | undefined) =>
+    member ?? ctx.loaders.fullViews.load(target).then((v) => v.viewerIn[relation] ?? false);
+  return known instanceof Promise ? known.then(settle) : settle(known);
+}
 const counter = (name: CounterName) => (counts: Counts) => countOf(counts, name);
 
 /**
@@ -57,24 +66,52 @@ function author(row: { authorId: bigint }, _: unknown, ctx: Context) {
   return ctx.loaders.user.load(row.authorId);
 }
 
+/** A page of users (likers, followers, followed) as a connection, their views prefetched when selected. */
+async function userConnection(entries: readonly { userId: bigint; cursor: string }[], hasMore: boolean, ctx: Context, info: GraphQLResolveInfo) {
+  const users = await ctx.loaders.user.loadMany(entries.map((e) => e.userId));
+  // A user whose account row is gone is left out rather than failing the page.
+  const edges = entries.flatMap((entry, i) => {
+    const user = users[i];
+    return user && !(user instanceof Error) ? [{ cursor: entry.cursor, node: user }] : [];
+  });
+  await prefetchCounts(ctx, info, "user", edges.map((e) => e.node.id), ["edges", "node"]);
+  return { edges, pageInfo: { hasNextPage: hasMore, endCursor: entries.at(-1)?.cursor ?? null } };
+}
+
+async function membersConnection(relation: Relation, target: Target, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) {
+  const first = parsePageSize(args.first);
+  const after = args.after ? decodeMemberCursor(args.after) : null;
+  const page: MembersPage = await ctx.loaders.members.load({ relation, target, first, after });
+  return userConnection(page.members, page.hasMore, ctx, info);
+}
+
+async function listPage(relation: Relation, user: UserEntity, args: PageArgs, ctx: Context): Promise<ListPage> {
+  const first = parsePageSize(args.first);
+  const after = args.after ? decodeListCursor(args.after) : null;
+  return ctx.loaders.lists.load({ relation, userId: user.id, first, after });
+}
+
+/** A user's private list of posts: only the user themself may read it. */
+async function postList(relation: "like" | "collect", user: UserEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) {
+  if (ctx.viewer?.userId !== user.id) throw forbidden(`Only the user themself may read their ${relation === "like" ? "liked" : "collected"} posts.`);
+  const page = await listPage(relation, user, args, ctx);
+  const posts = await ctx.services.catalog.posts(page.entries.map((e) => e.targetId));
+  const edges = page.entries.flatMap((entry, i) => {
+    const post = posts[i];
+    return post ? [{ cursor: entry.cursor, node: post }] : [];
+  });
+  await prefetchCounts(ctx, info, "post", edges.map((e) => e.node.id), ["edges", "node"]);
+  return { edges, pageInfo: { hasNextPage: page.hasMore, endCursor: page.entries.at(-1)?.cursor ?? null } };
+}
+
 export const Post = {
   id,
   author,
   counts: (post: PostEntity, _: unknown, ctx: Context) => counts({ type: "post", id: post.id }, ctx),
-  viewerHasLiked: (post: PostEntity, _: unknown, ctx: Context) => viewerHasLiked({ type: "post", id: post.id }, ctx),
-  async likers(post: PostEntity, args: PageArgs, ctx: Context) {
-    const first = parsePageSize(args.first);
-    const cursor = args.after ?? null;
-    const after = cursor === null ? null : decodeLikerCursor(cursor);
-    const page = await ctx.loaders.likers.load({ target: { type: "post", id: post.id }, first, after });
-    const users = await ctx.loaders.user.loadMany(page.likers.map((l) => l.userId));
-    // A liker whose account row is gone is left out rather than failing the page.
-    const edges = page.likers.flatMap((liker, i) => {
-      const user = users[i];
-      return user && !(user instanceof Error) ? [{ cursor: liker.cursor, node: user }] : [];
-    });
-    return { edges, pageInfo: { hasNextPage: page.hasMore, endCursor: page.likers.at(-1)?.cursor ?? null } };
-  },
+  viewerHasLiked: (post: PostEntity, _: unknown, ctx: Context) => viewerIn({ type: "post", id: post.id }, "like", ctx),
+  viewerHasCollected: (post: PostEntity, _: unknown, ctx: Context) => viewerIn({ type: "post", id: post.id }, "collect", ctx),
+  likers: (post: PostEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
+    membersConnection("like", { type: "post", id: post.id }, args, ctx, info),
   comments: (post: PostEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
     commentConnection(post.id, args, ctx, info, ctx.loaders.commentsOf),
 };
@@ -93,8 +130,7 @@ export const Comment = {
   parent: (comment: CommentEntity, _: unknown, ctx: Context) =>
     comment.parentId === null ? null : ctx.loaders.comment.load(comment.parentId),
   counts: (comment: CommentEntity, _: unknown, ctx: Context) => counts({ type: "comment", id: comment.id }, ctx),
-  viewerHasLiked: (comment: CommentEntity, _: unknown, ctx: Context) =>
-    viewerHasLiked({ type: "comment", id: comment.id }, ctx),
+  viewerHasLiked: (comment: CommentEntity, _: unknown, ctx: Context) => viewerIn({ type: "comment", id: comment.id }, "like", ctx),
   replies: (comment: CommentEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
     commentConnection(comment.id, args, ctx, info, ctx.loaders.repliesTo),
 };
@@ -111,6 +147,15 @@ export const User = {
     return user.email;
   },
   counts: (user: UserEntity, _: unknown, ctx: Context) => counts({ type: "user", id: user.id }, ctx),
+  viewerFollows: (user: UserEntity, _: unknown, ctx: Context) => viewerIn({ type: "user", id: user.id }, "follow", ctx),
+  followers: (user: UserEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
+    membersConnection("follow", { type: "user", id: user.id }, args, ctx, info),
+  async following(user: UserEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) {
+    const page = await listPage("follow", user, args, ctx);
+    return userConnection(page.entries.map((e) => ({ userId: e.targetId, cursor: e.cursor })), page.hasMore, ctx, info);
+  },
+  likedPosts: (user: UserEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) => postList("like", user, args, ctx, info),
+  collectedPosts: (user: UserEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) => postList("collect", user, args, ctx, info),
 };
 
 export const UserCounts = {

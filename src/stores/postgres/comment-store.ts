@@ -2,7 +2,7 @@ import { Prisma } from "../../generated/prisma/client.js";
 import type { Comment, CounterDelta, Page } from "../../domain/model.js";
 import type { CommentStore, PageRequest } from "../../domain/ports.js";
 import type { Database } from "./database.js";
-import { upsertCounters } from "./counter-sql.js";
+import { toCounterValue, upsertCounters, type CounterRow } from "./counter-sql.js";
 
 interface PageRow {
   ord: number;
@@ -66,8 +66,8 @@ export function createCommentStore(db: Database): CommentStore {
     async create(input) {
       const deltas: CounterDelta[] = [{ target: { type: "post", id: input.postId }, name: "comment", delta: 1 }];
       if (input.parentId !== null) deltas.push({ target: { type: "comment", id: input.parentId }, name: "reply", delta: 1 });
-      const [comment] = await db.$transaction([db.comment.create({ data: input }), db.$executeRaw(upsertCounters(deltas))]);
-      return comment;
+      const [row, counters] = await db.$transaction([db.comment.create({ data: input }), db.$queryRaw<CounterRow[]>(upsertCounters(deltas))]);
+      return { row, counters: counters.map(toCounterValue) };
     },
     findByIds: (ids) => db.comment.findMany({ where: { id: { in: [...ids] } } }),
     ofPosts: (requests) => pages("post", requests),

@@ -1,15 +1,15 @@
 import type { PostStore } from "../../domain/ports.js";
 import type { Database } from "./database.js";
-import { upsertCounters } from "./counter-sql.js";
+import { toCounterValue, upsertCounters, type CounterRow } from "./counter-sql.js";
 
 export function createPostStore(db: Database): PostStore {
   return {
     async create({ authorId, title, body }) {
-      const [post] = await db.$transaction([
+      const [row, counters] = await db.$transaction([
         db.post.create({ data: { authorId, title, body } }),
-        db.$executeRaw(upsertCounters([{ target: { type: "user", id: authorId }, name: "posts", delta: 1 }])),
+        db.$queryRaw<CounterRow[]>(upsertCounters([{ target: { type: "user", id: authorId }, name: "posts", delta: 1 }])),
       ]);
-      return post;
+      return { row, counters: counters.map(toCounterValue) };
     },
     findByIds: (ids) => db.post.findMany({ where: { id: { in: [...ids] } } }),
     async feed(limit, beforeId) {

@@ -1,135 +1,357 @@
 // What a reconcile pass reads from PostgreSQL, and the repairs it makes there.
 import { Prisma } from "../../generated/prisma/client.js";
-import type { LikeableTarget } from "../../domain/model.js";
-import type { DatabaseReconcileStore } from "../../domain/ports.js";
+import {
+  derivedCounters,
+  relations,
+  relationNames,
+  type CounterName,
+  type CounterValue,
+  type DatabaseTarget,
+  type Relation,
+  type Target,
+  type TargetType,
+} from "../../domain/model.js";
+import type { DatabaseReconcileStore, RelationTarget } from "../../domain/ports.js";
 import { epochScale } from "../versions.js";
 import type { Database } from "./database.js";
+import { toCounterValue, type CounterRow } from "./counter-sql.js";
+import { relationTables } from "./relation-tables.js";
+
+type Client = Pick<Database, "$queryRaw" | "$executeRaw">;
+
+/**
+ * What a derived counter of targets `ids` (a bigint[] expression) should be, as
+ * rows (id, n) for the targets with any: each is a count of PostgreSQL's own rows.
+ */
+function truthOf(type: TargetType, name: CounterName, ids: Prisma.Sql): Prisma.Sql {
+  switch (`${type}.${name}`) {
+    case "post.comment":
+      return Prisma.sql`SELECT post_id AS id, count(*) AS n FROM comments WHERE post_id = ANY(${ids}) GROUP BY post_id`;
+    case "comment.reply":
+      return Prisma.sql`SELECT parent_id AS id, count(*) AS n FROM comments WHERE parent_id = ANY(${ids}) GROUP BY parent_id`;
+    case "user.posts":
+      return Prisma.sql`SELECT author_id AS id, count(*) AS n FROM posts WHERE author_id = ANY(${ids}) GROUP BY author_id`;
+    case "user.likesReceived":
+      return Prisma.sql`
+        SELECT id, sum(n)::bigint AS n FROM (
+          SELECT p.author_id AS id, count(*) AS n FROM posts p JOIN likes l ON l.target_type = 'post' AND l.target_id = p.id
+          WHERE p.author_id = ANY(${ids}) GROUP BY p.author_id
+          UNION ALL
+          SELECT c.author_id, count(*) FROM comments c JOIN likes l ON l.target_type = 'comment' AND l.target_id = c.id
+          WHERE c.author_id = ANY(${ids}) GROUP BY c.author_id
+        ) received GROUP BY id`;
+    case "user.collectsReceived":
+      return Prisma.sql`
+        SELECT p.author_id AS id, count(*) AS n FROM posts p JOIN collects k ON k.target_type = 'post' AND k.target_id = p.id
+        WHERE p.author_id = ANY(${ids}) GROUP BY p.author_id`;
+    case "user.following":
+      return Prisma.sql`SELECT follower_id AS id, count(*) AS n FROM follows WHERE follower_id = ANY(${ids}) GROUP BY follower_id`;
+    default:
+      throw new Error(`${type}.${name} is not a derived counter.`);
+  }
+}
+
+/** The newest version of each target: its newest applied change, or the start of the epoch its last rebuild opened. */
+function newestVersions(types: readonly string[], ids: readonly string[]): Prisma.Sql {
+  return Prisma.sql`
+    SELECT target_type, target_id::text AS target_id, max(version)::text AS version FROM (
+      SELECT v.target_type, v.target_id, v.version
+      FROM relation_versions v JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
+        ON v.target_type = t.target_type AND v.target_id = t.target_id
+      UNION ALL
+      SELECT v.target_type, v.target_id, v.version
+      FROM view_totals v JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
+        ON v.target_type = t.target_type AND v.target_id = t.target_id
+      UNION ALL
+      SELECT e.target_type, e.target_id, e.epoch::numeric * ${epochScale.toString()}::numeric
+      FROM target_epochs e JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
+        ON e.target_type = t.target_type AND e.target_id = t.target_id
+    ) newest GROUP BY target_type, target_id`;
+}
+
+/**
+ * Sets derived counters to what PostgreSQL's rows count, under the counter row's
+ * lock: a persist batch that holds the lock commits first and its rows are
+ * counted; one that comes after adds its delta to the recounted value.
+ */
+async function recountDerived(tx: Client, target: Target, names: readonly CounterName[]): Promise<CounterValue[]> {
+  const values: CounterValue[] = [];
+  for (const name of names) {
+    await tx.$executeRaw`
+      INSERT INTO counters (target_type, target_id, name, value, seq) VALUES (${target.type}, ${target.id}, ${name}, 0, 0)
+      ON CONFLICT DO NOTHING`;
+    await tx.$executeRaw`SELECT 1 FROM counters WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = ${name} FOR UPDATE`;
+    const truth = truthOf(target.type, name, Prisma.sql`ARRAY[${target.id}]::bigint[]`);
+    const [row] = await tx.$queryRaw<CounterRow[]>`
+      UPDATE counters SET value = COALESCE((SELECT n FROM (${truth}) t), 0), seq = seq + 1
+      WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = ${name}
+      RETURNING target_type, target_id::text AS target_id, name, value::text AS value, seq::text AS seq`;
+    if (row) values.push(toCounterValue(row));
+  }
+  return values;
+}
+
+/** Sets a relation's counter of a target to its number of rows, under the counter row's lock. */
+async function recountRelation(tx: Client, { relation, target }: RelationTarget): Promise<void> {
+  const t = relationTables[relation];
+  const name = relations[relation].counter;
+  await tx.$executeRaw`SELECT 1 FROM counters WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = ${name} FOR UPDATE`;
+  await tx.$executeRaw`
+    INSERT INTO counters (target_type, target_id, name, value, seq)
+    VALUES (${target.type}, ${target.id}, ${name},
+      (SELECT count(*) FROM ${t.table} l WHERE ${t.targetType("l")} = ${target.type} AND ${t.targetId("l")} = ${target.id}), 1)
+    ON CONFLICT (target_type, target_id, name) DO UPDATE SET value = EXCLUDED.value, seq = counters.seq + 1`;
+}
+
+const key = (type: string, id: string) => `${type}:${id}`;
 
 export function createDatabaseReconcileStore(db: Database): DatabaseReconcileStore {
-  // Waits for a batch that holds the counter row, so the count below includes its rows.
-  const lockCounter = (target: LikeableTarget) =>
-    db.$executeRaw`SELECT 1 FROM counters WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = 'like' FOR UPDATE`;
-  const recount = (target: LikeableTarget) => db.$executeRaw`
-    INSERT INTO counters (target_type, target_id, name, value)
-    VALUES (${target.type}, ${target.id}, 'like', (SELECT count(*) FROM likes WHERE target_type = ${target.type} AND target_id = ${target.id}))
-    ON CONFLICT (target_type, target_id, name) DO UPDATE SET value = EXCLUDED.value`;
+  async function readRelation(relation: Relation, targets: readonly Target[], memberLimit: number): Promise<Omit<DatabaseTarget, "version">[]> {
+    const t = relationTables[relation];
+    const types = targets.map((x) => x.type);
+    const ids = targets.map((x) => x.id.toString());
+    const [sizes, counters] = await Promise.all([
+      db.$queryRaw<{ target_type: string; target_id: string; rows: string }[]>`
+        SELECT ${t.targetType("l")} AS target_type, ${t.targetId("l")}::text AS target_id, count(*)::text AS rows
+        FROM ${t.table} l JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
+          ON ${t.targetType("l")} = t.target_type AND ${t.targetId("l")} = t.target_id
+        GROUP BY 1, 2`,
+      db.$queryRaw<{ target_type: string; target_id: string; value: string }[]>`
+        SELECT c.target_type, c.target_id::text AS target_id, c.value::text AS value
+        FROM counters c JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
+          ON c.target_type = t.target_type AND c.target_id = t.target_id AND c.name = ${relations[relation].counter}`,
+    ]);
+    const rowsOf = new Map(sizes.map((s) => [key(s.target_type, s.target_id), Number(s.rows)]));
+    // Members of the small targets only: a big one is walked in keyset pages (membersAfter).
+    const small = targets.filter((x) => (rowsOf.get(key(x.type, x.id.toString())) ?? 0) <= memberLimit);
+    const rows = small.length === 0 ? [] : await db.$queryRaw<{ target_type: string; target_id: string; user_id: string }[]>`
+        SELECT ${t.targetType("l")} AS target_type, ${t.targetId("l")}::text AS target_id, ${t.userId("l")}::text AS user_id
+        FROM ${t.table} l JOIN unnest(${small.map((x) => x.type)}::text[], ${small.map((x) => x.id.toString())}::text[]::bigint[]) AS t(target_type, target_id)
+          ON ${t.targetType("l")} = t.target_type AND ${t.targetId("l")} = t.target_id`;
+    const members = new Map<string, bigint[]>(small.map((x) => [key(x.type, x.id.toString()), []]));
+    for (const r of rows) members.get(key(r.target_type, r.target_id))?.push(BigInt(r.user_id));
+    const count = new Map(counters.map((c) => [key(c.target_type, c.target_id), Number(c.value)]));
+    return targets.map((x) => {
+      const k = key(x.type, x.id.toString());
+      const list = members.get(k) ?? null;
+      // Rows committed between the two reads: the walk of a big target (or the version check) sorts that out.
+      const tooMany = list !== null && list.length > memberLimit;
+      return { members: tooMany ? null : list, rows: list && !tooMany ? list.length : (rowsOf.get(k) ?? 0), count: count.get(k) ?? 0 };
+    });
+  }
 
   return {
-    async read(targets, memberLimit) {
-      if (targets.length === 0) return [];
-      const types = targets.map((t) => t.type);
-      const ids = targets.map((t) => t.id.toString());
-      const [sizes, counters, versions] = await Promise.all([
-        db.$queryRaw<{ target_type: string; target_id: string; rows: string }[]>`
-          SELECT l.target_type, l.target_id::text AS target_id, count(*)::text AS rows
-          FROM likes l JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
-            ON l.target_type = t.target_type AND l.target_id = t.target_id
-          GROUP BY 1, 2`,
-        db.$queryRaw<{ target_type: string; target_id: string; value: string }[]>`
-          SELECT c.target_type, c.target_id::text AS target_id, c.value::text AS value
-          FROM counters c JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
-            ON c.target_type = t.target_type AND c.target_id = t.target_id AND c.name = 'like'`,
-        // The newest version a target has: its newest applied change, or the start of the
-        // epoch its last rebuild opened (a rebuilt target with no change since is quiescent).
-        db.$queryRaw<{ target_type: string; target_id: string; version: string }[]>`
-          SELECT target_type, target_id::text AS target_id, max(version)::text AS version FROM (
-            SELECT v.target_type, v.target_id, v.version
-            FROM like_versions v JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
-              ON v.target_type = t.target_type AND v.target_id = t.target_id
-            UNION ALL
-            SELECT e.target_type, e.target_id, e.epoch::numeric * ${epochScale.toString()}::numeric
-            FROM target_epochs e JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
-              ON e.target_type = t.target_type AND e.target_id = t.target_id
-          ) newest GROUP BY target_type, target_id`,
-      ]);
-      const key = (type: string, id: string) => `${type}:${id}`;
-      const rowsOf = new Map(sizes.map((s) => [key(s.target_type, s.target_id), Number(s.rows)]));
-      // Members of the small targets only: a big one is walked in keyset pages (membersAfter).
-      const small = targets.filter((t) => (rowsOf.get(key(t.type, t.id.toString())) ?? 0) <= memberLimit);
-      const rows = small.length === 0 ? [] : await db.$queryRaw<{ target_type: string; target_id: string; user_id: string }[]>`
-          SELECT l.target_type, l.target_id::text AS target_id, l.user_id::text AS user_id
-          FROM likes l JOIN unnest(${small.map((t) => t.type)}::text[], ${small.map((t) => t.id.toString())}::text[]::bigint[]) AS t(target_type, target_id)
-            ON l.target_type = t.target_type AND l.target_id = t.target_id`;
-      const members = new Map<string, bigint[]>(small.map((t) => [key(t.type, t.id.toString()), []]));
-      for (const r of rows) members.get(key(r.target_type, r.target_id))?.push(BigInt(r.user_id));
-      const count = new Map(counters.map((c) => [key(c.target_type, c.target_id), Number(c.value)]));
+    async read(items, memberLimit) {
+      if (items.length === 0) return [];
+      const versions = await db.$queryRaw<{ target_type: string; target_id: string; version: string }[]>(
+        newestVersions(items.map((i) => i.target.type), items.map((i) => i.target.id.toString())),
+      );
       const version = new Map(versions.map((v) => [key(v.target_type, v.target_id), BigInt(v.version)]));
-      return targets.map((t) => {
-        const k = key(t.type, t.id.toString());
-        const list = members.get(k) ?? null;
-        // Rows committed between the two reads: the walk of a big target (or the version check) sorts that out.
-        const tooMany = list !== null && list.length > memberLimit;
-        return { members: tooMany ? null : list, rows: list && !tooMany ? list.length : (rowsOf.get(k) ?? 0), count: count.get(k) ?? 0, version: version.get(k) ?? 0n };
-      });
+      const read: DatabaseTarget[] = new Array<DatabaseTarget>(items.length);
+      for (const relation of new Set(items.map((i) => i.relation))) {
+        const asked = items.flatMap((item, i) => (item.relation === relation ? [{ item, i }] : []));
+        const found = await readRelation(relation, asked.map(({ item }) => item.target), memberLimit);
+        asked.forEach(({ item, i }, j) => {
+          read[i] = { ...(found[j] as Omit<DatabaseTarget, "version">), version: version.get(key(item.target.type, item.target.id.toString())) ?? 0n };
+        });
+      }
+      return read;
     },
-    async membersAfter(target, afterUser, limit) {
+    async membersAfter({ relation, target }, afterUser, limit) {
+      const t = relationTables[relation];
       const rows = await db.$queryRaw<{ user_id: string }[]>`
-        SELECT user_id::text AS user_id FROM likes
-        WHERE target_type = ${target.type} AND target_id = ${target.id} AND user_id > ${afterUser}
-        ORDER BY user_id LIMIT ${limit}`;
+        SELECT ${t.userId("l")}::text AS user_id FROM ${t.table} l
+        WHERE ${t.targetType("l")} = ${target.type} AND ${t.targetId("l")} = ${target.id} AND ${t.userId("l")} > ${afterUser}
+        ORDER BY ${t.userId("l")} LIMIT ${limit}`;
       return rows.map((r) => BigInt(r.user_id));
     },
-    async likedBy(target, users) {
+    async membersAmong({ relation, target }, users) {
       if (users.length === 0) return [];
+      const t = relationTables[relation];
       const rows = await db.$queryRaw<{ user_id: string }[]>`
-        SELECT l.user_id::text AS user_id FROM likes l
-        WHERE l.target_type = ${target.type} AND l.target_id = ${target.id} AND l.user_id = ANY(${users.map(String)}::text[]::bigint[])`;
-      const liked = new Set(rows.map((r) => BigInt(r.user_id)));
-      return users.map((u) => liked.has(u));
+        SELECT ${t.userId("l")}::text AS user_id FROM ${t.table} l
+        WHERE ${t.targetType("l")} = ${target.type} AND ${t.targetId("l")} = ${target.id} AND ${t.userId("l")} = ANY(${users.map(String)}::text[]::bigint[])`;
+      const found = new Set(rows.map((r) => BigInt(r.user_id)));
+      return users.map((u) => found.has(u));
     },
     async page(after, limit) {
-      const afterType = after?.type ?? "";
-      const afterId = (after?.id ?? 0n).toString();
-      const rows = await db.$queryRaw<{ target_type: string; target_id: string; count: string; rows: string }[]>`
-        WITH page AS (
-          SELECT target_type, target_id FROM (
-            (SELECT DISTINCT target_type, target_id FROM likes
-              WHERE (target_type, target_id) > (${afterType}, ${afterId}::bigint) ORDER BY 1, 2 LIMIT ${limit})
+      const afterType = after?.target.type ?? "";
+      const afterId = (after?.target.id ?? 0n).toString();
+      const afterRelation = after?.relation ?? "";
+      // Per relation, the next targets with rows or a counter; then the first `limit` of them all in (type, id, relation) order.
+      const candidates = relationNames.map((relation) => {
+        const t = relationTables[relation];
+        const name = relations[relation].counter;
+        const types = relations[relation].targets as readonly string[];
+        return Prisma.sql`
+          SELECT target_type, target_id, ${relation}::text AS relation FROM (
+            (SELECT DISTINCT ${t.targetType("l")} AS target_type, ${t.targetId("l")} AS target_id FROM ${t.table} l
+              WHERE (${t.targetType("l")}, ${t.targetId("l")}, ${relation}::text) > (${afterType}, ${afterId}::bigint, ${afterRelation}::text)
+              ORDER BY 1, 2 LIMIT ${limit})
             UNION
             (SELECT target_type, target_id FROM counters
-              WHERE name = 'like' AND (target_type, target_id) > (${afterType}, ${afterId}::bigint) ORDER BY 1, 2 LIMIT ${limit})
-          ) u ORDER BY 1, 2 LIMIT ${limit}
+              WHERE name = ${name} AND target_type = ANY(${types}::text[])
+                AND (target_type, target_id, ${relation}::text) > (${afterType}, ${afterId}::bigint, ${afterRelation}::text)
+              ORDER BY 1, 2 LIMIT ${limit})
+          ) r`;
+      });
+      const rows = await db.$queryRaw<{ target_type: string; target_id: string; relation: Relation; count: string; rows: string }[]>`
+        WITH page AS (
+          SELECT * FROM (${Prisma.join(candidates, " UNION ALL ")}) u ORDER BY target_type, target_id, relation LIMIT ${limit}
         )
-        SELECT p.target_type, p.target_id::text AS target_id, COALESCE(c.value, 0)::text AS count,
-          (SELECT count(*) FROM likes l WHERE l.target_type = p.target_type AND l.target_id = p.target_id)::text AS rows
-        FROM page p LEFT JOIN counters c ON c.target_type = p.target_type AND c.target_id = p.target_id AND c.name = 'like'
-        ORDER BY 1, 2`;
-      return rows
-        .filter((r) => r.target_type === "post" || r.target_type === "comment")
-        .map((r) => ({ target: { type: r.target_type as LikeableTarget["type"], id: BigInt(r.target_id) }, count: Number(r.count), rows: Number(r.rows) }));
-    },
-    async repair(repair) {
-      const { target } = repair;
-      if (repair.kind === "recountDatabase") {
-        await db.$transaction([lockCounter(target), recount(target)]);
-        return;
-      }
-      // Records the repaired state for these users, except where a pair's version moved
-      // past the observed one (it changed after the comparison): returns the users that passed.
-      const gate = (users: readonly bigint[], liked: boolean) => Prisma.sql`
-        INSERT INTO like_versions (target_type, target_id, user_id, version, liked, txid)
-        SELECT ${target.type}, ${target.id}, u, ${repair.observedVersion.toString()}::numeric, ${liked}, pg_current_xact_id()::text::bigint
-        FROM unnest(${users.map(String)}::text[]::bigint[]) AS u
-        ON CONFLICT (target_type, target_id, user_id) DO UPDATE SET version = EXCLUDED.version, liked = EXCLUDED.liked, txid = EXCLUDED.txid
-          WHERE like_versions.version <= EXCLUDED.version
-        RETURNING user_id`;
-      await db.$transaction([
-        lockCounter(target),
-        db.$executeRaw`
-          WITH passed AS (${gate(repair.add, true)})
-          INSERT INTO likes (target_type, target_id, user_id) SELECT ${target.type}, ${target.id}, user_id FROM passed
-          ON CONFLICT DO NOTHING`,
-        db.$executeRaw`
-          WITH passed AS (${gate(repair.remove, false)})
-          DELETE FROM likes WHERE target_type = ${target.type} AND target_id = ${target.id} AND user_id IN (SELECT user_id FROM passed)`,
-        recount(target),
-      ]);
+        SELECT p.target_type, p.target_id::text AS target_id, p.relation,
+          COALESCE((SELECT c.value FROM counters c WHERE c.target_type = p.target_type AND c.target_id = p.target_id
+            AND c.name = CASE p.relation ${Prisma.join(
+              relationNames.map((r) => Prisma.sql`WHEN ${r} THEN ${relations[r].counter}`),
+              " ",
+            )} END), 0)::text AS count,
+          CASE p.relation ${Prisma.join(
+            relationNames.map((r) => {
+              const t = relationTables[r];
+              return Prisma.sql`WHEN ${r} THEN (SELECT count(*) FROM ${t.table} l WHERE ${t.targetType("l")} = p.target_type AND ${t.targetId("l")} = p.target_id)`;
+            }),
+            " ",
+          )} END::text AS rows
+        FROM page p ORDER BY 1, 2, 3`;
+      return rows.map((r) => ({ relation: r.relation, target: { type: r.target_type as TargetType, id: BigInt(r.target_id) }, count: Number(r.count), rows: Number(r.rows) }));
     },
     async countTargets() {
-      const [row] = await db.$queryRaw<{ n: string }[]>`
-        SELECT count(*)::text AS n FROM (SELECT target_type, target_id FROM counters WHERE name = 'like'
-          UNION SELECT DISTINCT target_type, target_id FROM likes) t`;
+      const parts = relationNames.map((relation) => {
+        const t = relationTables[relation];
+        return Prisma.sql`
+          SELECT target_type, target_id, ${relation}::text FROM counters
+            WHERE name = ${relations[relation].counter} AND target_type = ANY(${relations[relation].targets}::text[])
+          UNION SELECT DISTINCT ${t.targetType("l")}, ${t.targetId("l")}, ${relation}::text FROM ${t.table} l`;
+      });
+      const [row] = await db.$queryRaw<{ n: string }[]>`SELECT count(*)::text AS n FROM (${Prisma.join(parts, " UNION ")}) t`;
       return Number(row?.n ?? 0);
+    },
+    async counterPage(after, limit) {
+      const afterType = after?.type ?? "";
+      const afterId = (after?.id ?? 0n).toString();
+      const targets = await db.$queryRaw<{ target_type: TargetType; id: string }[]>`
+        SELECT * FROM (
+          (SELECT 'comment'::text AS target_type, id FROM comments WHERE ('comment', id) > (${afterType}, ${afterId}::bigint) ORDER BY id LIMIT ${limit})
+          UNION ALL
+          (SELECT 'post'::text, id FROM posts WHERE ('post', id) > (${afterType}, ${afterId}::bigint) ORDER BY id LIMIT ${limit})
+          UNION ALL
+          (SELECT 'user'::text, id FROM users WHERE ('user', id) > (${afterType}, ${afterId}::bigint) ORDER BY id LIMIT ${limit})
+        ) t ORDER BY 1, 2 LIMIT ${limit}`;
+      if (targets.length === 0) return [];
+      const types = targets.map((t) => t.target_type);
+      const ids = targets.map((t) => t.id);
+      // One snapshot: a persist batch moves a derived counter in the transaction that writes the
+      // rows it counts, so counters and rows agree unless something really drifted.
+      const { counters, versions, truth } = await db.$transaction(
+        async (tx) => {
+          const counters = await tx.$queryRaw<CounterRow[]>`
+            SELECT c.target_type, c.target_id::text AS target_id, c.name, c.value::text AS value, c.seq::text AS seq
+            FROM counters c JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
+              ON c.target_type = t.target_type AND c.target_id = t.target_id`;
+          const versions = await tx.$queryRaw<{ target_type: string; target_id: string; version: string }[]>(newestVersions(types, ids));
+          const truth = new Map<string, number>();
+          for (const type of ["post", "comment", "user"] as const) {
+            const typed = targets.filter((t) => t.target_type === type).map((t) => t.id);
+            if (typed.length === 0) continue;
+            for (const name of derivedCounters[type]) {
+              const rows = await tx.$queryRaw<{ id: string; n: string }[]>`
+                SELECT id::text AS id, n::text AS n FROM (${truthOf(type, name, Prisma.sql`${typed}::text[]::bigint[]`)}) t`;
+              for (const r of rows) truth.set(`${type}:${r.id}:${name}`, Number(r.n));
+            }
+          }
+          return { counters, versions, truth };
+        },
+        { isolationLevel: Prisma.TransactionIsolationLevel.RepeatableRead, timeout: 60_000 },
+      );
+      const held = new Map(counters.map((c) => [`${c.target_type}:${c.target_id}:${c.name}`, c]));
+      const version = new Map(versions.map((v) => [key(v.target_type, v.target_id), BigInt(v.version)]));
+      return targets.map(({ target_type: type, id }) => {
+        const names: CounterName[] = [...derivedCounters[type], ...(type === "post" ? (["read"] as const) : [])];
+        const database: Partial<Record<CounterName, { value: number; seq: bigint }>> = {};
+        const expected: Partial<Record<CounterName, number>> = {};
+        for (const name of names) {
+          const row = held.get(`${type}:${id}:${name}`);
+          database[name] = { value: Number(row?.value ?? 0), seq: BigInt(row?.seq ?? 0) };
+        }
+        for (const name of derivedCounters[type]) expected[name] = truth.get(`${type}:${id}:${name}`) ?? 0;
+        return { target: { type, id: BigInt(id) }, truth: expected, database, databaseVersion: version.get(key(type, id)) ?? 0n };
+      });
+    },
+    async countCounterTargets() {
+      const [row] = await db.$queryRaw<{ n: string }[]>`
+        SELECT ((SELECT count(*) FROM users) + (SELECT count(*) FROM posts) + (SELECT count(*) FROM comments))::text AS n`;
+      return Number(row?.n ?? 0);
+    },
+    async repair(repair) {
+      switch (repair.kind) {
+        case "recountDatabase":
+          await db.$transaction((tx) => recountRelation(tx, repair));
+          return [];
+        case "recountDerived":
+          return db.$transaction((tx) => recountDerived(tx, repair.target, repair.names));
+        case "alignViews":
+          await db.$transaction(async (tx) => {
+            // Views that reached PostgreSQL since the comparison make the repair stale: the next pass compares again.
+            await tx.$executeRaw`
+              INSERT INTO counters (target_type, target_id, name, value, seq) VALUES (${repair.target.type}, ${repair.target.id}, 'read', 0, 0)
+              ON CONFLICT DO NOTHING`;
+            await tx.$executeRaw`SELECT 1 FROM counters WHERE target_type = ${repair.target.type} AND target_id = ${repair.target.id} AND name = 'read' FOR UPDATE`;
+            const [newest] = await tx.$queryRaw<{ version: string }[]>(newestVersions([repair.target.type], [repair.target.id.toString()]));
+            if (BigInt(newest?.version ?? "0") !== repair.observedVersion) return;
+            await tx.$executeRaw`
+              UPDATE counters SET value = ${repair.views}, seq = seq + 1
+              WHERE target_type = ${repair.target.type} AND target_id = ${repair.target.id} AND name = 'read'`;
+          });
+          return [];
+        case "alignDatabase":
+          return db.$transaction(async (tx) => {
+            const { relation, target } = repair;
+            const t = relationTables[relation];
+            const name = relations[relation].counter;
+            await tx.$executeRaw`SELECT 1 FROM counters WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = ${name} FOR UPDATE`;
+            // Records the repaired state for these users, except where a pair's version moved
+            // past the observed one (it changed after the comparison): returns the users that passed.
+            const gate = (users: readonly bigint[], member: boolean) => Prisma.sql`
+              INSERT INTO relation_versions (target_type, target_id, relation, user_id, version, member, txid)
+              SELECT ${target.type}, ${target.id}, ${relation}, u, ${repair.observedVersion.toString()}::numeric, ${member}, pg_current_xact_id()::text::bigint
+              FROM unnest(${users.map(String)}::text[]::bigint[]) AS u
+              ON CONFLICT (target_type, target_id, relation, user_id) DO UPDATE SET version = EXCLUDED.version, member = EXCLUDED.member, txid = EXCLUDED.txid
+                WHERE relation_versions.version <= EXCLUDED.version
+              RETURNING user_id`;
+            const added = await tx.$queryRaw<{ user_id: string }[]>`
+              WITH passed AS (${gate(repair.add, true)})
+              INSERT INTO ${t.table} AS l (${t.insertColumns})
+              SELECT ${t.insertValues} FROM (SELECT ${target.type}::text AS target_type, ${target.id}::bigint AS target_id, user_id, now() AS created_at FROM passed) k
+              ON CONFLICT DO NOTHING
+              RETURNING ${t.userId("l")}::text AS user_id`;
+            const removed = await tx.$queryRaw<{ user_id: string }[]>`
+              WITH passed AS (${gate(repair.remove, false)})
+              DELETE FROM ${t.table} l WHERE ${t.targetType("l")} = ${target.type} AND ${t.targetId("l")} = ${target.id}
+                AND ${t.userId("l")} IN (SELECT user_id FROM passed)
+              RETURNING ${t.userId("l")}::text AS user_id`;
+            await recountRelation(tx, repair);
+            // Whom the moved rows credit: the target's author, or each moved follower.
+            const { credit } = relations[relation];
+            const credited =
+              credit.to === "member"
+                ? [...added, ...removed].map((r) => BigInt(r.user_id))
+                : added.length + removed.length > 0
+                  ? (await tx.$queryRaw<{ author_id: string }[]>`
+                      SELECT author_id::text FROM ${Prisma.raw(target.type === "post" ? "posts" : "comments")} WHERE id = ${target.id}`).map((r) => BigInt(r.author_id))
+                  : [];
+            const values: CounterValue[] = [];
+            for (const user of new Set(credited)) values.push(...(await recountDerived(tx, { type: "user", id: user }, [credit.name])));
+            return values;
+          });
+      }
+    },
+    async derived(target, names) {
+      if (names.length === 0) return [];
+      const rows = await db.$queryRaw<CounterRow[]>`
+        SELECT target_type, target_id::text AS target_id, name, value::text AS value, seq::text AS seq FROM counters
+        WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = ANY(${names as readonly string[]}::text[])`;
+      const found = new Map(rows.map((r) => [r.name, toCounterValue(r)]));
+      return names.map((name) => found.get(name) ?? { target, name, value: 0, seq: 0n });
     },
   };
 }

@@ -4,9 +4,9 @@
 // model types; wire formats stay in messages.ts.
 import type { Logger } from "pino";
 import { ConsumerStatus, type Connection, type Consumer } from "rabbitmq-client";
-import type { LikeChange, OutboxEntry, Repair } from "../../domain/model.js";
+import type { Change, OutboxEntry, Repair } from "../../domain/model.js";
 import type { ConsumeOptions, Delivery, Disposition, MessageBus } from "../../domain/ports.js";
-import { eventIdOf, parseLikeChanges, parseRepair, toLikeChangeBatchMessage, toRepairMessage } from "./messages.js";
+import { eventIdOf, parseChanges, parseRepair, toChangeBatchMessage, toRepairMessage } from "./messages.js";
 import { createConfirmedPublisher } from "./confirmed-publisher.js";
 import { adoptPartitioning, inspect, PartitioningChangeRefusedError } from "./partitioning.js";
 import type { QueueDeclaration, Topology } from "./topology.js";
@@ -111,8 +111,8 @@ export function createMessageBus(connection: Connection, topology: Topology, log
       const old = Array.from({ length: outcome.from }, (_, q) => topology.persistQueue(q));
       return {
         queues: outcome.from,
-        consumeLikeChanges: (options, handle) =>
-          subscription(old.map((queue) => consume<LikeChange>(queue, topology.changeRetryQueue.queue as string, options, parseLikeChanges, handle))),
+        consumeChanges: (options, handle) =>
+          subscription(old.map((queue) => consume<Change>(queue, topology.changeRetryQueue.queue as string, options, parseChanges, handle))),
         async drained() {
           for (const queue of old) {
             const name = queue.queueOptions.queue as string;
@@ -126,7 +126,7 @@ export function createMessageBus(connection: Connection, topology: Topology, log
         },
       };
     },
-    async publishLikeChanges(entries) {
+    async publishChanges(entries) {
       // One message per persist queue, its entries in outbox order (so per partition too).
       const byQueue = new Map<number, OutboxEntry[]>();
       for (const entry of entries) {
@@ -147,7 +147,7 @@ export function createMessageBus(connection: Connection, topology: Topology, log
               // (a batch published again after a failed confirm may be cut differently).
               messageId: `${eventIdOf(group[0] as OutboxEntry)}+${group.length}`,
             },
-            toLikeChangeBatchMessage(group),
+            toChangeBatchMessage(group),
           ),
         ),
       );
@@ -163,10 +163,10 @@ export function createMessageBus(connection: Connection, topology: Topology, log
       );
     },
     deadLetter,
-    consumeLikeChanges: (options, handle) =>
+    consumeChanges: (options, handle) =>
       subscription(
         [...persistQueues, topology.retriedChangesQueue].map((queue) =>
-          consume<LikeChange>(queue, topology.changeRetryQueue.queue as string, options, parseLikeChanges, handle),
+          consume<Change>(queue, topology.changeRetryQueue.queue as string, options, parseChanges, handle),
         ),
       ),
     consumeRepairs: (options, handle) =>

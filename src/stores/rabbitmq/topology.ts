@@ -1,14 +1,14 @@
 // Every exchange, queue and routing key name, and how they are declared.
 //
 //   <prefix>                       topic exchange, durable
-//   <prefix>.event.<q>.batch       routing key of a batch of like changes, all of partitions
+//   <prefix>.event.<q>.batch       routing key of a batch of changes, all of partitions
 //                                  whose queue is q (q = partition mod queues)
-//   <prefix>.event.<q>.<partition> routing key of a single like change (older relays)
-//   <prefix>.persist.<q>           queue of like changes, bound to <prefix>.event.<q>.*
+//   <prefix>.event.<q>.<partition> routing key of a single change (older relays)
+//   <prefix>.persist.<q>           queue of changes, bound to <prefix>.event.<q>.*
 //   <prefix>.dead                  changes that can never be applied, with the reason
 //   <prefix>.repair                routing key of a reconcile repair
 //   <prefix>.repairs               queue of reconcile repairs
-//   <prefix>.retry.changes         like changes PostgreSQL refused: each waits there
+//   <prefix>.retry.changes         changes PostgreSQL refused: each waits there
 //                                  `retryDelayMs`, then moves to <prefix>.persist.retried
 //   <prefix>.persist.retried       refused changes due again, consumed beside the persist queues
 //   <prefix>.retry.repairs         repairs that failed: each waits `retryDelayMs`, then moves
@@ -55,7 +55,7 @@ export interface Topology {
   readonly deadQueueOptions: QueueDeclare;
   readonly repairRoutingKey: string;
   readonly repairQueue: QueueDeclaration;
-  /** Where a refused like change waits, and the queue it is consumed from again, whatever the number of persist queues. */
+  /** Where a refused change waits, and the queue it is consumed from again, whatever the number of persist queues. */
   readonly changeRetryQueue: QueueDeclare;
   readonly retriedChangesQueue: QueueDeclaration;
   /** Where a failed repair waits before it goes back to the repair queue. */

@@ -2,12 +2,19 @@
 //
 // Layout (p = partition of the target, a hash tag so one target's keys share a slot):
 //   cnt:{p}:<type>:<id>            hash: all counters of the target, plus bookkeeping fields
-//   lk:{p}:<type>:<id>:<g>:<s>     set: likers in membership generation g, shard s
-//   ob:{p}                         stream: outbox of like changes in partition p, read by the relay
-//   rt:{p}:<type>:<id>             hash: user → newest change (epoch:micros) known since a rebuild (scripts/includes/rebuild-window.lua)
+//   lk:{p}:<type>:<id>:<g>:<s>     set: likers in membership generation g, shard s (other
+//                                  relations: their own prefix, relations.ts; cl collectors, fw followers)
+//   ob:{p}                         stream: outbox of changes in partition p, read by the relay
+//   rt:{p}:<type>:<id>[:<tag>]     hash: per user, the newest change (epoch:micros) of a relation
+//                                  known since a rebuild (scripts/includes/rebuild-window.lua); likes untagged
+//   rv:{p}:post:<id>               hash: per earlier epoch, the views a rebuilt post holds of it (scripts/replay-views.lua)
 //   dr:{p}:<type>:<id>             string: the version a dropped target last stamped (epoch:micros), kept an hour, for its rebuild
 //   rbl:{p}:<type>:<id>            string: lock held by the process rebuilding the target from PostgreSQL
 //   rc:{p}:<operation>             string: the status a write first answered, kept 60 s (scripts/includes/receipts.lua)
+//   ul:{p}:user:<id>:<tag>         sorted set: a user's newest liked (l) or collected (c) posts, scored by time
+//   uh:{p}:user:<id>:<tag>         string: where that list's knowledge ends (scripts/load-list.lua)
+//   ur:{p}:user:<id>:<tag>         hash: that list's changes PostgreSQL may not hold yet (scripts/apply-list-changes.lua)
+//   ulk:{p}:user:<id>:<tag>        string: lock held by the process loading that list from PostgreSQL
 //   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
 //   rif:{p}:<type>:<id>            string: versions at which reconcile passes found the target in flight, and how many in a row
 //   rl:{<budget>:<subject>}        string: a rate budget's theoretical arrival time (scripts/charge-budget.lua); its own slot
@@ -16,9 +23,10 @@
 // targets use one small set and big ones never put more than
 // `shardCapacity` members in a key: generation g has FANOUT^g shards, and a
 // user's shard in it is hash(user) mod FANOUT^g. New members go to the newest
-// generation; a lookup checks generations 0..newest (see scripts/like.lua).
+// generation; a lookup checks generations 0..newest (see scripts/add-member.lua).
 import { createHash, randomBytes } from "node:crypto";
-import type { LikeableTarget, Target } from "../../domain/model.js";
+import type { ListedRelation, Relation, Target, TargetType } from "../../domain/model.js";
+import { relationLayouts } from "./relations.js";
 
 export const membershipFanout = 8;
 export const membershipGenerations = 6;
@@ -30,11 +38,11 @@ export const membershipGenerations = 6;
  */
 export const defaultShardCapacity = 512;
 
-/** Hash field of the counter hash that holds the newest membership generation. */
-export const generationField = "gen";
+/** Hash field of the counter hash that holds the newest generation of the likers (other relations: relations.ts). */
+export const generationField = relationLayouts.like.generationField;
 /** Hash field of a post's or comment's counter hash that holds its author's id. */
 export const authorField = "author";
-/** Hash field that holds the microseconds of the target's latest like change (scripts/includes/append-event.lua). */
+/** Hash field that holds the microseconds of the target's latest change (scripts/includes/append-event.lua). */
 export const versionField = "ver";
 /** Hash field that holds the epoch the target stamps its changes in (src/stores/versions.ts); absent means 0. */
 export const epochField = "ep";
@@ -42,8 +50,24 @@ export const epochField = "ep";
 export const rebuiltAtField = "rb";
 /** Hash field that holds the snapshot mark of the rebuild (what PostgreSQL had committed), for late replays. */
 export const snapshotMarkField = "mk";
+/** Hash field of a post that holds the views counted in its current epoch (scripts/record-views.lua). */
+export const epochViewsField = "vt";
+/** Prefix of the hash field holding the sequence number of a derived counter's value (scripts/mirror-counters.lua). */
+export const seqFieldPrefix = "s:";
 /** The counter hash's fields that are not counters; scripts/includes/hash-fields.lua names the same. */
-export const bookkeepingFields: ReadonlySet<string> = new Set([generationField, authorField, versionField, epochField, rebuiltAtField, snapshotMarkField]);
+export const bookkeepingFields: ReadonlySet<string> = new Set([
+  ...Object.values(relationLayouts).map((r) => r.generationField),
+  authorField,
+  versionField,
+  epochField,
+  rebuiltAtField,
+  snapshotMarkField,
+  epochViewsField,
+]);
+
+export function isBookkeepingField(field: string): boolean {
+  return bookkeepingFields.has(field) || field.startsWith(seqFieldPrefix);
+}
 
 /** 32-bit finalizer of MurmurHash3: spreads sequential user ids evenly over shards. */
 export function mix32(value: bigint): number {
@@ -75,8 +99,10 @@ export interface RedisKeys {
   readonly partitions: number;
   partitionOf(target: Target): number;
   counters(target: Target): string;
-  /** Per user, the newest version of their change known since the target's rebuild. */
-  touched(target: Target): string;
+  /** Per user, the newest version of their change of `relation` known since the target's rebuild. */
+  touched(target: Target, relation: Relation): string;
+  /** Per earlier epoch, the views a rebuilt post holds of it. */
+  viewsReplayed(target: Target): string;
   /** The receipt of one write to the target: a fresh operation id per call, in the target's slot. */
   receipt(target: Target): string;
   /** Where a dropped target leaves the version it last stamped. */
@@ -93,7 +119,7 @@ export interface RedisKeys {
    * key (a `}` would move its hash tag) and long names cost no memory.
    */
   rateBudget(budget: string, subject: string): string;
-  /** The outbox stream a target's like changes are appended to. */
+  /** The outbox stream a target's changes are appended to. */
   outbox(target: Target): string;
   /** The outbox stream of one partition. */
   outboxOf(partition: number): string;
@@ -101,22 +127,24 @@ export interface RedisKeys {
   outboxes(): string[];
   /** SCAN pattern that matches every counter hash. */
   readonly countersPattern: string;
-  /** The likeable target a counter hash key belongs to, or null for any other key (a user's hash included). */
-  parseLikeableCounters(key: string): LikeableTarget | null;
+  /** The target a counter hash key belongs to, or null for any other key. */
+  parseCounters(key: string): Target | null;
   /** The member shard of `userId` in generation `generation`. */
-  memberShard(target: Target, userId: bigint, generation: number): string;
+  memberShard(relation: Relation, target: Target, userId: bigint, generation: number): string;
   /** memberShard for one user over many targets, hashing the user once. */
-  memberShardsOf(userId: bigint): (target: Target, generation: number) => string;
-  /** The user's shard in every generation, oldest first: the KEYS a like script needs. */
-  memberShards(target: Target, userId: bigint): string[];
+  memberShardsOf(relation: Relation, userId: bigint): (target: Target, generation: number) => string;
+  /** The user's shard in every generation, oldest first: the KEYS a membership script needs. */
+  memberShards(relation: Relation, target: Target, userId: bigint): string[];
   /** Every shard of one generation, in shard order. */
-  generationShards(target: Target, generation: number): string[];
+  generationShards(relation: Relation, target: Target, generation: number): string[];
+  /** A user's list of a relation: its entries, where its knowledge ends, its recent changes, the lock of its load. */
+  list(relation: ListedRelation, userId: bigint): { readonly entries: string; readonly horizon: string; readonly recent: string; readonly lock: string };
 }
 
 /** Subjects used in a budget's key as they are: ids, IPv4 and IPv6 addresses, usernames. */
 const plainSubject = /^[A-Za-z0-9_.:-]{1,64}$/;
 
-const likeableCountersKey = /^cnt:\{\d+\}:(post|comment):([1-9]\d{0,18})$/;
+const countersKey = /^cnt:\{\d+\}:(post|comment|user):([1-9]\d{0,18})$/;
 
 export function createRedisKeys(partitions: number): RedisKeys {
   const outboxOf = (partition: number) => `ob:{${partition}}`;
@@ -124,8 +152,8 @@ export function createRedisKeys(partitions: number): RedisKeys {
   const partitionOf = (target: Target) => Number(target.id % bigPartitions);
   const base = (prefix: string, target: Target) =>
     `${prefix}:{${partitionOf(target)}}:${target.type}:${target.id}`;
-  const shardOf = (hash: number) => (target: Target, generation: number) => `${base("lk", target)}:${generation}:${hash % membershipFanout ** generation}`;
-  const memberShard = (target: Target, userId: bigint, generation: number) => shardOf(mix32(userId))(target, generation);
+  const shardOf = (relation: Relation, hash: number) => (target: Target, generation: number) =>
+    `${base(relationLayouts[relation].shardPrefix, target)}:${generation}:${hash % membershipFanout ** generation}`;
 
   return {
     partitions,
@@ -133,7 +161,8 @@ export function createRedisKeys(partitions: number): RedisKeys {
     counters: (target) => base("cnt", target),
     outbox: (target) => outboxOf(partitionOf(target)),
     outboxOf,
-    touched: (target) => base("rt", target),
+    touched: (target, relation) => (relation === "like" ? base("rt", target) : `${base("rt", target)}:${relationLayouts[relation].tag}`),
+    viewsReplayed: (target) => base("rv", target),
     dropped: (target) => base("dr", target),
     receipt: (target) => `rc:{${partitionOf(target)}}:${operationId()}`,
     inFlight: (target) => base("rif", target),
@@ -143,20 +172,29 @@ export function createRedisKeys(partitions: number): RedisKeys {
     rebuildLock: (target) => base("rbl", target),
     outboxes: () => Array.from({ length: partitions }, (_, p) => outboxOf(p)),
     countersPattern: "cnt:*",
-    parseLikeableCounters(key) {
-      const match = likeableCountersKey.exec(key);
-      return match ? { type: match[1] as LikeableTarget["type"], id: BigInt(match[2] as string) } : null;
+    parseCounters(key) {
+      const match = countersKey.exec(key);
+      return match ? { type: match[1] as TargetType, id: BigInt(match[2] as string) } : null;
     },
-    memberShard,
-    memberShardsOf: (userId) => shardOf(mix32(userId)),
-    memberShards: (target, userId) => {
-      const prefix = base("lk", target);
-      const hash = mix32(userId);
-      return Array.from({ length: membershipGenerations }, (_, g) => `${prefix}:${g}:${hash % membershipFanout ** g}`);
+    memberShard: (relation, target, userId, generation) => shardOf(relation, mix32(userId))(target, generation),
+    memberShardsOf: (relation, userId) => shardOf(relation, mix32(userId)),
+    memberShards: (relation, target, userId) => {
+      const shard = shardOf(relation, mix32(userId));
+      return Array.from({ length: membershipGenerations }, (_, g) => shard(target, g));
     },
-    generationShards: (target, generation) => {
-      const prefix = `${base("lk", target)}:${generation}:`;
+    generationShards: (relation, target, generation) => {
+      const prefix = `${base(relationLayouts[relation].shardPrefix, target)}:${generation}:`;
       return Array.from({ length: membershipFanout ** generation }, (_, s) => prefix + s);
+    },
+    list: (relation, userId) => {
+      const user = { type: "user", id: userId } as const;
+      const tag = relationLayouts[relation].tag;
+      return {
+        entries: `${base("ul", user)}:${tag}`,
+        horizon: `${base("uh", user)}:${tag}`,
+        recent: `${base("ur", user)}:${tag}`,
+        lock: `${base("ulk", user)}:${tag}`,
+      };
     },
   };
 }

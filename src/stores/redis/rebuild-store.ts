@@ -1,27 +1,32 @@
 // Puts a target back into Redis from what PostgreSQL holds, and brings late
-// changes into a rebuilt target (scripts/replay-change.lua).
+// changes into a rebuilt target (scripts/replay-change.lua, scripts/replay-views.lua).
 import { randomUUID } from "node:crypto";
 import { Cluster } from "ioredis";
-import type { LikeableTarget } from "../../domain/model.js";
+import { relations, relationsOf, type Target } from "../../domain/model.js";
 import type { RebuildStore } from "../../domain/ports.js";
 import type { RedisClient } from "./client.js";
 import {
   authorField,
   defaultShardCapacity,
   epochField,
-  generationField,
-  snapshotMarkField,
+  epochViewsField,
   membershipFanout,
   membershipGenerations,
   mix32,
+  seqFieldPrefix,
+  snapshotMarkField,
   versionField,
   type RedisKeys,
 } from "./keys.js";
+import { relationLayouts } from "./relations.js";
 import { epochScale, splitVersion, versionOf } from "../versions.js";
 import { ScriptStatus, toError } from "./statuses.js";
 
 /** Generations a target may have grown through and still be evicted or rebuilt over: 1 + 8 + 64 shards. */
 export const evictableGenerations = 2;
+
+/** The rebuild window of scripts/includes/rebuild-window.lua, for the views a rebuilt post notes. */
+const rebuildWindowMs = 3_600_000;
 
 /** The fewest generations' worth of shards that spread `members` with no shard over capacity. */
 export function rebuildGeneration(members: readonly bigint[], capacity: number): number {
@@ -45,15 +50,24 @@ export function rebuildGeneration(members: readonly bigint[], capacity: number):
 }
 
 export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCapacity = defaultShardCapacity): RebuildStore {
-  async function evict(target: LikeableTarget, persisted: { epoch: bigint; micros: bigint }, leaveVersion: boolean): Promise<"evicted" | "absent" | "kept"> {
-    const newest = Number((await redis.hget(keys.counters(target), generationField)) ?? 0);
+  /** Everything of a target besides its counter hash: rebuild records and shards of generations 0..upTo of each relation. */
+  const recordsAndShards = (target: Target, upTo: number) => [
+    ...relationsOf(target.type).map((relation) => keys.touched(target, relation)),
+    ...(target.type === "post" ? [keys.viewsReplayed(target)] : []),
+    ...relationsOf(target.type).flatMap((relation) => Array.from({ length: upTo + 1 }, (_, g) => keys.generationShards(relation, target, g)).flat()),
+  ];
+
+  async function evict(target: Target, persisted: { epoch: bigint; micros: bigint }, leaveVersion: boolean): Promise<"evicted" | "absent" | "kept"> {
+    const generationFields = relationsOf(target.type).map((relation) => relationLayouts[relation].generationField);
+    const held = await redis.hmget(keys.counters(target), ...generationFields);
+    const newest = Math.max(0, ...held.map((g) => Number(g ?? 0)));
     if (newest > evictableGenerations && !leaveVersion) return "kept";
     // A drop of a bigger target leaves its later generations to its rebuild (see write).
     const generation = Math.min(newest, evictableGenerations);
-    const shards = Array.from({ length: generation + 1 }, (_, g) => keys.generationShards(target, g)).flat();
+    const rest = recordsAndShards(target, generation);
     const [status] = await redis.evictTarget(
-      3 + shards.length, keys.counters(target), keys.touched(target), keys.dropped(target), ...shards,
-      generation, persisted.epoch.toString(), persisted.micros.toString(), leaveVersion ? "1" : "0",
+      2 + rest.length, keys.counters(target), keys.dropped(target), ...rest,
+      persisted.epoch.toString(), persisted.micros.toString(), leaveVersion ? "1" : "0", generation, ...generationFields,
     );
     switch (status) {
       case ScriptStatus.Applied:
@@ -77,38 +91,51 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
       await redis.releaseLock(keys.rebuildLock(target), token);
     },
     async write(target, snapshot, authorId) {
-      const generation = rebuildGeneration(snapshot.members, shardCapacity);
-      const shards = new Map<string, string[]>();
-      for (const member of snapshot.members) {
-        const key = keys.memberShard(target, member, generation);
-        shards.set(key, [...(shards.get(key) ?? []), member.toString()]);
-      }
+      // A target Redis holds keeps its shards: the wipe below is for what a partial loss left.
+      if ((await redis.exists(keys.counters(target))) === 1) return false;
+      const held = relationsOf(target.type).map((relation) => {
+        const members = snapshot.members[relation] ?? [];
+        const generation = rebuildGeneration(members, shardCapacity);
+        const shards = new Map<string, string[]>();
+        for (const member of members) {
+          const key = keys.memberShard(relation, target, member, generation);
+          shards.set(key, [...(shards.get(key) ?? []), member.toString()]);
+        }
+        return { relation, members, generation, shards };
+      });
       // All in one slot, so one pipeline works on a cluster too.
       // Shards a partial loss may have left behind (a hash lost alone) go first: stale members would otherwise count twice.
       // A dropped big target left the generations past what a drop removes.
       const droppedGeneration = Number((await redis.get(keys.dropped(target)))?.split(":")[2] ?? 0);
-      for (let g = evictableGenerations + 1; g <= droppedGeneration; g++) {
-        const later = keys.generationShards(target, g);
-        for (let i = 0; i < later.length; i += 1_000) await redis.del(...later.slice(i, i + 1_000));
+      for (const relation of relationsOf(target.type)) {
+        for (let g = evictableGenerations + 1; g <= droppedGeneration; g++) {
+          const later = keys.generationShards(relation, target, g);
+          for (let i = 0; i < later.length; i += 1_000) await redis.del(...later.slice(i, i + 1_000));
+        }
       }
-      const stale = Array.from({ length: evictableGenerations + 1 }, (_, g) => keys.generationShards(target, g)).flat();
       {
         const pipeline = redis.pipeline();
-        pipeline.del(...stale, keys.touched(target));
-        for (const [key, members] of shards) pipeline.sadd(key, ...members);
+        pipeline.del(...recordsAndShards(target, evictableGenerations));
+        for (const { shards } of held) for (const [key, members] of shards) pipeline.sadd(key, ...members);
+        // The views of earlier epochs the snapshot holds: late ones add only what exceeds these.
+        if (snapshot.viewTotals.length > 0) {
+          pipeline.hset(keys.viewsReplayed(target), ...snapshot.viewTotals.flatMap((v) => [v.epoch.toString(), String(v.total)]));
+          pipeline.pexpire(keys.viewsReplayed(target), rebuildWindowMs);
+        }
         const results = (await pipeline.exec()) ?? [];
         const failed = results.find(([error]) => error)?.[0];
         if (failed) throw failed;
       }
       const fields: (string | number)[] = [
         ...Object.entries(snapshot.counts).flat(),
-        "like", snapshot.members.length,
-        generationField, generation,
+        ...Object.entries(snapshot.seqs).flatMap(([name, seq]) => [seqFieldPrefix + name, seq.toString()]),
+        ...held.flatMap(({ relation, members, generation }) => [relations[relation].counter, members.length, relationLayouts[relation].generationField, generation]),
         // A fresh epoch: the target's next change outranks every change made before.
         epochField, snapshot.epoch.toString(),
         versionField, 0,
         snapshotMarkField, snapshot.mark,
       ];
+      if (target.type === "post") fields.push(epochViewsField, 0);
       if (authorId !== null) fields.push(authorField, authorId.toString());
       const [status] = await redis.finishRebuild(keys.counters(target), ...fields);
       // What a drop left is done with: its later generations are gone and its changes were waited for.
@@ -116,11 +143,12 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
       if (status === ScriptStatus.Applied || status === ScriptStatus.Unchanged) return status === ScriptStatus.Applied;
       throw toError("finish-rebuild", status, target);
     },
-    async replay({ target, userId, liked, version, intoEpoch }) {
+    async replay({ relation, target, userId, member, version, intoEpoch }) {
       const { epoch, micros } = splitVersion(version);
       const [status] = await redis.replayChange(
-        keys.counters(target), keys.outbox(target), keys.touched(target), keys.receipt(target), ...keys.memberShards(target, userId),
-        userId.toString(), liked ? "1" : "0", epoch.toString(), micros.toString(), shardCapacity, intoEpoch.toString(),
+        keys.counters(target), keys.outbox(target), keys.touched(target, relation), keys.receipt(target), ...keys.memberShards(relation, target, userId),
+        userId.toString(), member ? "1" : "0", epoch.toString(), micros.toString(), shardCapacity, intoEpoch.toString(),
+        relations[relation].counter, relationLayouts[relation].generationField,
       );
       switch (status) {
         case ScriptStatus.Applied:
@@ -131,6 +159,19 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
           return "tooLate";
         default:
           throw toError("replay-change", status, target);
+      }
+    },
+    async replayViews({ target, epoch, total, intoEpoch }) {
+      const [status] = await redis.replayViews(keys.counters(target), keys.viewsReplayed(target), epoch.toString(), total, intoEpoch.toString());
+      switch (status) {
+        case ScriptStatus.Applied:
+          return "replayed";
+        case ScriptStatus.Unchanged:
+          return "unchanged";
+        case ScriptStatus.TooLate:
+          return "tooLate";
+        default:
+          throw toError("replay-views", status, target);
       }
     },
     evict: (target, persistedVersion) => evict(target, splitVersion(persistedVersion), false),

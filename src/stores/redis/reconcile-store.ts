@@ -2,12 +2,13 @@
 // KEYS), each with its members (whole for small targets, in bounded pieces for
 // big ones), and the one repair it makes here.
 import { Cluster, type Redis } from "ioredis";
-import type { LikeableTarget, RedisTarget } from "../../domain/model.js";
-import type { RedisReconcileStore } from "../../domain/ports.js";
+import { derivedCounters, relations, type CounterName, type RedisTarget, type Target } from "../../domain/model.js";
+import type { RedisReconcileStore, RelationTarget } from "../../domain/ports.js";
 import type { RedisClient } from "./client.js";
 import { parseCounterHash } from "./counter-hash.js";
 import { splitVersion, versionOf } from "../versions.js";
-import { epochField, generationField, membershipFanout, versionField, type RedisKeys } from "./keys.js";
+import { epochField, membershipFanout, seqFieldPrefix, versionField, type RedisKeys } from "./keys.js";
+import { relationLayouts } from "./relations.js";
 import { ScriptStatus, toError } from "./statuses.js";
 
 /**
@@ -21,8 +22,8 @@ const commandsPerRound = 1024;
 
 export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): RedisReconcileStore {
   const masters = (): Redis[] => (redis instanceof Cluster ? redis.nodes("master") : [redis]);
-  const shardsOf = (target: LikeableTarget, newest: number) =>
-    Array.from({ length: newest + 1 }, (_, g) => keys.generationShards(target, g)).flat();
+  const shardsOf = ({ relation, target }: RelationTarget, newest: number) =>
+    Array.from({ length: newest + 1 }, (_, g) => keys.generationShards(relation, target, g)).flat();
   /** Runs `command` over `items` a round at a time; all of one target, so one slot. */
   async function inRounds<T, R>(items: readonly T[], command: (item: T) => Promise<R>): Promise<R[]> {
     const results: R[] = [];
@@ -34,21 +35,23 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
     const first = (membershipFanout ** g - 1) / (membershipFanout - 1);
     return sizes.slice(first, first + membershipFanout ** g).some((n) => n > 0);
   };
-  const versionNow = async (target: LikeableTarget) => {
+  const versionNow = async (target: Target) => {
     const [epoch, micros] = await redis.hmget(keys.counters(target), epochField, versionField);
     return { epoch, micros };
   };
 
-  async function survey(targets: readonly LikeableTarget[], memberLimit: number): Promise<(RedisTarget | null)[]> {
+  async function survey(items: readonly RelationTarget[], memberLimit: number): Promise<(RedisTarget | null)[]> {
     return Promise.all(
-      targets.map(async (target): Promise<RedisTarget | null> => {
+      items.map(async (item): Promise<RedisTarget | null> => {
+        const { relation, target } = item;
         const counters = keys.counters(target);
         // Idle time first: reading the hash resets it.
         const idleSeconds = Number(await redis.object("IDLETIME", counters).catch(() => 0));
         const raw = await redis.hgetall(counters);
         if (Object.keys(raw).length === 0) return null;
         const hash = parseCounterHash(raw);
-        const shards = shardsOf(target, hash.generation);
+        const generation = hash.generations[relation];
+        const shards = shardsOf(item, generation);
         // Sizes first, so a big target's members are never loaded whole.
         const sizes = await inRounds(shards, (k) => redis.scard(k));
         const memberCount = sizes.reduce((a, b) => a + b, 0);
@@ -65,11 +68,12 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
         const { epoch, micros } = await versionNow(target);
         const unchanged = versionOf(BigInt(epoch ?? 0), BigInt(micros ?? 0)) === hash.version && (members === null || members.length === memberCount);
         return {
+          relation,
           target,
-          count: hash.counts.like ?? 0,
+          count: hash.counts[relations[relation].counter] ?? 0,
           members,
           memberCount,
-          generations: Array.from({ length: hash.generation + 1 }, (_, g) => g).filter((g) => generationHolds(g, sizes)),
+          generations: Array.from({ length: generation + 1 }, (_, g) => g).filter((g) => generationHolds(g, sizes)),
           version: unchanged ? hash.version : -1n,
           idleSeconds,
         };
@@ -84,16 +88,16 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
       const nodes = masters();
       const node = Number(nodeText);
       const [next, found] = await (nodes[node] as Redis).scan(nodeCursor, "MATCH", keys.countersPattern, "COUNT", count);
-      const targets = found.flatMap((key) => keys.parseLikeableCounters(key) ?? []);
+      const targets = found.flatMap((key) => keys.parseCounters(key) ?? []);
       const done = next === "0";
       return { targets, cursor: done ? (node + 1 < nodes.length ? `${node + 1}:0` : null) : `${node}:${next}` };
     },
-    inspect: (targets) => survey(targets, Number.POSITIVE_INFINITY) as Promise<((RedisTarget & { members: bigint[] }) | null)[]>,
+    inspect: (items) => survey(items, Number.POSITIVE_INFINITY) as Promise<((RedisTarget & { members: bigint[] }) | null)[]>,
     survey,
-    async membersFrom(target, generations, from, atLeast) {
+    async membersFrom({ relation, target }, generations, from, atLeast) {
       // Whole shards: each holds at most the shard capacity (far under the 10,000 bound on a key),
       // so a piece is at most `atLeast` plus one shard, whatever the target's size.
-      const shards = generations.flatMap((g) => keys.generationShards(target, g));
+      const shards = generations.flatMap((g) => keys.generationShards(relation, target, g));
       const members: bigint[] = [];
       let next = from;
       while (next < shards.length && members.length < atLeast) {
@@ -102,12 +106,12 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
       }
       return { members, next: next < shards.length ? next : null };
     },
-    async holdsMembers(target, generations, users) {
+    async holdsMembers({ relation, target }, generations, users) {
       // A member sits in one shard of one generation: its shard of each generation is asked,
       // users grouped by shard so one SMISMEMBER asks for all of a shard's users at once.
       const byShard = new Map<string, number[]>();
       for (const [i, user] of users.entries()) {
-        const shardOf = keys.memberShardsOf(user);
+        const shardOf = keys.memberShardsOf(relation, user);
         for (const g of generations) {
           const key = shardOf(target, g);
           let positions = byShard.get(key);
@@ -146,11 +150,14 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
       const exists = await Promise.all(targets.map((t) => redis.exists(keys.counters(t))));
       return exists.map((n) => n === 1);
     },
-    async recount(target, observedVersion) {
-      const newest = Number((await redis.hget(keys.counters(target), generationField)) ?? 0);
-      const shards = shardsOf(target, newest);
+    async recount(item, observedVersion) {
+      const { relation, target } = item;
+      const newest = Number((await redis.hget(keys.counters(target), relationLayouts[relation].generationField)) ?? 0);
+      const shards = shardsOf(item, newest);
       const { epoch, micros } = splitVersion(observedVersion);
-      const [status] = await redis.recountLikes(1 + shards.length, keys.counters(target), ...shards, epoch.toString(), micros.toString());
+      const [status] = await redis.recountMembers(
+        1 + shards.length, keys.counters(target), ...shards, epoch.toString(), micros.toString(), relations[relation].counter,
+      );
       switch (status) {
         case ScriptStatus.Applied:
           return "recounted";
@@ -159,8 +166,24 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
         case ScriptStatus.TargetAbsent:
           return "absent";
         default:
-          throw toError("recount-likes", status, target);
+          throw toError("recount-members", status, target);
       }
+    },
+    async counters(targets) {
+      return Promise.all(
+        targets.map(async (target) => {
+          const names: CounterName[] = [...derivedCounters[target.type], ...(target.type === "post" ? (["read"] as const) : [])];
+          const fields = [...names.flatMap((name) => [name, seqFieldPrefix + name]), epochField, versionField];
+          const [values, exists] = await Promise.all([redis.hmget(keys.counters(target), ...fields), redis.exists(keys.counters(target))]);
+          if (exists === 0) return null;
+          const held: Partial<Record<CounterName, { value: number; seq: bigint }>> = {};
+          names.forEach((name, i) => {
+            held[name] = { value: Number(values[2 * i] ?? 0), seq: BigInt(values[2 * i + 1] ?? 0) };
+          });
+          const [epoch, micros] = values.slice(-2);
+          return { values: held, version: versionOf(BigInt(epoch ?? 0), BigInt(micros ?? 0)) };
+        }),
+      );
     },
     async size() {
       const sizes = await Promise.all(masters().map((n) => n.dbsize()));

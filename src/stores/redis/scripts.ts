@@ -26,7 +26,7 @@ export function loadScript(name: string): string {
   return expand(readFileSync(path.join(scriptsDir, `${name}.lua`), "utf8"));
 }
 
-/** The like and unlike scripts' data: the counter hash as field/value pairs. */
+/** The membership scripts' data: the counter hash as field/value pairs. */
 export type MembershipReply = ScriptReply<string[]>;
 
 // Counter hash, outbox, touched-since-rebuild set, the call's receipt, one shard per generation.
@@ -38,15 +38,19 @@ const membershipKeys = 4 + membershipGenerations;
  * takes the key count first: see variableKeyCommands for how it is routed.
  */
 const definitions = {
-  likeTarget: { file: "like", numberOfKeys: membershipKeys },
-  unlikeTarget: { file: "unlike", numberOfKeys: membershipKeys },
+  addMember: { file: "add-member", numberOfKeys: membershipKeys },
+  removeMember: { file: "remove-member", numberOfKeys: membershipKeys },
   initCounters: { file: "init-counters", numberOfKeys: 1 },
-  bumpCounter: { file: "bump-counter", numberOfKeys: 2 },
+  mirrorCounters: { file: "mirror-counters", numberOfKeys: 1 },
+  recordViews: { file: "record-views", numberOfKeys: 3 },
   replayChange: { file: "replay-change", numberOfKeys: membershipKeys },
+  replayViews: { file: "replay-views", numberOfKeys: 2 },
   finishRebuild: { file: "finish-rebuild", numberOfKeys: 1 },
   releaseLock: { file: "release-lock", numberOfKeys: 1 },
+  applyListChanges: { file: "apply-list-changes", numberOfKeys: 3 },
+  loadList: { file: "load-list", numberOfKeys: 3 },
   evictTarget: { file: "evict-target", numberOfKeys: undefined },
-  recountLikes: { file: "recount-likes", numberOfKeys: undefined },
+  recountMembers: { file: "recount-members", numberOfKeys: undefined },
   readTargets: { file: "read-targets", numberOfKeys: undefined, readOnly: true },
   chargeBudget: { file: "charge-budget", numberOfKeys: 1 },
 } as const;
@@ -71,24 +75,32 @@ export const scriptFiles: ReadonlyMap<string, string> = new Map(Object.entries(d
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
-    /** scripts/like.lua: the counter hash, the outbox, the touched set, the receipt, one member shard per generation, then ARGV. */
-    likeTarget(counters: string, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
-    /** scripts/unlike.lua: the counter hash, the outbox, the touched set, the receipt, one member shard per generation, then ARGV. */
-    unlikeTarget(counters: string, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
+    /** scripts/add-member.lua: the counter hash, the outbox, the touched set, the receipt, one member shard per generation, then ARGV. */
+    addMember(counters: string, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
+    /** scripts/remove-member.lua: the same keys as addMember, then ARGV. */
+    removeMember(counters: string, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
     /** scripts/init-counters.lua */
     initCounters(key: string, ...fieldsAndValues: (string | number)[]): Result<ScriptReply, Context>;
-    /** scripts/replay-change.lua: the same keys as likeTarget, then ARGV. */
+    /** scripts/mirror-counters.lua: the counter hash, then counter, value, sequence number triples. */
+    mirrorCounters(key: string, ...triples: (string | number)[]): Result<ScriptReply, Context>;
+    /** scripts/record-views.lua: the counter hash, the outbox, the receipt, then views, target type and id. */
+    recordViews(counters: string, outbox: string, receipt: string, views: number, targetType: string, targetId: string): Result<ScriptReply<number>, Context>;
+    /** scripts/replay-change.lua: the same keys as addMember, then ARGV. */
     replayChange(counters: string, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
+    /** scripts/replay-views.lua: the counter hash, the views replayed per epoch, then epoch, total and the rebuild's epoch. */
+    replayViews(counters: string, replayed: string, epoch: string, total: number, intoEpoch: string): Result<ScriptReply, Context>;
     /** scripts/finish-rebuild.lua */
     finishRebuild(key: string, ...fieldsAndValues: (string | number)[]): Result<ScriptReply, Context>;
+    /** scripts/apply-list-changes.lua: entries, horizon, recent changes, then ARGV. */
+    applyListChanges(entries: string, horizon: string, recent: string, ...args: (string | number)[]): Result<ScriptReply, Context>;
+    /** scripts/load-list.lua: entries, horizon, recent changes, then ARGV. */
+    loadList(entries: string, horizon: string, recent: string, ...args: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/evict-target.lua: the number of keys, the keys, then ARGV. */
     evictTarget(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
-    /** scripts/recount-likes.lua: the number of keys, the keys, then ARGV. */
-    recountLikes(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<number>, Context>;
+    /** scripts/recount-members.lua: the number of keys, the keys, then ARGV. */
+    recountMembers(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<number>, Context>;
     /** scripts/release-lock.lua */
     releaseLock(key: string, token: string): Result<ScriptReply, Context>;
-    /** scripts/bump-counter.lua */
-    bumpCounter(key: string, receipt: string, field: string, delta: number): Result<ScriptReply<number>, Context>;
     /** scripts/read-targets.lua: the number of keys, the keys, then ARGV. */
     readTargets(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<string>, Context>;
     /** scripts/charge-budget.lua: the budget, then interval (µs), limit and cost. */

@@ -3,8 +3,8 @@
 // each parent's own page holds, read here straight from PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeCursor } from "../../../src/domain/ids.js";
-import { encodeLikerCursor } from "../../../src/domain/likes.js";
-import type { LikerPosition } from "../../../src/domain/model.js";
+import { encodeMemberCursor } from "../../../src/domain/memberships.js";
+import type { MemberPosition } from "../../../src/domain/model.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
@@ -72,7 +72,7 @@ async function expectedReplies(parentId: bigint, first: number, before: bigint |
   return { page: idPage(rows, first), total: await db.comment.count({ where: { parentId } }) };
 }
 
-async function expectedLikers(postId: bigint, first: number, after: LikerPosition | null): Promise<PageShape<{ id: string }>> {
+async function expectedLikers(postId: bigint, first: number, after: MemberPosition | null): Promise<PageShape<{ id: string }>> {
   const rows = await db.like.findMany({
     where: {
       targetType: "post",
@@ -82,12 +82,12 @@ async function expectedLikers(postId: bigint, first: number, after: LikerPositio
     orderBy: [{ createdAt: "desc" }, { userId: "desc" }],
     take: first + 1,
   });
-  const edges = rows.slice(0, first).map((r) => ({ cursor: encodeLikerCursor({ at: r.createdAt, userId: r.userId }), node: { id: r.userId.toString() } }));
+  const edges = rows.slice(0, first).map((r) => ({ cursor: encodeMemberCursor({ at: r.createdAt, userId: r.userId }), node: { id: r.userId.toString() } }));
   return { edges, pageInfo: { hasNextPage: rows.length > first, endCursor: edges.at(-1)?.cursor ?? null } };
 }
 
 /** The feed's answer, checked parent by parent against PostgreSQL. */
-async function expectFeedMatches(feed: Feed, cursors: { comments: bigint | null; replies: bigint | null; likers: LikerPosition | null }) {
+async function expectFeedMatches(feed: Feed, cursors: { comments: bigint | null; replies: bigint | null; likers: MemberPosition | null }) {
   const posts = feed.feed.edges.map((e) => e.node);
   expect(posts.map((p) => p.id)).toEqual(postIds.map(String).reverse());
   for (const post of posts) {
@@ -168,7 +168,7 @@ describe("nested connections under a feed", () => {
       n: postCount,
       ca: cursors.comments && encodeCursor(cursors.comments),
       ra: cursors.replies && encodeCursor(cursors.replies),
-      la: encodeLikerCursor(cursors.likers),
+      la: encodeMemberCursor(cursors.likers),
     };
     await expectFeedMatches(dataOf(await api.gql<Feed>(feedQuery, variables)), cursors);
   });

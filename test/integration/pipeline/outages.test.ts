@@ -50,7 +50,7 @@ describe("outages", () => {
     try {
       const posts = await createPosts({ db, redis }, config, author.id, 5);
       let user = 0n;
-      const burst = () => Promise.all(Array.from({ length: 200 }, (_, i) => services.likes.like(posts[i % 5] as LikeableTarget, ++user)));
+      const burst = () => Promise.all(Array.from({ length: 200 }, (_, i) => services.memberships.join("like", posts[i % 5] as LikeableTarget, ++user)));
       await burst();
       rabbitmqctl("stop_app");
       for (let round = 0; round < 5; round++) {
@@ -77,7 +77,7 @@ describe("outages", () => {
       let user = 0n;
       const flowing = (async () => {
         for (let round = 0; round < 30; round++) {
-          await Promise.all(Array.from({ length: 50 }, (_, i) => services.likes.like(posts[i % 5] as LikeableTarget, ++user)));
+          await Promise.all(Array.from({ length: 50 }, (_, i) => services.memberships.join("like", posts[i % 5] as LikeableTarget, ++user)));
           await sleep(100);
         }
       })();

@@ -104,10 +104,10 @@ function countingBus(published: Map<string, number>, delayMs = 0, onPublished: (
   const publishing = new Promise<void>((resolve) => (began = resolve));
   const bus: MessageBus = {
     ...real,
-    async publishLikeChanges(entries: readonly OutboxEntry[]) {
+    async publishChanges(entries: readonly OutboxEntry[]) {
       began();
       if (delayMs > 0) await sleep(delayMs);
-      await real.publishLikeChanges(entries);
+      await real.publishChanges(entries);
       for (const e of entries) {
         const place = `${e.partition}/${e.entryId}`;
         published.set(place, (published.get(place) ?? 0) + 1);

@@ -5,7 +5,7 @@ import type { Services } from "../../../src/domain/services.js";
 import type { LikeableTarget } from "../../../src/domain/model.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { createRabbitConnection } from "../../../src/stores/rabbitmq/connection.js";
-import { toLikeChangeMessage } from "../../../src/stores/rabbitmq/messages.js";
+import { toChangeMessage } from "../../../src/stores/rabbitmq/messages.js";
 import { createTopology } from "../../../src/stores/rabbitmq/topology.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { silentLogger, testConfig, type TestUser } from "../../support/env.js";
@@ -51,10 +51,10 @@ describe("persistence pipeline", () => {
       const posts = await createPosts({ db, redis }, config, author.id, 20);
       const likes = Array.from({ length: 5_000 }, (_, i) => ({ target: posts[i % 20] as LikeableTarget, user: BigInt(1 + Math.floor(i / 20)) }));
       for (let i = 0; i < likes.length; i += 500) {
-        await Promise.all(likes.slice(i, i + 500).map((l) => services.likes.like(l.target, l.user)));
+        await Promise.all(likes.slice(i, i + 500).map((l) => services.memberships.join("like", l.target, l.user)));
       }
       const unlikes = likes.filter((_, i) => i % 5 === 0);
-      await Promise.all(unlikes.map((l) => services.likes.unlike(l.target, l.user)));
+      await Promise.all(unlikes.map((l) => services.memberships.leave("like", l.target, l.user)));
       await agreeWithin({ db, redis }, config, posts);
       const total = await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } });
       expect(total).toBe(4_000);
@@ -72,8 +72,8 @@ describe("persistence pipeline", () => {
     try {
       const posts = await createPosts({ db, redis }, config, author.id, 10);
       for (let round = 0; round < 5; round++) {
-        await Promise.all(Array.from({ length: 400 }, (_, i) => services.likes.like(posts[i % 10] as LikeableTarget, BigInt(round * 400 + i + 1))));
-        await Promise.all(Array.from({ length: 100 }, (_, i) => services.likes.unlike(posts[i % 10] as LikeableTarget, BigInt(round * 400 + i + 1))));
+        await Promise.all(Array.from({ length: 400 }, (_, i) => services.memberships.join("like", posts[i % 10] as LikeableTarget, BigInt(round * 400 + i + 1))));
+        await Promise.all(Array.from({ length: 100 }, (_, i) => services.memberships.leave("like", posts[i % 10] as LikeableTarget, BigInt(round * 400 + i + 1))));
       }
       await agreeWithin({ db, redis }, config, posts);
       expect(await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } })).toBe(1_500);
@@ -90,12 +90,12 @@ describe("persistence pipeline", () => {
     const pipeline = await startTestPipeline(config);
     try {
       const [sameBatch, acrossBatches] = await createPosts({ db, redis }, config, author.id, 2);
-      await services.likes.like(sameBatch as LikeableTarget, 5n);
-      await services.likes.like(sameBatch as LikeableTarget, 6n);
-      await services.likes.unlike(sameBatch as LikeableTarget, 5n);
-      await services.likes.like(acrossBatches as LikeableTarget, 5n);
+      await services.memberships.join("like", sameBatch as LikeableTarget, 5n);
+      await services.memberships.join("like", sameBatch as LikeableTarget, 6n);
+      await services.memberships.leave("like", sameBatch as LikeableTarget, 5n);
+      await services.memberships.join("like", acrossBatches as LikeableTarget, 5n);
       await agreeWithin({ db, redis }, config, [acrossBatches as LikeableTarget]);
-      await services.likes.unlike(acrossBatches as LikeableTarget, 5n);
+      await services.memberships.leave("like", acrossBatches as LikeableTarget, 5n);
       await agreeWithin({ db, redis }, config, [sameBatch as LikeableTarget, acrossBatches as LikeableTarget]);
       const rows = await db.like.findMany({ where: { targetId: { in: [sameBatch!.id, acrossBatches!.id] } }, select: { targetId: true, userId: true } });
       expect(rows).toEqual([{ targetId: sameBatch!.id, userId: 6n }]);
@@ -120,7 +120,7 @@ describe("persistence pipeline", () => {
     });
     try {
       const posts = await createPosts({ db, redis }, config, author.id, 3);
-      await Promise.all(posts.flatMap((p) => Array.from({ length: 50 }, (_, u) => services.likes.like(p, BigInt(u + 1)))));
+      await Promise.all(posts.flatMap((p) => Array.from({ length: 50 }, (_, u) => services.memberships.join("like", p, BigInt(u + 1)))));
       await agreeWithin({ db, redis }, config, posts);
       // The crashed batch's messages come back and are applied again: a no-op.
       await eventually(async () => batches >= 2, 30_000, () => `only ${batches} batch(es) committed`);
@@ -140,12 +140,12 @@ describe("persistence pipeline", () => {
     try {
       await publisher.send({ exchange: topology.exchange, routingKey: topology.eventRoutingKey(3), durable: true }, { eventId: "poison-1", target: { type: "planet", id: "x" } });
       const [post] = await createPosts({ db, redis }, config, author.id, 1);
-      await services.likes.like(post as LikeableTarget, 77n);
+      await services.memberships.join("like", post as LikeableTarget, 77n);
       await agreeWithin({ db, redis }, config, [post as LikeableTarget]);
       let dead: Awaited<ReturnType<typeof rabbit.basicGet>>;
       await eventually(async () => (dead = await rabbit.basicGet({ queue: topology.deadQueue, noAck: true })) !== undefined, 10_000, () => "dead-letter queue stayed empty");
       expect(dead?.body).toEqual({ eventId: "poison-1", target: { type: "planet", id: "x" } });
-      expect(String(dead?.headers?.["x-reason"])).toMatch(/invalid like change: .*target\.type/);
+      expect(String(dead?.headers?.["x-reason"])).toMatch(/invalid change: .*target\.type/);
       expect((await pipeline.metrics.deadLettered.get()).values[0]?.value).toBe(1);
     } finally {
       await publisher.close();
@@ -167,8 +167,8 @@ describe("persistence pipeline", () => {
       await Promise.all(
         Array.from({ length: 200 }, (_, i) => {
           const user = BigInt(i + 1);
-          const change = { target, userId: user, authorId: author.id, liked: true, version: 1_000_000n + user, at: new Date() };
-          return publisher.send({ exchange: topology.exchange, routingKey: topology.eventRoutingKey(partition), durable: true }, toLikeChangeMessage({ partition, entryId: `${user}-0`, change }));
+          const change = { kind: "relation", relation: "like", target, userId: user, authorId: author.id, member: true, version: 1_000_000n + user, at: new Date() } as const;
+          return publisher.send({ exchange: topology.exchange, routingKey: topology.eventRoutingKey(partition), durable: true }, toChangeMessage({ partition, entryId: `${user}-0`, change }));
         }),
       );
       const rows = () => db.like.count({ where: { targetType: "post", targetId: target.id } });
@@ -190,7 +190,7 @@ describe("persistence pipeline", () => {
       const persistedBefore = (await pipeline.metrics.eventsPersisted.get()).values[0]?.value ?? 0;
       // About 3,000 likes a second for two seconds.
       for (let round = 0; round < 20; round++) {
-        await Promise.all(Array.from({ length: 300 }, (_, i) => services.likes.like(posts[i % 10] as LikeableTarget, BigInt(round * 1_000 + i + 1))));
+        await Promise.all(Array.from({ length: 300 }, (_, i) => services.memberships.join("like", posts[i % 10] as LikeableTarget, BigInt(round * 1_000 + i + 1))));
         await new Promise((r) => setTimeout(r, 100));
       }
       await agreeWithin({ db, redis }, config, posts);

@@ -4,12 +4,13 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import { createCounterService } from "../../../src/domain/counters.js";
-import type { LikeChange, LikeableTarget } from "../../../src/domain/model.js";
-import { createLikePersistence } from "../../../src/domain/persistence.js";
-import type { LikeHistoryStore, SnapshotStore } from "../../../src/domain/ports.js";
-import { createLikeHistoryStore } from "../../../src/stores/postgres/like-history-store.js";
+import type { LikeableTarget, RelationChange } from "../../../src/domain/model.js";
+import { createChangePersistence } from "../../../src/domain/persistence.js";
+import type { RelationHistoryStore, SnapshotStore } from "../../../src/domain/ports.js";
+import { createRelationHistoryStore } from "../../../src/stores/postgres/relation-history-store.js";
 import { createSnapshotStore } from "../../../src/stores/postgres/snapshot-store.js";
 import { createCounterStore } from "../../../src/stores/redis/counter-store.js";
+import { createListStore } from "../../../src/stores/redis/list-store.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
@@ -37,7 +38,7 @@ describe("rebuild from PostgreSQL", () => {
     try {
       const posts = await createPosts({ db, redis }, config, author.id, 4);
       for (const [i, post] of posts.entries()) {
-        await Promise.all(Array.from({ length: 30 + i * 200 }, (_, u) => services.likes.like(post, BigInt(u + 1))));
+        await Promise.all(Array.from({ length: 30 + i * 200 }, (_, u) => services.memberships.join("like", post, BigInt(u + 1))));
       }
       await agreeWithin({ db, redis }, config, posts);
       const before = await redisState(redis, config.redisPartitions, posts);
@@ -50,9 +51,9 @@ describe("rebuild from PostgreSQL", () => {
       expect(counts[1].map((c) => c.like)).toEqual(before.map((s) => s.count));
       expect(await redisState(redis, config.redisPartitions, posts)).toEqual(before);
 
-      const again = await Promise.all(posts.map((p, i) => (i % 2 ? other : services).likes.like(p, 1n)));
+      const again = await Promise.all(posts.map((p, i) => (i % 2 ? other : services).memberships.join("like", p, 1n)));
       expect(again.map((r) => r.changed)).toEqual([false, false, false, false]);
-      const unliked = await Promise.all([services.likes.unlike(posts[3] as LikeableTarget, 7n), other.likes.unlike(posts[3] as LikeableTarget, 7n)]);
+      const unliked = await Promise.all([services.memberships.leave("like", posts[3] as LikeableTarget, 7n), other.memberships.leave("like", posts[3] as LikeableTarget, 7n)]);
       expect(unliked.filter((r) => r.changed)).toHaveLength(1);
       const after = await services.counters.read(posts);
       expect(after.map((c) => c.like)).toEqual(before.map((s, i) => s.count - (i === 3 ? 1 : 0)));
@@ -68,9 +69,9 @@ describe("rebuild from PostgreSQL", () => {
     const posts = await createPosts({ db, redis }, config, author.id, 1);
     const post = posts[0] as LikeableTarget;
     // Changes made with no pipeline running stay in flight (in the outbox).
-    await services.likes.like(post, 1n);
-    await services.likes.like(post, 2n);
-    await services.likes.like(post, 3n);
+    await services.memberships.join("like", post, 1n);
+    await services.memberships.join("like", post, 2n);
+    await services.memberships.join("like", post, 3n);
     const inFlight = await redis.xrange(`ob:{${Number(post.id % BigInt(config.redisPartitions))}}`, "-", "+");
     // Redis loses the target (not the outbox), and it is rebuilt from PostgreSQL, which has none of them.
     const rebuilds = createRebuildStore(redis, createRedisKeys(config.redisPartitions));
@@ -78,8 +79,8 @@ describe("rebuild from PostgreSQL", () => {
     expect(await rebuilds.evict(post, 1n << 62n)).toBe("evicted");
     expect((await services.counters.read(posts))[0]?.like).toBe(0);
     // After the rebuild, user 2 unlikes (not a member now: no change) and likes again; user 4 likes.
-    expect((await services.likes.like(post, 2n)).changed).toBe(true);
-    expect((await services.likes.like(post, 4n)).changed).toBe(true);
+    expect((await services.memberships.join("like", post, 2n)).changed).toBe(true);
+    expect((await services.memberships.join("like", post, 4n)).changed).toBe(true);
     expect(inFlight.length).toBeGreaterThanOrEqual(3);
 
     const pipeline = await startTestPipeline(config);
@@ -108,7 +109,7 @@ describe("rebuild from PostgreSQL", () => {
             Array.from({ length: 40 }, async (_, i) => {
               const post = posts[i % 5] as LikeableTarget;
               const u = ++user;
-              const result = await services.likes.like(post, u).catch(() => null);
+              const result = await services.memberships.join("like", post, u).catch(() => null);
               if (result?.changed) acknowledged.push({ post, user: u });
             }),
           );
@@ -172,8 +173,8 @@ describe("rebuild from PostgreSQL", () => {
     expect(await rebuilds.drop(post)).toBe("evicted");
     expect((await services.counters.read([post]))[0]?.like).toBe(0);
     // After the rebuild, user 5 likes and unlikes (both wait in the outbox)...
-    expect((await services.likes.like(post, 5n)).changed).toBe(true);
-    expect((await services.likes.unlike(post, 5n)).changed).toBe(true);
+    expect((await services.memberships.join("like", post, 5n)).changed).toBe(true);
+    expect((await services.memberships.leave("like", post, 5n)).changed).toBe(true);
     // ...while their like from before the loss, stamped an hour ahead, reaches PostgreSQL first.
     const ahead = BigInt(Date.now() + 3_600_000) * 1000n;
     await persistence.persist([change(post, 5n, true, ahead)]);
@@ -194,13 +195,13 @@ describe("rebuild from PostgreSQL", () => {
     const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
     const { rebuilds } = lanes(config);
     // Both wait in the outbox when Redis loses the target; the rebuild cannot see them.
-    expect((await services.likes.like(post, 9n)).changed).toBe(true);
-    expect((await services.likes.unlike(post, 10n)).changed).toBe(false);
-    expect((await services.likes.like(post, 10n)).changed).toBe(true);
+    expect((await services.memberships.join("like", post, 9n)).changed).toBe(true);
+    expect((await services.memberships.leave("like", post, 10n)).changed).toBe(false);
+    expect((await services.memberships.join("like", post, 10n)).changed).toBe(true);
     expect(await rebuilds.drop(post)).toBe("evicted");
     // Rebuilt without them: user 9 is answered "not liked", user 10 "liked".
-    expect((await services.likes.unlike(post, 9n)).changed).toBe(false);
-    const again = await services.likes.like(post, 10n);
+    expect((await services.memberships.leave("like", post, 9n)).changed).toBe(false);
+    const again = await services.memberships.join("like", post, 10n);
     expect(again).toMatchObject({ changed: true, counts: { like: 1 } });
 
     const pipeline = await startTestPipeline(config);
@@ -221,10 +222,10 @@ describe("rebuild from PostgreSQL", () => {
     const { rebuilds } = lanes(config);
     const pipeline = await startTestPipeline(config);
     try {
-      expect((await services.likes.like(post, 11n)).changed).toBe(true);
+      expect((await services.memberships.join("like", post, 11n)).changed).toBe(true);
       expect(await rebuilds.drop(post)).toBe("evicted");
       // The like is still lingering in a batch: only a rebuild that waits for it sees it.
-      expect(await services.likes.unlike(post, 11n)).toMatchObject({ changed: true, counts: { like: 0 } });
+      expect(await services.memberships.leave("like", post, 11n)).toMatchObject({ changed: true, counts: { like: 0 } });
       await agreeWithin({ db, redis }, config, [post]);
       expect(await persistedLikes([post])).toBe(0);
     } finally {
@@ -238,12 +239,12 @@ describe("rebuild from PostgreSQL", () => {
     const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
     const { rebuilds, persistence, counterStore } = lanes(config);
     // Lane A commits its like, then stalls before looking for rebuilt targets to replay into.
-    const history = createLikeHistoryStore(db);
+    const history = createRelationHistoryStore(db);
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
     let committed = () => {};
     const hasCommitted = new Promise<void>((resolve) => (committed = resolve));
-    const stalling: LikeHistoryStore = {
+    const stalling: RelationHistoryStore = {
       ...history,
       async apply(changes) {
         const applied = await history.apply(changes);
@@ -252,7 +253,7 @@ describe("rebuild from PostgreSQL", () => {
         return applied;
       },
     };
-    const laneA = createLikePersistence({ likeHistory: stalling, rebuilds, snapshots: createSnapshotStore(db), counters: counterStore, onRedisFailure: (error) => { throw error; } });
+    const laneA = createChangePersistence({ history: stalling, rebuilds, snapshots: createSnapshotStore(db), counters: counterStore, lists: createListStore(redis, createRedisKeys(config.redisPartitions)) });
     const now = BigInt(Date.now()) * 1000n;
     const liking = laneA.persist([change(post, 12n, true, now)]);
     await hasCommitted;
@@ -275,7 +276,7 @@ describe("rebuild from PostgreSQL", () => {
     expect((await services.counters.read([post]))[0]?.like).toBe(0);
     // Made before the rebuild, committed after it by a worker that died before its replay.
     const late = change(post, 13n, true, BigInt(Date.now()) * 1000n - 5_000_000n);
-    await createLikeHistoryStore(db).apply([late]);
+    await createRelationHistoryStore(db).apply([late]);
     // The broker redelivers it: PostgreSQL has it already, Redis does not.
     await persistence.persist([late]);
     expect((await services.counters.read([post]))[0]?.like).toBe(1);
@@ -288,23 +289,23 @@ function lanes(config: Config) {
   const keys = createRedisKeys(config.redisPartitions);
   const rebuilds = createRebuildStore(redis, keys);
   const counterStore = createCounterStore(redis, keys);
-  const persistence = createLikePersistence({
-    likeHistory: createLikeHistoryStore(db),
+  const persistence = createChangePersistence({
+    history: createRelationHistoryStore(db),
     rebuilds,
     snapshots: createSnapshotStore(db),
     counters: counterStore,
-    onRedisFailure: (error) => {
-      throw error;
-    },
+    lists: createListStore(redis, keys),
   });
   return { rebuilds, persistence, counterStore };
 }
 
-const change = (target: LikeableTarget, userId: bigint, liked: boolean, version: bigint): LikeChange => ({
+const change = (target: LikeableTarget, userId: bigint, member: boolean, version: bigint): RelationChange => ({
+  kind: "relation",
+  relation: "like",
   target,
   userId,
   authorId: author.id,
-  liked,
+  member,
   version,
   at: new Date(),
 });

@@ -21,7 +21,7 @@ const emptySummary: ReconcileSummary = {
   rebuiltBehind: { count: 0, sample: [] },
   behindKept: { count: 0, sample: [] },
   walked: 0,
-  differences: { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0 },
+  differences: { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0, derivedCounter: 0, redisDerivedCounter: 0, views: 0 },
   repairsSent: 0,
   evicted: 0,
   seconds: 0,

@@ -63,7 +63,7 @@ function entryOf(partition: number, user: bigint): OutboxEntry {
   return {
     partition,
     entryId: `${Date.now()}-${user}`,
-    change: { target: { type: "post", id: 1n }, userId: user, authorId: null, liked: true, version: BigInt(Date.now()) * 1000n, at: new Date() },
+    change: { kind: "relation", relation: "like", target: { type: "post", id: 1n }, userId: user, authorId: null, member: true, version: BigInt(Date.now()) * 1000n, at: new Date() },
   };
 }
 
@@ -77,12 +77,12 @@ describe("routing", () => {
     const admin = busOf(config);
     try {
       const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
-      await services.likes.like(post, 1n);
+      await services.memberships.join("like", post, 1n);
       await agreeWithin({ db, redis }, config, [post]);
       const [binding] = topology.persistQueue(0).queueBindings;
       await admin.rabbit.queueUnbind(binding!);
 
-      await services.likes.like(post, 2n);
+      await services.memberships.join("like", post, 2n);
       // Several relay rounds: each publish is returned, so the entry must stay.
       await sleep(1_500);
       expect(await outbox.length()).toBe(1);
@@ -106,11 +106,11 @@ describe("routing", () => {
     const proxiedBus = busOf(config, proxied.toString());
     const { bus } = proxiedBus;
     try {
-      await bus.publishLikeChanges([entryOf(0, 1n)]);
+      await bus.publishChanges([entryOf(0, 1n)]);
       proxy.stall();
       const outcomes = await Promise.allSettled([
-        bus.publishLikeChanges([entryOf(0, 2n)]),
-        bus.publishRepairs([{ kind: "recountDatabase", target: { type: "post", id: 1n } }]),
+        bus.publishChanges([entryOf(0, 2n)]),
+        bus.publishRepairs([{ kind: "recountDatabase", relation: "like", target: { type: "post", id: 1n } }]),
         bus.deadLetter({ any: "thing" }, "test", "test"),
       ]);
       for (const outcome of outcomes) {
@@ -140,8 +140,8 @@ describe("routing", () => {
     const admin = busOf(config);
     try {
       const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
-      await services.likes.like(post, refusedUser);
-      await services.likes.like(post, 5n);
+      await services.memberships.join("like", post, refusedUser);
+      await services.memberships.join("like", post, 5n);
       // Three refusals in the first delivery; a fourth means it came back from the retry queue.
       await eventually(async () => (await refusals()) >= 4, 30_000, async () => `refused ${await refusals()} times`);
       await db.$executeRawUnsafe(`DROP TRIGGER refuse_${tag} ON likes`);
@@ -168,7 +168,7 @@ describe("routing", () => {
       // Nor can a publisher with the new value route anything.
       const other = busOf(changed);
       try {
-        await expect(other.bus.publishLikeChanges([entryOf(3, 1n)])).rejects.toThrow();
+        await expect(other.bus.publishChanges([entryOf(3, 1n)])).rejects.toThrow();
       } finally {
         await other.close();
       }
@@ -188,14 +188,14 @@ describe("routing", () => {
       // A change left in queue 1 by a process that stopped before consuming it.
       await old.bus.open();
       const left = entryOf(1, 7n);
-      await old.bus.publishLikeChanges([{ ...left, change: { ...left.change, target: post } }]);
+      await old.bus.publishChanges([{ ...left, change: { ...left.change, target: post } }]);
 
       const pipeline = await startTestPipeline(lowered);
       await pipeline.stop();
       expect(await db.like.count({ where: { targetType: "post", targetId: post.id, userId: 7n } })).toBe(1);
       await expect(old.rabbit.queueDeclare({ queue: topology.persistQueueName(1), passive: true })).rejects.toMatchObject({ code: "NOT_FOUND" });
       // The old value's publisher can no longer publish, even to the queue both values share.
-      await expect(stale.bus.publishLikeChanges([entryOf(0, 2n)])).rejects.toThrow(/x-max-length/);
+      await expect(stale.bus.publishChanges([entryOf(0, 2n)])).rejects.toThrow(/x-max-length/);
     } finally {
       await stale.close();
       await old.close();
@@ -213,7 +213,7 @@ describe("routing", () => {
         const entry = entryOf(partition, BigInt(10 + partition));
         return { ...entry, change: { ...entry.change, target: post } };
       });
-      await old.bus.publishLikeChanges(leftovers);
+      await old.bus.publishChanges(leftovers);
 
       const clients = await Promise.all([0, 1].map(() => openClients(raised, silentLogger, { rabbit: true, relay: true })));
       try {

@@ -40,12 +40,21 @@ describe("ids and cursors", () => {
   });
 });
 
-describe("likers cursors", () => {
-  it("when a likers cursor names a user beyond any id, then it is refused as bad input", async () => {
-    const { decodeLikerCursor, encodeLikerCursor } = await import("../../../src/domain/likes.js");
+describe("members and list cursors", () => {
+  it("when a members cursor names a user beyond any id, then it is refused as bad input", async () => {
+    const { decodeMemberCursor, encodeMemberCursor } = await import("../../../src/domain/memberships.js");
     const position = { at: new Date("2026-11-22T10:00:00.000Z"), userId: 42n };
-    expect(decodeLikerCursor(encodeLikerCursor(position))).toEqual(position);
+    expect(decodeMemberCursor(encodeMemberCursor(position))).toEqual(position);
     const tooBig = Buffer.from("l:1795344000000:9999999999999999999").toString("base64url");
-    expect(() => decodeLikerCursor(tooBig)).toThrow(expect.objectContaining({ code: "BAD_USER_INPUT" }));
+    expect(() => decodeMemberCursor(tooBig)).toThrow(expect.objectContaining({ code: "BAD_USER_INPUT" }));
+  });
+
+  it("when a list cursor is read back, then it names the same position; one beyond any id or time is bad input", async () => {
+    const { decodeListCursor, encodeListCursor } = await import("../../../src/domain/lists.js");
+    const position = { at: new Date("2026-11-22T10:00:00.123Z"), targetId: 9n };
+    expect(decodeListCursor(encodeListCursor(position))).toEqual(position);
+    for (const text of ["p:1795344000000:9999999999999999999", "p:999999999999999:1", "l:1795344000000:1", "p:1:0"]) {
+      expect(() => decodeListCursor(Buffer.from(text).toString("base64url"))).toThrow(expect.objectContaining({ code: "BAD_USER_INPUT" }));
+    }
   });
 });

@@ -1,54 +1,61 @@
 #!lua flags=no-writes
 --[[
   Reads what a feed shows of many targets in one step: the counters asked for,
-  and whether one user is among each target's likers. Only on a standalone
-  Redis (its keys span slots); a cluster reads the same with pipelines per node.
+  and whether one user is among each target's members of each relation asked
+  for (likers, collectors, followers). Only on a standalone Redis (its keys span
+  slots); a cluster reads the same with pipelines per node.
 
   A reply of one string rather than nested arrays: the client decodes one item
   instead of about seven per target, which was a quarter of the API's CPU.
 
   Input:
     KEYS[1..n]        counter hash of each target
-    KEYS[n+1..]       the user's membership shards, target after target: for
-                      target i, its generations 0..p_i-1 (see keys.ts)
+    KEYS[n+1..]       the user's membership shards, target after target and, for each
+                      target, relation after relation: for target i and relation j, its
+                      generations 0..p_ij-1 (see keys.ts)
     ARGV[1]           n, the number of targets
     ARGV[2]           user id, or '' to read counters only
     ARGV[3]           f, the number of counter fields
     ARGV[4..3+f]      the counter fields
-    ARGV[4+f..3+f+n]  p_i: how many of the user's shards were passed for target i
+    ARGV[4+f]         r, the number of relations
+    ARGV[5+f..4+f+r]  the counter hash field holding each relation's newest generation
+    then n*r numbers  p_ij: how many of the user's shards were passed for target i, relation j
 
   Output:
     { UNCHANGED, text }  one line per target, separated by ';':
-                           ''                         Redis does not hold the target
-                           'c1,...,cf,gen,liked'      counters ('' when absent), the newest
-                                                      generation, and the user's like: 1 or 0,
-                                                      '?' when the target has grown past the
-                                                      shards passed and none of them holds the user,
-                                                      '' without a user
+                           ''                          Redis does not hold the target
+                           'c1,...,cf,g1,...,gr,m'     counters ('' when absent), each relation's
+                                                       newest generation, then a mark per relation:
+                                                       1 or 0 whether the user is a member, '?' when
+                                                       the relation has grown past the shards passed
+                                                       and none of them holds the user; no marks
+                                                       without a user
     { INVALID_ARGUMENTS }
 
   Reads only, so it runs on replicas and when Redis is out of memory.
 ]]
 --@include statuses
 --@include check-user
---@include hash-fields
 
 local n = tonumber(ARGV[1])
 local user = ARGV[2]
 local f = tonumber(ARGV[3])
-if not n or n < 0 or not f or f < 1 or #ARGV ~= 3 + f + n or (user ~= '' and not isUserId(user)) then
+local r = f and tonumber(ARGV[4 + f])
+if not n or n < 0 or not f or f < 1 or not r or r < 0 or #ARGV ~= 4 + f + r + n * r or (user ~= '' and not isUserId(user)) then
   return { INVALID_ARGUMENTS }
 end
 local fields = {}
 for j = 1, f do
   fields[j] = ARGV[3 + j]
 end
-fields[f + 1] = generationField
+for j = 1, r do
+  fields[f + j] = ARGV[4 + f + j]
+end
 
 local passed = {}
 local keysNeeded = n
-for i = 1, n do
-  passed[i] = tonumber(ARGV[3 + f + i])
+for i = 1, n * r do
+  passed[i] = tonumber(ARGV[4 + f + r + i])
   if not passed[i] or passed[i] < 0 or (user == '' and passed[i] > 0) then
     return { INVALID_ARGUMENTS }
   end
@@ -63,7 +70,7 @@ local shard = n + 1
 for i = 1, n do
   local values = redis.call('HMGET', KEYS[i], unpack(fields))
   local held = true
-  for j = 1, f + 1 do
+  for j = 1, f + r do
     if not values[j] then
       values[j] = ''
       -- A hash holds at least its type's first counter, so a missing field is rare: check then.
@@ -74,24 +81,31 @@ for i = 1, n do
   end
   if not held then
     lines[i] = ''
-  else
-    local liked = ''
-    if user ~= '' then
-      local newest = tonumber(values[f + 1]) or 0
-      liked = '0'
-      for g = 0, math.min(newest, passed[i] - 1) do
-        if redis.call('SISMEMBER', KEYS[shard + g], user) == 1 then
-          liked = '1'
-          break
-        end
-      end
-      if liked == '0' and newest >= passed[i] then
-        liked = '?'
-      end
+    for j = 1, r do
+      shard = shard + passed[(i - 1) * r + j]
     end
-    values[f + 2] = liked
+  else
+    local marks = {}
+    for j = 1, r do
+      local p = passed[(i - 1) * r + j]
+      if user ~= '' then
+        local newest = tonumber(values[f + j]) or 0
+        local mark = '0'
+        for g = 0, math.min(newest, p - 1) do
+          if redis.call('SISMEMBER', KEYS[shard + g], user) == 1 then
+            mark = '1'
+            break
+          end
+        end
+        if mark == '0' and newest >= p then
+          mark = '?'
+        end
+        marks[j] = mark
+      end
+      shard = shard + p
+    end
+    values[f + r + 1] = table.concat(marks)
     lines[i] = table.concat(values, ',')
   end
-  shard = shard + passed[i]
 end
 return { UNCHANGED, table.concat(lines, ';') }

@@ -1,5 +1,5 @@
 --[[
-  Brings into Redis a like change that PostgreSQL applied after the target was
+  Brings into Redis a membership change that PostgreSQL applied after the target was
   rebuilt from it, but that was made before the rebuild (an earlier epoch): the
   rebuild could not see it. Skipped when Redis made it (the current epoch or
   later) or when Redis knows a newer change of this user (made or replayed since
@@ -7,17 +7,19 @@
 
   Input:
     KEYS[1]       counter hash of the target
-    KEYS[2]       outbox stream of the target's partition (unused; keeps the key layout of like.lua)
-    KEYS[3]       per user, the newest change known since the rebuild
-    KEYS[4]       a receipt key (unused: a replay is safe to repeat by its version; keeps the key layout of like.lua)
+    KEYS[2]       outbox stream of the target's partition (unused; keeps the key layout of add-member.lua)
+    KEYS[3]       per user, the relation's newest change known since the rebuild
+    KEYS[4]       a receipt key (unused: a replay is safe to repeat by its version; keeps the key layout of add-member.lua)
     KEYS[5..n]    the user's membership shard in generations 0..n-5
     ARGV[1]       user id
-    ARGV[2]       state after the change: 1 liked, 0 not
+    ARGV[2]       state after the change: 1 member, 0 not
     ARGV[3]       epoch of the change
     ARGV[4]       microseconds of the change
     ARGV[5]       shard capacity (members)
     ARGV[6]       the epoch of the rebuild that missed the change: another means the target was
                   rebuilt again since, and that rebuild's snapshot holds the change
+    ARGV[7]       the relation's counter field
+    ARGV[8]       counter hash field of the relation's newest generation
 
   Output:
     { APPLIED }              replayed
@@ -25,7 +27,7 @@
     { TOO_LATE }             made before the rebuild, but the rebuild window closed (or its
                              record of users filled up): Redis no longer knows what superseded
                              it, and the caller rebuilds the target
-    { TARGET_FULL }          every generation of the target is full
+    { TARGET_FULL }          every generation of the relation is full
     { INVALID_ARGUMENTS }
 ]]
 --@include statuses
@@ -39,7 +41,8 @@ local epoch = tonumber(ARGV[3])
 local micros = tonumber(ARGV[4])
 local capacity = tonumber(ARGV[5])
 local intoEpoch = tonumber(ARGV[6])
-if not isUserId(user) or (ARGV[2] ~= '1' and ARGV[2] ~= '0') or not epoch or not micros or not capacity or not intoEpoch then
+local counter, generationField = ARGV[7], ARGV[8]
+if not isUserId(user) or (ARGV[2] ~= '1' and ARGV[2] ~= '0') or not epoch or not micros or not capacity or not intoEpoch or not counter or not generationField then
   return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', counters) == 0 then
@@ -64,14 +67,14 @@ local newest = tonumber(redis.call('HGET', counters, generationField) or '0')
 local shard = findMember(newest, user)
 local status = UNCHANGED
 if ARGV[2] == '1' and not shard then
-  if not addMember(counters, user, capacity, newest) then
+  if not addMember(counters, user, capacity, newest, generationField) then
     return { TARGET_FULL }
   end
-  redis.call('HINCRBY', counters, 'like', 1)
+  redis.call('HINCRBY', counters, counter, 1)
   status = APPLIED
 elseif ARGV[2] == '0' and shard then
   redis.call('SREM', KEYS[shard], user)
-  redis.call('HINCRBY', counters, 'like', -1)
+  redis.call('HINCRBY', counters, counter, -1)
   status = APPLIED
 end
 noteChange(KEYS[3], user, ARGV[3], ARGV[4])

@@ -2,17 +2,20 @@
 // clients the service opens in cluster mode (auto-pipelining on) and the stores built on them.
 import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LikeableTarget, MalformedOutboxEntry, OutboxEntry } from "../../../../src/domain/model.js";
+import type { LikeableTarget, MalformedOutboxEntry, OutboxEntry, Target } from "../../../../src/domain/model.js";
 import { decodeTargetLines, createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { parseCounterHash } from "../../../../src/stores/redis/counter-hash.js";
 import { createRedisKeys, type RedisKeys } from "../../../../src/stores/redis/keys.js";
 import { createLease } from "../../../../src/stores/redis/lease-store.js";
-import { createLikeStore } from "../../../../src/stores/redis/like-store.js";
+import { createListStore } from "../../../../src/stores/redis/list-store.js";
+import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
 import { createOutboxStore } from "../../../../src/stores/redis/outbox-store.js";
 import { versionOf } from "../../../../src/stores/versions.js";
 import { createRateBudgetStore } from "../../../../src/stores/redis/rate-budget-store.js";
 import { createRebuildStore } from "../../../../src/stores/redis/rebuild-store.js";
 import { createRedisReconcileStore } from "../../../../src/stores/redis/reconcile-store.js";
+import { relationLayouts } from "../../../../src/stores/redis/relations.js";
+import { createViewStore } from "../../../../src/stores/redis/view-store.js";
 import { scriptFiles } from "../../../../src/stores/redis/scripts.js";
 import { ScriptStatus } from "../../../../src/stores/redis/statuses.js";
 import { emptyCluster, openClusterClients, scriptFileNames, scriptsRun, type ClusterClients } from "../../../support/cluster.js";
@@ -22,13 +25,13 @@ let cluster: Cluster;
 let keys: RedisKeys;
 let nextBase = BigInt(Date.now()) * 1000n;
 /** `count` targets with consecutive ids: consecutive partitions, so they spread over all three masters. */
-const spread = (count: number, type: LikeableTarget["type"] = "post"): LikeableTarget[] => {
+const spread = <T extends Target["type"] = "post">(count: number, type: T = "post" as T): (Target & { type: T })[] => {
   const base = nextBase;
   nextBase += 10_000n;
   return Array.from({ length: count }, (_, i) => ({ type, id: base + BigInt(i) }));
 };
 const masterOf = (slot: number) => (slot <= 5460 ? 0 : slot <= 10922 ? 1 : 2);
-const mastersOf = async (targets: readonly LikeableTarget[]) =>
+const mastersOf = async (targets: readonly Target[]) =>
   new Set((await Promise.all(targets.map((t) => cluster.cluster("KEYSLOT", keys.counters(t))))).map(masterOf));
 
 const targets: LikeableTarget[] = Array.from({ length: 24 }, (_, i) => ({ type: i % 2 ? "comment" : "post", id: nextBase + BigInt(i) }));
@@ -45,75 +48,144 @@ afterAll(async () => {
 });
 
 describe("scripts on a Redis Cluster", () => {
-  it("when keys are built for a target and user, then they all hash to one slot", async () => {
-    for (const target of targets) {
+  it("when keys are built for a target and user, then they all hash to one slot, whatever the relation", async () => {
+    for (const target of [...targets, ...spread(6, "user")]) {
+      const relationKeys = (["like", "collect", "follow"] as const).flatMap((r) => [keys.touched(target, r), ...keys.memberShards(r, target, 12345n)]);
       const slots = await Promise.all(
-        [keys.counters(target), keys.outbox(target), keys.touched(target), keys.receipt(target), keys.rebuildLock(target), ...keys.memberShards(target, 12345n)].map(
-          (k) => cluster.cluster("KEYSLOT", k),
-        ),
+        [keys.counters(target), keys.outbox(target), keys.receipt(target), keys.rebuildLock(target), keys.viewsReplayed(target), ...relationKeys].map((k) => cluster.cluster("KEYSLOT", k)),
       );
+      expect(new Set(slots).size).toBe(1);
+    }
+    for (const user of spread(6, "user")) {
+      const listKeys = (["like", "collect"] as const).flatMap((r) => Object.values(keys.list(r, user.id)));
+      const slots = await Promise.all([keys.counters(user), ...listKeys].map((k) => cluster.cluster("KEYSLOT", k)));
       expect(new Set(slots).size).toBe(1);
     }
     expect((await mastersOf(targets)).size).toBe(3);
   });
 
-  it("when targets on every master are initialised, liked, unliked and bumped, then counts are exact", async () => {
+  it("when targets on every master are initialised, liked, unliked, collected and mirrored, then counts are exact", async () => {
     const counters = createCounterStore(cluster, keys);
-    const likes = createLikeStore(cluster, keys, 16);
+    const memberships = createMembershipStore(cluster, keys, 16);
     for (const t of targets) expect(await counters.init(t, { like: 0 }, 9n)).toBe(true);
     expect(await counters.init(targets[0] as LikeableTarget, { like: 5 })).toBe(false);
 
-    await Promise.all(targets.flatMap((t) => Array.from({ length: 60 }, (_, u) => likes.like(t, BigInt(u + 1)))));
-    await Promise.all(targets.flatMap((t) => Array.from({ length: 20 }, (_, u) => likes.unlike(t, BigInt(u + 1)))));
-    await Promise.all(targets.map((t) => counters.bump(t, "reply", 2)));
+    const posts = targets.filter((t) => t.type === "post");
+    await Promise.all(targets.flatMap((t) => Array.from({ length: 60 }, (_, u) => memberships.add("like", t, BigInt(u + 1)))));
+    await Promise.all(targets.flatMap((t) => Array.from({ length: 20 }, (_, u) => memberships.remove("like", t, BigInt(u + 1)))));
+    await Promise.all(posts.flatMap((t) => Array.from({ length: 30 }, (_, u) => memberships.add("collect", t, BigInt(u + 1)))));
+    await counters.mirror(targets.flatMap((t) => [{ target: t, name: "reply" as const, value: 2, seq: 5n }, { target: t, name: "reply" as const, value: 9, seq: 4n }]));
 
     const outboxLength = (await Promise.all(targets.map((t) => cluster.xlen(keys.outbox(t))))).reduce((a, b) => a + b, 0);
-    expect(outboxLength).toBeGreaterThanOrEqual(targets.length * 80);
+    expect(outboxLength).toBeGreaterThanOrEqual(targets.length * 80 + posts.length * 30);
     const counts = await counters.read(targets);
     for (const [i, c] of counts.entries()) {
+      const target = targets[i] as LikeableTarget;
       expect(c?.like).toBe(40);
       expect(c?.reply).toBe(2);
-      expect(parseCounterHash(await cluster.hgetall(keys.counters(targets[i] as LikeableTarget))).generation).toBeGreaterThan(0);
+      if (target.type === "post") expect(c?.collect).toBe(30);
+      expect(parseCounterHash(await cluster.hgetall(keys.counters(target))).generations.like).toBeGreaterThan(0);
     }
-    expect((await likes.hasLiked(targets, 30n)).every(Boolean)).toBe(true);
-    expect((await likes.hasLiked(targets, 3n)).some(Boolean)).toBe(false);
-    const views = await counters.view(targets, { names: ["like", "reply"], viewerId: 30n });
-    expect(views.every((v) => v?.viewerLikes === true && v.counts.like === 40 && v.counts.reply === 2)).toBe(true);
+    expect((await memberships.holds("like", targets, 30n)).every(Boolean)).toBe(true);
+    expect((await memberships.holds("like", targets, 3n)).some(Boolean)).toBe(false);
+    expect((await memberships.holds("collect", posts, 3n)).every(Boolean)).toBe(true);
+    const views = await counters.view(posts, { names: ["like", "collect"], relations: ["like", "collect"], viewerId: 30n });
+    expect(views.every((v) => v?.viewerIn.like === true && v.viewerIn.collect === true && v.counts.like === 40 && v.counts.collect === 30)).toBe(true);
+    const notCollected = await counters.view(posts, { names: ["collect"], relations: ["like", "collect"], viewerId: 45n });
+    expect(notCollected.every((v) => v?.viewerIn.like === true && v.viewerIn.collect === false)).toBe(true);
   });
 
-  it("when a target is unknown, then like reports it and bump leaves it missing", async () => {
+  it("when users on every master are followed and unfollowed, then followers count and each follower is found", async () => {
+    const counters = createCounterStore(cluster, keys);
+    const memberships = createMembershipStore(cluster, keys, 8);
+    const users = spread(12, "user");
+    expect((await mastersOf(users)).size).toBe(3);
+    await Promise.all(users.map((u) => counters.init(u, { followers: 0 })));
+    await Promise.all(users.flatMap((u) => Array.from({ length: 40 }, (_, f) => memberships.add("follow", u, BigInt(f + 1)))));
+    await Promise.all(users.flatMap((u) => Array.from({ length: 10 }, (_, f) => memberships.remove("follow", u, BigInt(f + 1)))));
+    expect((await counters.read(users)).map((c) => c?.followers)).toEqual(users.map(() => 30));
+    const views = await counters.view(users, { names: ["followers"], relations: ["follow"], viewerId: 25n });
+    expect(views.every((v) => v?.viewerIn.follow === true)).toBe(true);
+    expect((await memberships.holds("follow", users, 5n)).some(Boolean)).toBe(false);
+  });
+
+  it("when views of posts on every master are recorded and replayed into a rebuilt post, then each is counted once", async () => {
+    const counters = createCounterStore(cluster, keys);
+    const viewsOf = createViewStore(cluster, keys);
+    const rebuilds = createRebuildStore(cluster, keys);
+    const group = spread(12);
+    await Promise.all(group.map((t) => counters.init(t, { like: 0 })));
+    for (let round = 0; round < 3; round++) expect((await Promise.all(group.map((t) => viewsOf.add(t, 5)))).every((r) => r.kind === "counted")).toBe(true);
+    expect((await counters.read(group)).map((c) => c?.read)).toEqual(group.map(() => 15));
+    expect(await viewsOf.add(spread(1)[0] as Target, 1)).toEqual({ kind: "unloaded" });
+
+    // Rebuilt in epoch 4 from a snapshot that held 10 of epoch 3's views; 14 of them reached PostgreSQL late.
+    await Promise.all(group.map((t) => rebuilds.drop(t)));
+    await Promise.all(group.map((t) => rebuilds.write(t, { members: {}, counts: { read: 10 }, seqs: {}, viewTotals: [{ epoch: 3n, total: 10 }], version: 0n, epoch: 4n, mark: "100:100:" }, 8n)));
+    const late = { epoch: 3n, total: 14, intoEpoch: 4n };
+    expect(await Promise.all(group.map((t) => rebuilds.replayViews({ target: t, ...late })))).toEqual(group.map(() => "replayed"));
+    expect(await Promise.all(group.map((t) => rebuilds.replayViews({ target: t, ...late })))).toEqual(group.map(() => "unchanged"));
+    expect((await counters.read(group)).map((c) => c?.read)).toEqual(group.map(() => 14));
+  });
+
+  it("when users' lists on every master are changed, loaded and read, then each list holds its own newest entries", async () => {
+    const lists = createListStore(cluster, keys);
+    const users = spread(12, "user");
+    const at = (ms: number) => new Date(1_795_000_000_000 + ms);
+    // Changes from the API before the list is held: only their records move.
+    expect(await Promise.all(users.map((u) => lists.apply("like", u.id, [{ targetId: 7n, member: true, version: 50n, at: at(50) }], false)))).toEqual(users.map(() => false));
+    for (const u of users) {
+      const token = await lists.lock("like", u.id, 10_000);
+      expect(token).not.toBeNull();
+      await lists.begin("like", u.id);
+      await lists.finish("like", u.id, [{ targetId: 5n, at: at(20) }, { targetId: 4n, at: at(10) }], { targetId: 3n, at: at(5) });
+      await lists.unlock("like", u.id, token as string);
+    }
+    await Promise.all(users.map((u) => lists.apply("like", u.id, [{ targetId: 5n, member: false, version: 60n, at: at(60) }], true)));
+    const read = await Promise.all(users.map((u) => lists.read("like", u.id)));
+    for (const list of read) {
+      expect(list?.entries.map((e) => e.targetId)).toEqual([7n, 4n]);
+      expect(list?.horizon).toEqual({ targetId: 3n, at: at(5) });
+      expect(list?.recent).toEqual(new Map([[7n, true]]));
+    }
+  });
+
+  it("when a target is unknown, then membership changes report it and a mirror leaves it missing", async () => {
     const [unknown] = spread(1) as [LikeableTarget];
-    expect(await createLikeStore(cluster, keys).like(unknown, 1n)).toEqual({ kind: "unloaded" });
-    expect(await createLikeStore(cluster, keys).unlike(unknown, 1n)).toEqual({ kind: "unloaded" });
-    expect(await createCounterStore(cluster, keys).bump(unknown, "like", 1)).toBe(false);
+    expect(await createMembershipStore(cluster, keys).add("like", unknown, 1n)).toEqual({ kind: "unloaded" });
+    expect(await createMembershipStore(cluster, keys).remove("collect", unknown, 1n)).toEqual({ kind: "unloaded" });
+    await createCounterStore(cluster, keys).mirror([{ target: unknown, name: "comment", value: 1, seq: 1n }]);
     expect(await cluster.exists(keys.counters(unknown))).toBe(0);
   });
 
   it("when a script is given keys of two slots, then it is refused", async () => {
     const [a, b] = [targets[0] as LikeableTarget, targets[1] as LikeableTarget];
+    const { tag, generationField } = relationLayouts.like;
     await expect(
-      cluster.likeTarget(keys.counters(a), keys.outbox(a), keys.touched(a), keys.receipt(a), ...keys.memberShards(b, 1n), "1", 512, "like", "post", a.id.toString()),
+      cluster.addMember(keys.counters(a), keys.outbox(a), keys.touched(a, "like"), keys.receipt(a), ...keys.memberShards("like", b, 1n), "1", 512, "like", "post", a.id.toString(), tag, generationField),
     ).rejects.toThrow(/CROSSSLOT|same slot/);
   });
 
   it("when evictions, recounts and likes of targets on every master leave at once, then each reaches its target's node", async () => {
     // Grown targets (capacity 2) take more membership shards, so the scripts get varying key counts.
-    const likes = createLikeStore(cluster, keys, 2);
+    const likes = createMembershipStore(cluster, keys, 2);
     const counters = createCounterStore(cluster, keys);
     const rebuilds = createRebuildStore(cluster, keys, 2);
     const reconcile = createRedisReconcileStore(cluster, keys);
     const [drifted, cold, liked] = [spread(24), spread(24), spread(24)];
     expect((await mastersOf(drifted)).size).toBe(3);
     await Promise.all([...drifted, ...cold, ...liked].map((t) => counters.init(t, { like: 0 })));
-    await Promise.all(drifted.flatMap((t) => [1n, 2n, 3n, 4n, 5n].map((u) => likes.like(t, u))));
-    await Promise.all(drifted.map((t) => counters.bump(t, "like", 7)));
-    const seen = await reconcile.inspect(drifted);
+    await Promise.all(drifted.flatMap((t) => [1n, 2n, 3n, 4n, 5n].map((u) => likes.add("like", t, u))));
+    // A drifted count: set behind the script's back, as a bug or a partial loss would.
+    await Promise.all(drifted.map((t) => cluster.hincrby(keys.counters(t), "like", 7)));
+    const items = drifted.map((target) => ({ relation: "like" as const, target }));
+    const seen = await reconcile.inspect(items);
     expect(seen.every((s) => s !== null && s.members.length === 5 && s.count === 12 && s.version > 0n)).toBe(true);
 
     const [recounts, evictions, likeResults] = await Promise.all([
-      Promise.all(drifted.map((t, i) => reconcile.recount(t, seen[i]?.version ?? 0n))),
+      Promise.all(items.map((item, i) => reconcile.recount(item, seen[i]?.version ?? 0n))),
       Promise.all(cold.map((t) => rebuilds.evict(t, 0n))),
-      Promise.all(liked.map((t) => likes.like(t, 9n))),
+      Promise.all(liked.map((t) => likes.add("like", t, 9n))),
     ]);
 
     expect(recounts).toEqual(drifted.map(() => "recounted"));
@@ -125,7 +197,7 @@ describe("scripts on a Redis Cluster", () => {
 
   it("when targets are rebuilt, replayed, evicted and rebuilt again on every master, then each comes back whole", async () => {
     const rebuilds = createRebuildStore(cluster, keys, 2);
-    const likes = createLikeStore(cluster, keys, 2);
+    const likes = createMembershipStore(cluster, keys, 2);
     const reconcile = createRedisReconcileStore(cluster, keys);
     const group = spread(12);
     const members = [11n, 12n, 13n, 14n, 15n, 16n, 17n];
@@ -133,39 +205,43 @@ describe("scripts on a Redis Cluster", () => {
     const tokens = await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)));
     expect(tokens.every((token) => token !== null)).toBe(true);
     expect(await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)))).toEqual(group.map(() => null));
-    expect(await Promise.all(group.map((t) => rebuilds.write(t, { members, counts: { comment: 3 }, version: 50n, epoch: 2n, mark: "100:100:" }, 8n)))).toEqual(group.map(() => true));
+    const snapshot = { members: { like: members, collect: [11n] }, counts: { comment: 3 }, seqs: { comment: 2n }, viewTotals: [], version: 50n, epoch: 2n, mark: "100:100:" };
+    expect(await Promise.all(group.map((t) => rebuilds.write(t, snapshot, 8n)))).toEqual(group.map(() => true));
     await Promise.all(group.map((t, i) => rebuilds.unlock(t, tokens[i] as string)));
     expect((await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)))).every((token) => token !== null)).toBe(true);
 
     const epochStarts = (await rebuilds.rebuilds(group)).map((r) => r?.epochStart);
     expect(epochStarts).toEqual(group.map(() => versionOf(2n, 0n)));
     // A late change made before the rebuild: user 18 liked, PostgreSQL applied it after the snapshot.
-    const replayed = await Promise.all(group.map((t, i) => rebuilds.replay({ target: t, userId: 18n, liked: true, version: (epochStarts[i] as bigint) - 1_000n, intoEpoch: 2n })));
+    const replayed = await Promise.all(
+      group.map((t, i) => rebuilds.replay({ relation: "like", target: t, userId: 18n, member: true, version: (epochStarts[i] as bigint) - 1_000n, intoEpoch: 2n })),
+    );
     expect(replayed).toEqual(group.map(() => "replayed"));
-    expect((await likes.hasLiked(group, 18n)).every(Boolean)).toBe(true);
+    expect((await likes.holds("like", group, 18n)).every(Boolean)).toBe(true);
 
-    const seen = await reconcile.inspect(group);
+    const seen = await reconcile.inspect(group.map((target) => ({ relation: "like" as const, target })));
     expect(seen.map((s) => s?.count)).toEqual(group.map(() => members.length + 1));
     expect(seen.every((s) => s !== null && s.members.length === members.length + 1)).toBe(true);
+    expect((await reconcile.inspect(group.map((target) => ({ relation: "collect" as const, target })))).map((s) => s?.members)).toEqual(group.map(() => [11n]));
     // Grown past generation 0, so eviction passes the shards of two generations.
-    const generations = await Promise.all(group.map(async (t) => parseCounterHash(await cluster.hgetall(keys.counters(t))).generation));
+    const generations = await Promise.all(group.map(async (t) => parseCounterHash(await cluster.hgetall(keys.counters(t))).generations.like));
     expect(generations.every((g) => g >= 1)).toBe(true);
     const evicted = await Promise.all(group.map((t, i) => rebuilds.evict(t, seen[i]?.version ?? 0n)));
     expect(evicted).toEqual(group.map(() => "evicted"));
     expect(await reconcile.holds(group)).toEqual(group.map(() => false));
     expect(await Promise.all(group.map((t) => rebuilds.evict(t, 0n)))).toEqual(group.map(() => "absent"));
 
-    expect(await Promise.all(group.map((t) => rebuilds.write(t, { members, counts: {}, version: 60n, epoch: 3n, mark: "100:100:" }, 8n)))).toEqual(group.map(() => true));
+    expect(await Promise.all(group.map((t) => rebuilds.write(t, { ...snapshot, version: 60n, epoch: 3n }, 8n)))).toEqual(group.map(() => true));
     expect((await createCounterStore(cluster, keys).read(group)).map((c) => c?.like)).toEqual(group.map(() => members.length));
   });
 
   it("when a reconcile pass walks the cluster, then it finds targets of every master and recounts one that drifted", async () => {
     const reconcile = createRedisReconcileStore(cluster, keys);
     const counters = createCounterStore(cluster, keys);
-    const likes = createLikeStore(cluster, keys);
+    const likes = createMembershipStore(cluster, keys);
     const group = spread(9);
     await Promise.all(group.map((t) => counters.init(t, { like: 0 })));
-    await Promise.all(group.map((t) => likes.like(t, 21n)));
+    await Promise.all(group.map((t) => likes.add("like", t, 21n)));
 
     const found = new Set<string>();
     let cursor: string | null = null;
@@ -178,11 +254,14 @@ describe("scripts on a Redis Cluster", () => {
     expect(await reconcile.size()).toBeGreaterThan(group.length);
 
     const [target] = group as [LikeableTarget];
-    await counters.bump(target, "like", 3);
-    const [seen] = await reconcile.inspect([target]);
-    expect(await reconcile.recount(target, (seen?.version ?? 0n) + 1n)).toBe("changed");
-    expect(await reconcile.recount(target, seen?.version ?? 0n)).toBe("recounted");
+    const item = { relation: "like" as const, target };
+    await cluster.hincrby(keys.counters(target), "like", 3);
+    const [seen] = await reconcile.inspect([item]);
+    expect(await reconcile.recount(item, (seen?.version ?? 0n) + 1n)).toBe("changed");
+    expect(await reconcile.recount(item, seen?.version ?? 0n)).toBe("recounted");
     expect((await counters.read([target]))[0]?.like).toBe(1);
+    await counters.mirror([{ target, name: "comment", value: 4, seq: 2n }]);
+    expect(await reconcile.counters([target])).toEqual([{ values: { comment: { value: 4, seq: 2n }, read: { value: 0, seq: 0n } }, version: seen?.version }]);
   });
 
   it("when changes wait in the outbox of every master, then a relay reads them, another claims those abandoned, and acknowledging empties it", async () => {
@@ -199,16 +278,16 @@ describe("scripts on a Redis Cluster", () => {
 
     const group = spread(12);
     const counters = createCounterStore(cluster, keys);
-    const likes = createLikeStore(cluster, keys);
+    const likes = createMembershipStore(cluster, keys);
     await Promise.all(group.map((t) => counters.init(t, { like: 0 })));
-    await Promise.all(group.map((t) => likes.like(t, 31n)));
-    await Promise.all(group.map((t) => likes.unlike(t, 31n)));
+    await Promise.all(group.map((t) => likes.add("like", t, 31n)));
+    await Promise.all(group.map((t) => likes.remove("like", t, 31n)));
     expect(await relay.length()).toBe(group.length * 2);
 
     // Reads are bounded over all streams together: read until the crashed relay holds everything.
     const taken: (OutboxEntry | MalformedOutboxEntry)[] = [];
     for (let read = await crashed.read(); read.entries.length > 0 || read.more; read = await crashed.read()) taken.push(...read.entries);
-    const changes = taken.filter((e): e is OutboxEntry => "change" in e).map((e) => `${e.change.target.id}:${e.change.liked}`);
+    const changes = taken.filter((e): e is OutboxEntry => "change" in e).map((e) => `${e.change.target.id}:${e.change.kind === "relation" && e.change.member}`);
     expect(changes.sort()).toEqual(group.flatMap((t) => [`${t.id}:true`, `${t.id}:false`]).sort());
     const claimed: (OutboxEntry | MalformedOutboxEntry)[] = [];
     for (let read = await relay.claimAbandoned(0); read.entries.length > 0 || read.more; read = await relay.claimAbandoned(0)) {
@@ -242,14 +321,14 @@ describe("scripts on a Redis Cluster", () => {
     const elsewhere = spread(6);
     const counters = createCounterStore(cluster, keys);
     await Promise.all(sameSlot.map((t) => counters.init(t, { like: 0, read: 4 })));
-    await createLikeStore(cluster, keys).like(sameSlot[1] as LikeableTarget, 41n);
-    const shardOf = keys.memberShardsOf(41n);
-    const args = [...sameSlot.map((t) => keys.counters(t)), ...sameSlot.map((t) => shardOf(t, 0)), sameSlot.length, "41", 2, "like", "read", 1, 1, 1];
+    await createMembershipStore(cluster, keys).add("like", sameSlot[1] as LikeableTarget, 41n);
+    const shardOf = keys.memberShardsOf("like", 41n);
+    const args = [...sameSlot.map((t) => keys.counters(t)), ...sameSlot.map((t) => shardOf(t, 0)), sameSlot.length, "41", 2, "like", "read", 1, relationLayouts.like.generationField, 1, 1, 1];
 
     // Alongside reads of other masters' targets, in one tick.
     const [[status, text]] = await Promise.all([cluster.readTargets(2 * sameSlot.length, ...args), counters.read(elsewhere)]);
     expect(status).toBe(ScriptStatus.Unchanged);
-    expect(decodeTargetLines(text ?? "", sameSlot.length, ["like", "read"]).map((r) => [r?.counts.like, r?.counts.read, r?.viewerLikes])).toEqual([
+    expect(decodeTargetLines(text ?? "", sameSlot.length, ["like", "read"], ["like"]).map((r) => [r?.counts.like, r?.counts.read, r?.viewerIn.like])).toEqual([
       [0, 4, false],
       [1, 4, true],
       [0, 4, false],

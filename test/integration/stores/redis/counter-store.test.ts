@@ -5,7 +5,7 @@ import type { Counts, LikeableTarget, Target, TargetView } from "../../../../src
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys, generationField } from "../../../../src/stores/redis/keys.js";
-import { createLikeStore } from "../../../../src/stores/redis/like-store.js";
+import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
 import { openRedis } from "../../../support/env.js";
 
 const keys = createRedisKeys(1024);
@@ -26,24 +26,29 @@ describe.each([
     await redis.quit();
   });
 
+  /** A post with users 1..likers as likers, and every third of them as collectors. */
   async function post(likers: number, counts: Counts = { like: 0 }): Promise<LikeableTarget> {
     const target: LikeableTarget = { type: "post", id: nextId++ };
     await createCounterStore(redis, keys).init(target, counts, 1n);
-    const likes = createLikeStore(redis, keys, shardCapacity);
-    for (let u = 1; u <= likers; u++) await likes.like(target, BigInt(u));
+    const likes = createMembershipStore(redis, keys, shardCapacity);
+    for (let u = 1; u <= likers; u++) {
+      await likes.add("like", target, BigInt(u));
+      if (u % 3 === 0) await likes.add("collect", target, BigInt(u));
+    }
     return target;
   }
 
   /** The same facts read with HGETALL and SISMEMBER, one target at a time. */
   async function plainly(targets: readonly LikeableTarget[], viewer: bigint | null): Promise<(TargetView | null)[]> {
     const counters = createCounterStore(redis, keys);
-    const likes = createLikeStore(redis, keys, shardCapacity);
+    const likes = createMembershipStore(redis, keys, shardCapacity);
     return Promise.all(
       targets.map(async (t) => {
         const [all] = await counters.read([t]);
         if (!all) return null;
         const counts = Object.fromEntries(postCounters.filter((n) => all[n] !== undefined).map((n) => [n, all[n]]));
-        return { counts, viewerLikes: viewer === null ? false : ((await likes.hasLiked([t], viewer))[0] as boolean) };
+        const member = async (relation: "like" | "collect") => (viewer === null ? false : ((await likes.holds(relation, [t], viewer))[0] as boolean));
+        return { counts, viewerIn: { like: await member("like"), collect: await member("collect") } };
       }),
     );
   }
@@ -58,28 +63,32 @@ describe.each([
 
     for (const viewer of [1n, 2n, 150n, 299n, 300n, 9_999n, null]) {
       const store = createCounterStore(redis, keys);
-      const views = await store.view(targets, { names: postCounters, viewerId: viewer });
+      const views = await store.view(targets, { names: postCounters, relations: ["like", "collect"], viewerId: viewer });
       expect(views).toEqual(await plainly(targets, viewer));
     }
-    const [view] = await createCounterStore(redis, keys).view([small], { names: postCounters, viewerId: 2n });
-    expect(view).toEqual({ counts: { like: 3, read: 7, comment: 2 }, viewerLikes: true });
+    const [view] = await createCounterStore(redis, keys).view([small], { names: postCounters, relations: ["like", "collect"], viewerId: 3n });
+    expect(view).toEqual({ counts: { like: 3, read: 7, comment: 2, collect: 1 }, viewerIn: { like: true, collect: true } });
   });
 
   it("when a target grows after this process last read it, then a like in the new generation is still found", async () => {
     const target = await post(10);
     const store = createCounterStore(redis, keys);
     const late = 250n;
-    expect((await store.view([target], { names: postCounters, viewerId: late }))[0]?.viewerLikes).toBe(false);
-    const likes = createLikeStore(redis, keys, shardCapacity);
-    for (let u = 11n; u <= late; u++) await likes.like(target, u);
+    const request = { names: postCounters, relations: ["like", "collect"] as const, viewerId: late };
+    expect((await store.view([target], request))[0]?.viewerIn).toEqual({ like: false, collect: false });
+    const likes = createMembershipStore(redis, keys, shardCapacity);
+    for (let u = 11n; u <= late; u++) await likes.add("like", target, u);
     expect(Number(await redis.hget(keys.counters(target), generationField))).toBeGreaterThan(0);
-    expect((await store.view([target], { names: postCounters, viewerId: late }))[0]).toEqual({ counts: { like: 250 }, viewerLikes: true });
+    expect((await store.view([target], request))[0]).toEqual({ counts: { like: 250, collect: 3 }, viewerIn: { like: true, collect: false } });
   });
 
-  it("when targets of another type are read, then their own counters come back and nobody likes them", async () => {
+  it("when users are read, then their own counters come back with whether the viewer follows them", async () => {
     const user: Target = { type: "user", id: nextId++ };
-    await createCounterStore(redis, keys).init(user, { followers: 4, posts: 2 });
-    const [view] = await createCounterStore(redis, keys).view([user], { names: ["followers", "following", "posts"], viewerId: null });
-    expect(view).toEqual({ counts: { followers: 4, posts: 2 }, viewerLikes: false });
+    await createCounterStore(redis, keys).init(user, { followers: 0, posts: 2 });
+    await createMembershipStore(redis, keys).add("follow", user, 8n);
+    const read = (viewerId: bigint | null) => createCounterStore(redis, keys).view([user], { names: ["followers", "following", "posts"], relations: ["follow"], viewerId });
+    expect(await read(null)).toEqual([{ counts: { followers: 1, posts: 2 }, viewerIn: { follow: false } }]);
+    expect(await read(8n)).toEqual([{ counts: { followers: 1, posts: 2 }, viewerIn: { follow: true } }]);
+    expect(await read(9n)).toEqual([{ counts: { followers: 1, posts: 2 }, viewerIn: { follow: false } }]);
   });
 });

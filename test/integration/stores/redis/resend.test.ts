@@ -6,7 +6,8 @@ import type { LikeableTarget, Target } from "../../../../src/domain/model.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
-import { createLikeStore } from "../../../../src/stores/redis/like-store.js";
+import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
+import { createViewStore } from "../../../../src/stores/redis/view-store.js";
 import { openRedis } from "../../../support/env.js";
 import { startTcpProxy, type TcpProxy } from "../../../support/tcp-proxy.js";
 
@@ -61,9 +62,9 @@ async function knownPost(): Promise<LikeableTarget> {
 describe("writes re-sent after a lost reply", () => {
   it("when a like's reply is lost and the like is re-sent, then it counts once and answers changed", async () => {
     const target = await knownPost();
-    const likes = createLikeStore(proxied, keys);
+    const likes = createMembershipStore(proxied, keys);
     const result = await withLostReply(
-      () => likes.like(target, 77n),
+      () => likes.add("like", target, 77n),
       async () => (await direct.hget(keys.counters(target), "like")) === "1",
     );
     expect(result).toMatchObject({ kind: "applied", changed: true, counts: { like: 1 } });
@@ -73,32 +74,64 @@ describe("writes re-sent after a lost reply", () => {
 
   it("when an unlike's reply is lost and the unlike is re-sent, then it answers changed and the count drops once", async () => {
     const target = await knownPost();
-    await createLikeStore(direct, keys).like(target, 78n);
-    await createLikeStore(direct, keys).like(target, 79n);
+    await createMembershipStore(direct, keys).add("like", target, 78n);
+    await createMembershipStore(direct, keys).add("like", target, 79n);
     const result = await withLostReply(
-      () => createLikeStore(proxied, keys).unlike(target, 78n),
+      () => createMembershipStore(proxied, keys).remove("like", target, 78n),
       async () => (await direct.hget(keys.counters(target), "like")) === "1",
     );
     expect(result).toMatchObject({ kind: "applied", changed: true, counts: { like: 1 } });
   });
 
-  it("when an author's credit is re-sent after a lost reply, then it is added once", async () => {
-    const author: Target = { type: "user", id: nextId++ };
-    await createCounterStore(direct, keys).init(author, { likesReceived: 10 });
-    const applied = await withLostReply(
-      () => createCounterStore(proxied, keys).bump(author, "likesReceived", 5),
-      async () => (await direct.hget(keys.counters(author), "likesReceived")) === "15",
+  it("when a collect's and a follow's replies are lost and they are re-sent, then each counts once", async () => {
+    const target = await knownPost();
+    const collected = await withLostReply(
+      () => createMembershipStore(proxied, keys).add("collect", target, 80n),
+      async () => (await direct.hget(keys.counters(target), "collect")) === "1",
     );
-    expect(applied).toBe(true);
-    expect(await direct.hget(keys.counters(author), "likesReceived")).toBe("15");
+    expect(collected).toMatchObject({ kind: "applied", changed: true, counts: { collect: 1 } });
+    const user: Target = { type: "user", id: nextId++ };
+    await createCounterStore(direct, keys).init(user, { followers: 0 });
+    const followed = await withLostReply(
+      () => createMembershipStore(proxied, keys).add("follow", user, 81n),
+      async () => (await direct.hget(keys.counters(user), "followers")) === "1",
+    );
+    expect(followed).toMatchObject({ kind: "applied", changed: true, counts: { followers: 1 } });
+    expect(await direct.hget(keys.counters(user), "followers")).toBe("1");
   });
 
-  it("when two calls add the same amount, then both count: each call has its own receipt", async () => {
+  it("when an author's credit is re-sent after a lost reply, then it is set once: a credit is a value with its sequence number", async () => {
     const author: Target = { type: "user", id: nextId++ };
-    await createCounterStore(direct, keys).init(author, { likesReceived: 0 });
-    const store = createCounterStore(direct, keys);
-    await store.bump(author, "likesReceived", 1);
-    await store.bump(author, "likesReceived", 1);
-    expect(await direct.hget(keys.counters(author), "likesReceived")).toBe("2");
+    await createCounterStore(direct, keys).init(author, { likesReceived: 10 });
+    await withLostReply(
+      () => createCounterStore(proxied, keys).mirror([{ target: author, name: "likesReceived", value: 15, seq: 3n }]),
+      async () => (await direct.hget(keys.counters(author), "likesReceived")) === "15",
+    );
+    expect(await direct.hget(keys.counters(author), "likesReceived")).toBe("15");
+    // A late, older write does not move it back; a newer one does.
+    await createCounterStore(direct, keys).mirror([{ target: author, name: "likesReceived", value: 14, seq: 2n }]);
+    expect(await direct.hget(keys.counters(author), "likesReceived")).toBe("15");
+    await createCounterStore(direct, keys).mirror([{ target: author, name: "likesReceived", value: 16, seq: 4n }]);
+    expect(await direct.hget(keys.counters(author), "likesReceived")).toBe("16");
+  });
+
+  it("when a flush of views is re-sent after a lost reply, then its views count once", async () => {
+    const target = await knownPost();
+    const views = createViewStore(proxied, keys);
+    const result = await withLostReply(
+      () => views.add(target, 7),
+      async () => (await direct.hget(keys.counters(target), "read")) === "7",
+    );
+    expect(result).toEqual({ kind: "counted", views: 7 });
+    expect(await direct.hget(keys.counters(target), "read")).toBe("7");
+    expect(await direct.hget(keys.counters(target), "vt")).toBe("7");
+  });
+
+  it("when two flushes add the same views, then both count: each call has its own receipt", async () => {
+    const target = await knownPost();
+    const views = createViewStore(direct, keys);
+    await views.add(target, 1);
+    await views.add(target, 1);
+    expect(await direct.hget(keys.counters(target), "read")).toBe("2");
   });
 });

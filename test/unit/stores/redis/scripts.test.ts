@@ -2,7 +2,7 @@
 // Lua and TypeScript both use (hash fields, status codes) agree.
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { authorField, epochField, generationField, rebuiltAtField, snapshotMarkField, versionField } from "../../../../src/stores/redis/keys.js";
+import { authorField, epochField, epochViewsField, rebuiltAtField, seqFieldPrefix, snapshotMarkField, versionField } from "../../../../src/stores/redis/keys.js";
 import { loadScript } from "../../../../src/stores/redis/scripts.js";
 import { ScriptStatus } from "../../../../src/stores/redis/statuses.js";
 
@@ -21,12 +21,13 @@ describe("Lua scripts", () => {
 
   it("when an include uses a hash field, then it names it as keys.ts does", () => {
     expect(luaLocals(include("hash-fields"))).toEqual({
-      generationField,
       authorField,
       versionField,
       epochField,
       rebuiltAtField,
       snapshotMarkField,
+      epochViewsField,
+      seqFieldPrefix,
     });
   });
 

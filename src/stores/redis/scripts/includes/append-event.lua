@@ -1,20 +1,24 @@
 --[[
-  Appends a like change to the partition's outbox stream, stamped with the
-  target's next version.
+  Appends a change to the partition's outbox stream, stamped with the target's
+  next version.
 
   A version is the target's epoch (counter hash field 'ep', set by each rebuild
   from PostgreSQL: src/stores/versions.ts) and microseconds of the Redis clock,
   forced to grow per target within the epoch (field 'ver'). Changes made after a
-  rebuild outrank those made before it, whatever the clocks said.
+  rebuild outrank those made before it, whatever the clocks said. Every change
+  of a target, whatever its relation or kind, takes the next version, so a
+  reconcile pass can tell from one number whether PostgreSQL has them all.
 
   Event fields (read by src/stores/redis/outbox-store.ts): t target type,
-  i target id, u user, s state after the change (1 liked, 0 not), e epoch,
-  v microseconds, a author ('' when unknown), ts time (ms).
-  Returns the epoch and the microseconds.
+  i target id, e epoch, v microseconds, ts time (ms), and
+    a membership change: r relation tag (absent: a like), u user, s state after
+      the change (1 member, 0 not), a author ('' when unknown);
+    views (k 'v'): n views added, o the epoch's views counted so far.
 ]]
 --@include hash-fields
 
-local function appendEvent(counters, outbox, targetType, targetId, user, liked)
+-- The target's next version: its epoch and microseconds.
+local function nextVersion(counters)
   local now = redis.call('TIME')
   local micros = tonumber(now[1]) * 1000000 + tonumber(now[2])
   local last = tonumber(redis.call('HGET', counters, versionField) or '0')
@@ -23,10 +27,19 @@ local function appendEvent(counters, outbox, targetType, targetId, user, liked)
   end
   local version = string.format('%.0f', micros)
   redis.call('HSET', counters, versionField, version)
-  local epoch = redis.call('HGET', counters, epochField) or '0'
+  return redis.call('HGET', counters, epochField) or '0', version, string.format('%.0f', math.floor(micros / 1000))
+end
+
+local function appendEvent(counters, outbox, targetType, targetId, user, state, relationTag)
+  local epoch, version, ms = nextVersion(counters)
   redis.call('XADD', outbox, '*',
-    't', targetType, 'i', targetId, 'u', user, 's', liked, 'e', epoch, 'v', version,
-    'a', redis.call('HGET', counters, authorField) or '',
-    'ts', string.format('%.0f', math.floor(micros / 1000)))
+    't', targetType, 'i', targetId, 'r', relationTag, 'u', user, 's', state, 'e', epoch, 'v', version,
+    'a', redis.call('HGET', counters, authorField) or '', 'ts', ms)
   return epoch, version
+end
+
+local function appendViews(counters, outbox, targetType, targetId, added, total)
+  local epoch, version, ms = nextVersion(counters)
+  redis.call('XADD', outbox, '*',
+    't', targetType, 'i', targetId, 'k', 'v', 'n', added, 'o', total, 'e', epoch, 'v', version, 'ts', ms)
 end

@@ -1,9 +1,8 @@
 --[[
-  A target's likers, sharded by generation (see keys.ts): KEYS[firstShard + g]
-  is the user's membership shard in generation g, and the counter hash field
-  'gen' holds the newest generation.
+  A target's members of one relation, sharded by generation (see keys.ts):
+  KEYS[firstShard + g] is the user's membership shard in generation g, and the
+  counter hash field the caller names holds the relation's newest generation.
 ]]
---@include hash-fields
 
 local firstShard = 5
 
@@ -18,9 +17,9 @@ local function findMember(newestGeneration, user)
 end
 
 -- Adds a user who is not a member to the newest generation with room for them,
--- moving the target to a later generation when the user's shard there is full.
+-- moving the relation to a later generation when the user's shard there is full.
 -- Returns true when added, false when every generation is full (nothing written).
-local function addMember(counters, user, capacity, newest)
+local function addMember(counters, user, capacity, newest, generationField)
   local generation = newest
   local generations = #KEYS - firstShard + 1
   while redis.call('SCARD', KEYS[firstShard + generation]) >= capacity do

@@ -2,8 +2,9 @@
   After a target's counter hash is rebuilt from PostgreSQL (field 'rb' = rebuild
   time, microseconds; field 'ep' = the new epoch), changes made before the
   rebuild may still be on their way to PostgreSQL. For a while the target
-  remembers, per user, the newest change Redis knows for them (KEYS[3], a hash
-  of 'epoch:microseconds'): a change made or replayed since the rebuild. A late
+  remembers, per relation and user, the newest change Redis knows for them
+  (KEYS[3], a hash of 'epoch:microseconds' per relation): a change made or
+  replayed since the rebuild. A late
   change is replayed (replay-change.lua) only when it is newer than that, so
   nothing newer is undone and replays of concurrent batches cannot go backwards.
 

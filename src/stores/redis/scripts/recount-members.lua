@@ -1,12 +1,13 @@
 --[[
-  Sets a target's like counter to its number of members, unless the target
-  changed since the caller looked at it.
+  Sets a relation's counter on a target to its number of members, unless the
+  target changed since the caller looked at it.
 
   Input:
     KEYS[1]       counter hash of the target
-    KEYS[2..n]    every membership shard of generations 0..newest
+    KEYS[2..n]    every membership shard of the relation's generations 0..newest
     ARGV[1]       the epoch the caller saw (hash field 'ep', 0 when absent)
     ARGV[2]       the microseconds the caller saw (hash field 'ver', 0 when absent)
+    ARGV[3]       the relation's counter field
 
   Output:
     { APPLIED, new count }
@@ -17,7 +18,7 @@
 --@include statuses
 --@include hash-fields
 
-if not ARGV[1] or not string.match(ARGV[1], '^%d+$') or not ARGV[2] or not string.match(ARGV[2], '^%d+$') then
+if not ARGV[1] or not string.match(ARGV[1], '^%d+$') or not ARGV[2] or not string.match(ARGV[2], '^%d+$') or not ARGV[3] then
   return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -30,5 +31,5 @@ local members = 0
 for i = 2, #KEYS do
   members = members + redis.call('SCARD', KEYS[i])
 end
-redis.call('HSET', KEYS[1], 'like', members)
+redis.call('HSET', KEYS[1], ARGV[3], members)
 return { APPLIED, members }

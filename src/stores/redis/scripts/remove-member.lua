@@ -1,17 +1,19 @@
 --[[
-  Removes a user from a target's likers, counts it down, and appends the
-  change to the outbox, all in one atomic step.
+  Removes a user from a target's members of one relation, counts it down, and
+  appends the change to the outbox, all in one atomic step.
 
   Input:
     KEYS[1]       counter hash of the target; its existence marks a target Redis holds
     KEYS[2]       outbox stream of the target's partition
-    KEYS[3]       per user, the newest change known since a rebuild (includes/rebuild-window.lua)
+    KEYS[3]       per user, the relation's newest change known since a rebuild (includes/rebuild-window.lua)
     KEYS[4]       this call's receipt (includes/receipts.lua)
     KEYS[5..n]    the user's membership shard in generations 0..n-5
     ARGV[1]       user id
-    ARGV[2]       counter field to decrement ('like')
+    ARGV[2]       counter field to decrement ('like', 'collect', 'followers')
     ARGV[3]       target type, for the event
     ARGV[4]       target id, for the event
+    ARGV[5]       relation tag, for the event ('l', 'c', 'f')
+    ARGV[6]       counter hash field of the relation's newest generation
 
   Output:
     { APPLIED, counters }    removed; counters = the counter hash as field/value pairs
@@ -34,7 +36,8 @@
 
 local counters = KEYS[1]
 local user = ARGV[1]
-if not isUserId(user) or not ARGV[2] or not ARGV[3] or not ARGV[4] then
+local counter, targetType, targetId, tag, generationField = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+if not isUserId(user) or not counter or not targetType or not targetId or not tag or not generationField then
   return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', counters) == 0 then
@@ -50,14 +53,14 @@ end
 local newest = tonumber(redis.call('HGET', counters, generationField) or '0')
 local shard = findMember(newest, user)
 if not shard then
-  confirmAfterRebuild(counters, KEYS[2], KEYS[3], ARGV[3], ARGV[4], user, '0')
+  confirmAfterRebuild(counters, KEYS[2], KEYS[3], targetType, targetId, user, '0', tag)
   keepReceipt(receipt, UNCHANGED)
   return { UNCHANGED, redis.call('HGETALL', counters) }
 end
 
 redis.call('SREM', KEYS[shard], user)
-redis.call('HINCRBY', counters, ARGV[2], -1)
-local epoch, version = appendEvent(counters, KEYS[2], ARGV[3], ARGV[4], user, '0')
+redis.call('HINCRBY', counters, counter, -1)
+local epoch, version = appendEvent(counters, KEYS[2], targetType, targetId, user, '0', tag)
 markTouched(counters, KEYS[3], user, epoch, version)
 keepReceipt(receipt, APPLIED)
 return { APPLIED, redis.call('HGETALL', counters) }

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LikeableTarget } from "../../../../src/domain/model.js";
+import type { LikeableTarget, Relation, Target } from "../../../../src/domain/model.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys, membershipFanout, membershipGenerations } from "../../../../src/stores/redis/keys.js";
 import { TargetFullError } from "../../../../src/errors.js";
-import { createLikeStore } from "../../../../src/stores/redis/like-store.js";
+import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
+import { relationLayouts } from "../../../../src/stores/redis/relations.js";
 import { openRedis } from "../../../support/env.js";
 
 let redis: RedisClient;
@@ -18,10 +19,10 @@ async function knownPost(): Promise<LikeableTarget> {
   return target;
 }
 
-async function memberCount(target: LikeableTarget, newest: number): Promise<number> {
+async function memberCount(target: Target, newest: number, relation: Relation = "like"): Promise<number> {
   let total = 0;
   for (let g = 0; g <= newest; g++) {
-    const sizes = await Promise.all(keys.generationShards(target, g).map((k) => redis.scard(k)));
+    const sizes = await Promise.all(keys.generationShards(relation, target, g).map((k) => redis.scard(k)));
     total += sizes.reduce((a, b) => a + b, 0);
   }
   return total;
@@ -34,37 +35,66 @@ afterAll(async () => {
   await redis.quit();
 });
 
-describe("like store on a real Redis", () => {
-  it("when a target is not in Redis, then like reports it and writes nothing", async () => {
+describe("membership store on a real Redis", () => {
+  it("when a target is not in Redis, then a change reports it and writes nothing", async () => {
     const target = newPost();
-    expect(await createLikeStore(redis, keys).like(target, 7n)).toEqual({ kind: "unloaded" });
-    expect(await redis.exists(keys.counters(target), ...keys.memberShards(target, 7n))).toBe(0);
+    expect(await createMembershipStore(redis, keys).add("like", target, 7n)).toEqual({ kind: "unloaded" });
+    expect(await createMembershipStore(redis, keys).add("collect", target, 7n)).toEqual({ kind: "unloaded" });
+    expect(await redis.exists(keys.counters(target), ...keys.memberShards("like", target, 7n), ...keys.memberShards("collect", target, 7n))).toBe(0);
+  });
+
+  it("when a user likes and collects one post, then each relation keeps its own members, count and events", async () => {
+    const store = createMembershipStore(redis, keys);
+    const target = await knownPost();
+    const before = (await redis.xrange(keys.outbox(target), "-", "+")).length;
+    expect(await store.add("like", target, 42n)).toMatchObject({ changed: true, counts: { like: 1 } });
+    expect(await store.add("collect", target, 42n)).toMatchObject({ changed: true, counts: { like: 1, collect: 1 } });
+    expect(await store.add("collect", target, 42n)).toMatchObject({ changed: false, counts: { like: 1, collect: 1 } });
+    expect(await store.remove("like", target, 42n)).toMatchObject({ changed: true, counts: { like: 0, collect: 1 } });
+    expect(await store.holds("collect", [target], 42n)).toEqual([true]);
+    expect(await store.holds("like", [target], 42n)).toEqual([false]);
+    const events = (await redis.xrange(keys.outbox(target), "-", "+")).slice(before).map(([, f]) => `${f[f.indexOf("r") + 1]}:${f[f.indexOf("s") + 1]}`);
+    expect(events).toEqual(["l:1", "c:1", "l:0"]);
+  });
+
+  it("when 300 users follow one user concurrently and 100 of them unfollow, then followers count 200 and each change's version grows", async () => {
+    const store = createMembershipStore(redis, keys, 16);
+    const user: Target = { type: "user", id: nextId++ };
+    await createCounterStore(redis, keys).init(user, { followers: 0 });
+    const joined = await Promise.all(Array.from({ length: 300 }, (_, i) => store.add("follow", user, BigInt(i + 1))));
+    await Promise.all(Array.from({ length: 100 }, (_, i) => store.remove("follow", user, BigInt(i + 1))));
+    expect(joined.filter((r) => r.kind === "applied" && r.changed)).toHaveLength(300);
+    const hash = await redis.hgetall(keys.counters(user));
+    expect(hash.followers).toBe("200");
+    expect(await memberCount(user, Number(hash[relationLayouts.follow.generationField] ?? 0), "follow")).toBe(200);
+    const versions = joined.map((r) => (r.kind === "applied" ? r.version : 0n));
+    expect(new Set(versions).size).toBe(300);
   });
 
   it("when a user likes twice, then only the first call changes anything", async () => {
-    const store = createLikeStore(redis, keys);
+    const store = createMembershipStore(redis, keys);
     const target = await knownPost();
-    const first = await store.like(target, 42n);
-    const second = await store.like(target, 42n);
+    const first = await store.add("like", target, 42n);
+    const second = await store.add("like", target, 42n);
     expect(first).toMatchObject({ kind: "applied", changed: true, counts: { like: 1 } });
     expect(second).toMatchObject({ kind: "applied", changed: false, counts: { like: 1 } });
     expect(await redis.hget(keys.counters(target), "author")).toBe("1");
-    const unlikeOnce = await store.unlike(target, 42n);
-    const unlikeAgain = await store.unlike(target, 42n);
+    const unlikeOnce = await store.remove("like", target, 42n);
+    const unlikeAgain = await store.remove("like", target, 42n);
     expect(unlikeOnce).toMatchObject({ changed: true, counts: { like: 0 } });
     expect(unlikeAgain).toMatchObject({ changed: false, counts: { like: 0 } });
   });
 
   it("when likes change membership, then each change appends one outbox event with a growing version, and no-ops append none", async () => {
-    const store = createLikeStore(redis, keys);
+    const store = createMembershipStore(redis, keys);
     const target = await knownPost();
     const outbox = keys.outbox(target);
     const before = await redis.xrange(outbox, "-", "+");
-    await store.like(target, 11n);
-    await store.like(target, 11n);
-    await store.unlike(target, 11n);
-    await store.unlike(target, 11n);
-    await store.like(target, 11n);
+    await store.add("like", target, 11n);
+    await store.add("like", target, 11n);
+    await store.remove("like", target, 11n);
+    await store.remove("like", target, 11n);
+    await store.add("like", target, 11n);
     const added = (await redis.xrange(outbox, "-", "+")).slice(before.length);
     const events = added
       .map(([, fields]) => Object.fromEntries(Array.from({ length: fields.length / 2 }, (_, i) => [fields[2 * i], fields[2 * i + 1]] as [string, string])))
@@ -81,46 +111,46 @@ describe("like store on a real Redis", () => {
   });
 
   it("when 300 distinct users like one target concurrently, then the count is 300", async () => {
-    const store = createLikeStore(redis, keys);
+    const store = createMembershipStore(redis, keys);
     const target = await knownPost();
-    const results = await Promise.all(Array.from({ length: 300 }, (_, i) => store.like(target, BigInt(i + 1))));
+    const results = await Promise.all(Array.from({ length: 300 }, (_, i) => store.add("like", target, BigInt(i + 1))));
     expect(results.filter((r) => r.kind === "applied" && r.changed)).toHaveLength(300);
     expect(await redis.hget(keys.counters(target), "like")).toBe("300");
   });
 
   it("when one user likes 50 times at once, then the count moves once", async () => {
-    const store = createLikeStore(redis, keys);
+    const store = createMembershipStore(redis, keys);
     const target = await knownPost();
-    const results = await Promise.all(Array.from({ length: 50 }, () => store.like(target, 99n)));
+    const results = await Promise.all(Array.from({ length: 50 }, () => store.add("like", target, 99n)));
     expect(results.filter((r) => r.kind === "applied" && r.changed)).toHaveLength(1);
     expect(await redis.hget(keys.counters(target), "like")).toBe("1");
   });
 
   it("when likes and unlikes interleave at random, then the count equals the members", async () => {
-    const store = createLikeStore(redis, keys);
+    const store = createMembershipStore(redis, keys);
     const target = await knownPost();
     // Small shards force generations to grow during the run.
-    const tight = createLikeStore(redis, keys, 8);
+    const tight = createMembershipStore(redis, keys, 8);
     const ops = Array.from({ length: 2_000 }, () => {
       const user = BigInt(1 + Math.floor(Math.random() * 150));
       const pick = Math.random();
-      return pick < 0.4 ? store.unlike(target, user) : pick < 0.7 ? tight.like(target, user) : store.like(target, user);
+      return pick < 0.4 ? store.remove("like", target, user) : pick < 0.7 ? tight.add("like", target, user) : store.add("like", target, user);
     });
     await Promise.all(ops);
     const hash = await redis.hgetall(keys.counters(target));
     const members = await memberCount(target, Number(hash.gen ?? 0));
     expect(Number(hash.like)).toBe(members);
     const liked = await Promise.all(
-      Array.from({ length: 150 }, async (_, i) => (await store.hasLiked([target], BigInt(i + 1)))[0]),
+      Array.from({ length: 150 }, async (_, i) => (await store.holds("like", [target], BigInt(i + 1)))[0]),
     );
     expect(liked.filter(Boolean)).toHaveLength(members);
   });
 
   it("when 12,000 users like one post, then no key holds more than 10,000 members and every like counts", async () => {
-    const store = createLikeStore(redis, keys);
+    const store = createMembershipStore(redis, keys);
     const target = await knownPost();
     for (let start = 1; start <= 12_000; start += 1_000) {
-      await Promise.all(Array.from({ length: 1_000 }, (_, i) => store.like(target, BigInt(start + i))));
+      await Promise.all(Array.from({ length: 1_000 }, (_, i) => store.add("like", target, BigInt(start + i))));
     }
     const hash = await redis.hgetall(keys.counters(target));
     const newest = Number(hash.gen ?? 0);
@@ -128,7 +158,7 @@ describe("like store on a real Redis", () => {
     let largest = 0;
     let total = 0;
     for (let g = 0; g <= newest; g++) {
-      const sizes = await Promise.all(keys.generationShards(target, g).map((k) => redis.scard(k)));
+      const sizes = await Promise.all(keys.generationShards("like", target, g).map((k) => redis.scard(k)));
       largest = Math.max(largest, ...sizes);
       total += sizes.reduce((a, b) => a + b, 0);
     }
@@ -137,22 +167,22 @@ describe("like store on a real Redis", () => {
     expect(total).toBe(12_000);
     expect(Number(hash.like)).toBe(12_000);
     // Shards stay in Redis's compact integer-set encoding.
-    expect(await redis.object("ENCODING", keys.memberShard(target, 1n, 0))).toBe("intset");
+    expect(await redis.object("ENCODING", keys.memberShard("like", target, 1n, 0))).toBe("intset");
     // Every member is found again, whichever generation holds it.
     const sample = [1n, 500n, 5_000n, 12_000n];
-    expect(await store.hasLiked(sample.map(() => target), 1n)).toEqual([true, true, true, true]);
-    const notLiked = await store.hasLiked([target], 12_001n);
+    expect(await store.holds("like", sample.map(() => target), 1n)).toEqual([true, true, true, true]);
+    const notLiked = await store.holds("like", [target], 12_001n);
     expect(notLiked).toEqual([false]);
   });
 
   it("when every generation is full, then a like is refused without writing", async () => {
     const target = await knownPost();
-    const tiny = createLikeStore(redis, keys, 1);
+    const tiny = createMembershipStore(redis, keys, 1);
     let refused: unknown;
     let added = 0;
     for (let user = 1n; user < 20_000n && !refused; user++) {
       try {
-        const r = await tiny.like(target, user);
+        const r = await tiny.add("like", target, user);
         if (r.kind === "applied" && r.changed) added++;
       } catch (error) {
         refused = error;
@@ -165,8 +195,9 @@ describe("like store on a real Redis", () => {
 
   it("when the script gets a malformed user id, then it refuses before any write", async () => {
     const target = await knownPost();
-    const shards = keys.memberShards(target, 5n);
-    const reply = await redis.likeTarget(keys.counters(target), keys.outbox(target), keys.touched(target), keys.receipt(target), ...shards, "5; DROP", 512, "like", "post", target.id.toString());
+    const shards = keys.memberShards("like", target, 5n);
+    const { tag, generationField } = relationLayouts.like;
+    const reply = await redis.addMember(keys.counters(target), keys.outbox(target), keys.touched(target, "like"), keys.receipt(target), ...shards, "5; DROP", 512, "like", "post", target.id.toString(), tag, generationField);
     expect(reply).toEqual([-3]);
     expect(await redis.hget(keys.counters(target), "like")).toBe("0");
   });

@@ -1,0 +1,131 @@
+// Each user's own lists, newest first: the posts they liked or collected (the
+// newest in Redis, so a change shows at once; older ones from PostgreSQL), and
+// the users they follow (from PostgreSQL). One cursor walks across both stores.
+//
+// Redis holds a list's newest entries and where its knowledge ends (the
+// horizon): entries newer than the horizon are Redis's alone, entries at or
+// before it PostgreSQL's, minus those Redis knows changed lately (which
+// PostgreSQL may not hold yet). A page takes what follows its cursor from both
+// and merges them, so no entry is skipped or shown twice at the boundary.
+import { setTimeout as sleep } from "node:timers/promises";
+import { badInput } from "../errors.js";
+import { maxId } from "./ids.js";
+import { lastMillisecondOf9999 } from "./memberships.js";
+import { listCapacity, listedRelations, type ListedRelation, type ListPosition, type Relation, type TargetType } from "./model.js";
+import type { HeldList, ListStore, RelationHistoryStore } from "./ports.js";
+
+export interface ListEntry {
+  readonly targetId: bigint;
+  readonly cursor: string;
+}
+
+export interface ListPage {
+  readonly entries: ListEntry[];
+  readonly hasMore: boolean;
+}
+
+export interface ListPageRequest {
+  /** like: liked posts; collect: collected posts; follow: followed users. */
+  readonly relation: Relation;
+  readonly userId: bigint;
+  readonly first: number;
+  readonly after: ListPosition | null;
+}
+
+export interface ListService {
+  /** A page of each request's list, in order. */
+  pages(requests: readonly ListPageRequest[]): Promise<ListPage[]>;
+}
+
+export function encodeListCursor(p: ListPosition): string {
+  return Buffer.from(`p:${p.at.getTime()}:${p.targetId}`).toString("base64url");
+}
+
+export function decodeListCursor(cursor: string): ListPosition {
+  const match = /^p:(\d{1,15}):([1-9]\d{0,18})$/.exec(Buffer.from(cursor, "base64url").toString());
+  if (!match || Number(match[1]) > lastMillisecondOf9999 || BigInt(match[2] as string) > maxId) {
+    throw badInput("after", "after is not a cursor of this list that this service issued; pass a pageInfo.endCursor back unchanged.");
+  }
+  return { at: new Date(Number(match[1])), targetId: BigInt(match[2] as string) };
+}
+
+/** Whether `a` comes after `b` in a newest-first list (is older). */
+export function isOlder(a: ListPosition, b: ListPosition): boolean {
+  const at = a.at.getTime() - b.at.getTime();
+  return at < 0 || (at === 0 && a.targetId < b.targetId);
+}
+
+const newestFirst = (a: ListPosition, b: ListPosition) => (isOlder(a, b) ? 1 : isOlder(b, a) ? -1 : 0);
+
+const listedType: Record<Relation, TargetType> = { like: "post", collect: "post", follow: "user" };
+
+const isListed = (relation: Relation): relation is ListedRelation => (listedRelations as readonly Relation[]).includes(relation);
+
+export interface ListServiceDeps {
+  readonly lists: ListStore;
+  readonly history: RelationHistoryStore;
+  /** How long a load may hold its lock before another process may take over. */
+  readonly loadLockMs?: number;
+  /** How long a read waits for another process's load of the same list. */
+  readonly loadWaitMs?: number;
+}
+
+export function createListService(deps: ListServiceDeps): ListService {
+  const { lists, history } = deps;
+  const loadLockMs = deps.loadLockMs ?? 30_000;
+  const loadWaitMs = deps.loadWaitMs ?? 5_000;
+
+  /** Loads the list from PostgreSQL unless another process does; then reads it (null if still not held). */
+  async function load(relation: ListedRelation, userId: bigint): Promise<HeldList | null> {
+    const token = await lists.lock(relation, userId, loadLockMs);
+    if (token) {
+      try {
+        // Marked loading before PostgreSQL is read: changes arriving from now on are kept, and
+        // the load joins them to PostgreSQL's rows, so none committed meanwhile is lost.
+        await lists.begin(relation, userId);
+        const [rows = []] = await history.memberships([{ relation, targetType: "post", userId, limit: listCapacity + 1, after: null, skip: new Set() }]);
+        await lists.finish(relation, userId, rows.slice(0, listCapacity), rows[listCapacity] ?? null);
+      } finally {
+        await lists.unlock(relation, userId, token);
+      }
+      return lists.read(relation, userId);
+    }
+    for (const started = Date.now(); Date.now() - started < loadWaitMs; await sleep(20)) {
+      const held = await lists.read(relation, userId);
+      if (held) return held;
+    }
+    return null;
+  }
+
+  async function page(request: ListPageRequest): Promise<ListPage> {
+    const { relation, userId, first, after } = request;
+    const fetch = first + 1;
+    let candidates: ListPosition[];
+    const held = isListed(relation) ? ((await lists.read(relation, userId)) ?? (await load(relation, userId))) : null;
+    if (held) {
+      const fromRedis = held.entries.filter((e) => after === null || isOlder(e, after)).slice(0, fetch);
+      candidates = fromRedis;
+      const { horizon } = held;
+      if (horizon !== null && fromRedis.length < fetch) {
+        // PostgreSQL's rows at or before the horizon (strictly before a position one id above it), after the cursor.
+        const justAbove = { at: horizon.at, targetId: horizon.targetId + 1n };
+        const bound = after !== null && isOlder(after, justAbove) ? after : justAbove;
+        const skip = new Set([...held.entries.map((e) => e.targetId), ...held.recent.keys()]);
+        const [older = []] = await history.memberships([{ relation, targetType: listedType[relation], userId, limit: fetch, after: bound, skip }]);
+        candidates = [...fromRedis, ...older].sort(newestFirst);
+      }
+    } else {
+      // Follows, or a list another process is still loading: PostgreSQL alone.
+      const [rows = []] = await history.memberships([{ relation, targetType: listedType[relation], userId, limit: fetch, after, skip: new Set() }]);
+      candidates = rows;
+    }
+    return {
+      entries: candidates.slice(0, first).map((p) => ({ targetId: p.targetId, cursor: encodeListCursor(p) })),
+      hasMore: candidates.length > first,
+    };
+  }
+
+  return {
+    pages: (requests) => Promise.all(requests.map(page)),
+  };
+}

@@ -1,0 +1,116 @@
+// Joining and leaving a target's members: liking and unliking posts and
+// comments, collecting posts, following users. Idempotent, exact, at Redis speed.
+import { badInput, forbidden, notFound, TargetFullError } from "../errors.js";
+import { rebuildRounds, type CounterService } from "./counters.js";
+import { maxId } from "./ids.js";
+import { listedRelations, type Counts, type ListedRelation, type MemberPosition, type Relation, type Target } from "./model.js";
+import type { ListStore, MembershipChange, MembershipStore, RelationHistoryStore } from "./ports.js";
+
+export interface MembershipOutcome {
+  readonly changed: boolean;
+  /** The target's counts right after the change, from the same atomic step. */
+  readonly counts: Counts;
+}
+
+export interface Member {
+  readonly userId: bigint;
+  readonly cursor: string;
+}
+
+export interface MembersPage {
+  readonly members: Member[];
+  readonly hasMore: boolean;
+}
+
+export interface MembersPageRequest {
+  readonly relation: Relation;
+  readonly target: Target;
+  readonly first: number;
+  readonly after: MemberPosition | null;
+}
+
+export interface MembershipService {
+  /** Makes the user a member of the target's relation (like, collect, follow); a member already is `changed: false`. */
+  join(relation: Relation, target: Target, userId: bigint): Promise<MembershipOutcome>;
+  leave(relation: Relation, target: Target, userId: bigint): Promise<MembershipOutcome>;
+  /**
+   * Members of each target as PostgreSQL holds them, newest first: `first` at
+   * most, after the position `after` (a decoded cursor, see `decodeMemberCursor`);
+   * a page per request in order, with one query per relation asked. A change
+   * shows here once the pipeline persisted it, about a second after it was made.
+   */
+  members(requests: readonly MembersPageRequest[]): Promise<MembersPage[]>;
+}
+
+export function encodeMemberCursor(p: MemberPosition): string {
+  return Buffer.from(`l:${p.at.getTime()}:${p.userId}`).toString("base64url");
+}
+
+/** The last millisecond PostgreSQL's timestamps (and the ISO text the stores send) can name. */
+export const lastMillisecondOf9999 = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+export function decodeMemberCursor(cursor: string): MemberPosition {
+  const match = /^l:(\d{1,15}):([1-9]\d{0,18})$/.exec(Buffer.from(cursor, "base64url").toString());
+  if (!match || Number(match[1]) > lastMillisecondOf9999 || BigInt(match[2] as string) > maxId) {
+    throw badInput("after", "after is not a cursor of this list that this service issued; pass a pageInfo.endCursor back unchanged.");
+  }
+  return { at: new Date(Number(match[1])), userId: BigInt(match[2] as string) };
+}
+
+const isListed = (relation: Relation): relation is ListedRelation => (listedRelations as readonly Relation[]).includes(relation);
+
+export interface MembershipServiceDeps {
+  readonly memberships: MembershipStore;
+  readonly history: RelationHistoryStore;
+  readonly lists: ListStore;
+  readonly counters: CounterService;
+  /** Told when a user's list could not be written after a change: the pipeline writes it again once persisted. */
+  readonly onListFailure?: (error: unknown) => void;
+}
+
+const verbs: Record<Relation, string> = { like: "likes", collect: "collects", follow: "followers" };
+
+export function createMembershipService(deps: MembershipServiceDeps): MembershipService {
+  const { memberships, history, lists, counters } = deps;
+
+  async function apply(relation: Relation, target: Target, userId: bigint, join: boolean): Promise<MembershipOutcome> {
+    if (relation === "follow" && target.id === userId) throw badInput("userId", "A user cannot follow themself; pass another user's id.");
+    const run = () => (join ? memberships.add(relation, target, userId) : memberships.remove(relation, target, userId));
+    const attempt = () =>
+      run().catch((error: unknown) => {
+        if (error instanceof TargetFullError) throw forbidden(`${target.type} ${target.id} takes no more ${verbs[relation]}: it holds the most a target can.`);
+        throw error;
+      });
+    let result: MembershipChange = await attempt();
+    // A target dropped again right after its rebuild (a late replay, a reconcile repair) is rebuilt once more.
+    for (let round = 0; result.kind === "unloaded"; round++) {
+      if (round === rebuildRounds) throw new Error(`Counters of ${target.type} ${target.id} left Redis ${rebuildRounds} times right after being loaded.`);
+      if (!(await counters.rebuild(target))) throw notFound(target.type, target.id);
+      result = await attempt();
+    }
+    // The user's list lives in the user's slot: written here so the user sees the change at
+    // once, and again by the pipeline once persisted, which heals a write that failed here.
+    if (result.changed && isListed(relation) && target.type === "post") {
+      await lists
+        .apply(relation, userId, [{ targetId: target.id, member: join, version: result.version, at: result.at }], false)
+        .catch((error: unknown) => deps.onListFailure?.(error));
+    }
+    return { changed: result.changed, counts: result.counts };
+  }
+
+  return {
+    join: (relation, target, userId) => apply(relation, target, userId, true),
+    leave: (relation, target, userId) => apply(relation, target, userId, false),
+    async members(requests) {
+      // One row past each page tells whether more follow.
+      const found = await history.members(requests.map((r) => ({ relation: r.relation, target: r.target, limit: r.first + 1, after: r.after })));
+      return requests.map(({ first }, i) => {
+        const positions = found[i] ?? [];
+        return {
+          members: positions.slice(0, first).map((p) => ({ userId: p.userId, cursor: encodeMemberCursor(p) })),
+          hasMore: positions.length > first,
+        };
+      });
+    },
+  };
+}

@@ -1,0 +1,275 @@
+import { Prisma } from "../../generated/prisma/client.js";
+import {
+  relations,
+  type CommittedChange,
+  type CommittedViews,
+  type CounterDelta,
+  type CounterName,
+  type MemberPosition,
+  type ListPosition,
+  type Relation,
+  type RelationChange,
+  type Target,
+  type TargetType,
+  type ViewChange,
+} from "../../domain/model.js";
+import type { RelationHistoryStore } from "../../domain/ports.js";
+import { splitVersion } from "../versions.js";
+import type { Database } from "./database.js";
+import { selectCounters, toCounterValue, upsertCounters, type CounterRow } from "./counter-sql.js";
+import { relationTables } from "./relation-tables.js";
+
+interface AdvancedRow {
+  target_type: string;
+  target_id: string;
+  relation: string;
+  user_id: string;
+  member: boolean;
+  txid: string | null;
+}
+
+type Transaction = Parameters<Parameters<Database["$transaction"]>[0]>[0];
+
+const compare = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
+const byKey = (a: RelationChange, b: RelationChange) =>
+  a.target.type.localeCompare(b.target.type) || compare(a.target.id, b.target.id) || a.relation.localeCompare(b.relation) || compare(a.userId, b.userId);
+const pairKey = (type: string, id: string, relation: string, user: string) => `${type}:${id}:${relation}:${user}`;
+const keyOf = (c: RelationChange) => pairKey(c.target.type, c.target.id.toString(), c.relation, c.userId.toString());
+
+/** No cursor: a position newer than every row (infinity), with any id. */
+const newest = { at: "infinity", id: "0" };
+
+/**
+ * Applies view changes: per (post, epoch), the highest total PostgreSQL holds
+ * rises to the batch's, and the post's views rise by the difference. The rows
+ * are created first and locked, so concurrent batches of one post each add
+ * only what the other did not.
+ */
+async function applyViews(tx: Transaction, changes: readonly ViewChange[], add: (target: Target, name: CounterName, delta: number) => void): Promise<CommittedViews[]> {
+  if (changes.length === 0) return [];
+  const highest = new Map<string, ViewChange>();
+  for (const c of changes) {
+    const key = `${c.target.id}:${splitVersion(c.version).epoch}`;
+    const kept = highest.get(key);
+    if (!kept || c.total > kept.total) highest.set(key, c);
+  }
+  const rows = [...highest.values()].sort((a, b) => compare(a.target.id, b.target.id) || compare(a.version, b.version));
+  const types = rows.map((c) => c.target.type);
+  const ids = rows.map((c) => c.target.id.toString());
+  const epochs = rows.map((c) => splitVersion(c.version).epoch.toString());
+  await tx.$executeRaw`
+    INSERT INTO view_totals (target_type, target_id, epoch, total, version)
+    SELECT * , 0::bigint, 0::numeric FROM unnest(${types}::text[], ${ids}::text[]::bigint[], ${epochs}::text[]::bigint[])
+    ON CONFLICT DO NOTHING`;
+  const before = await tx.$queryRaw<{ target_id: string; epoch: string; total: string }[]>`
+    SELECT v.target_id::text AS target_id, v.epoch::text AS epoch, v.total::text AS total
+    FROM view_totals v JOIN unnest(${types}::text[], ${ids}::text[]::bigint[], ${epochs}::text[]::bigint[]) AS k(target_type, target_id, epoch)
+      ON v.target_type = k.target_type AND v.target_id = k.target_id AND v.epoch = k.epoch
+    ORDER BY v.target_type, v.target_id, v.epoch
+    FOR UPDATE OF v`;
+  const held = new Map(before.map((r) => [`${r.target_id}:${r.epoch}`, Number(r.total)]));
+  const rising = rows.filter((c) => c.total > (held.get(`${c.target.id}:${splitVersion(c.version).epoch}`) ?? 0));
+  if (rising.length > 0) {
+    await tx.$executeRaw`
+      UPDATE view_totals v SET total = k.total, version = k.version, txid = pg_current_xact_id()::text::bigint
+      FROM unnest(
+        ${rising.map((c) => c.target.type)}::text[],
+        ${rising.map((c) => c.target.id.toString())}::text[]::bigint[],
+        ${rising.map((c) => splitVersion(c.version).epoch.toString())}::text[]::bigint[],
+        ${rising.map((c) => c.total.toString())}::text[]::bigint[],
+        ${rising.map((c) => c.version.toString())}::text[]::numeric[]
+      ) AS k(target_type, target_id, epoch, total, version)
+      WHERE v.target_type = k.target_type AND v.target_id = k.target_id AND v.epoch = k.epoch`;
+    for (const c of rising) add(c.target, "read", c.total - (held.get(`${c.target.id}:${splitVersion(c.version).epoch}`) ?? 0));
+  }
+  const after = await tx.$queryRaw<{ target_type: string; target_id: string; epoch: string; total: string; txid: string | null }[]>`
+    SELECT v.target_type, v.target_id::text AS target_id, v.epoch::text AS epoch, v.total::text AS total, v.txid::text AS txid
+    FROM view_totals v JOIN unnest(${types}::text[], ${ids}::text[]::bigint[], ${epochs}::text[]::bigint[]) AS k(target_type, target_id, epoch)
+      ON v.target_type = k.target_type AND v.target_id = k.target_id AND v.epoch = k.epoch`;
+  return after.map((r) => ({ target: { type: r.target_type as TargetType, id: BigInt(r.target_id) }, epoch: BigInt(r.epoch), total: Number(r.total), txid: BigInt(r.txid ?? "0") }));
+}
+
+export function createRelationHistoryStore(db: Database): RelationHistoryStore {
+  return {
+    async members(requests) {
+      const pages: MemberPosition[][] = requests.map(() => []);
+      // One statement per relation asked (a level of a query asks one): a LATERAL subquery per
+      // target walks its (target, created_at) index backwards from its own cursor.
+      for (const relation of new Set(requests.map((r) => r.relation))) {
+        const asked = requests.flatMap((r, i) => (r.relation === relation ? [{ r, i }] : []));
+        const t = relationTables[relation];
+        const rows = await db.$queryRaw<{ ord: number; created_at: Date; user_id: string }[]>`
+          SELECT k.ord::int AS ord, l.created_at, l.user_id::text AS user_id
+          FROM unnest(
+            ${asked.map(({ r }) => r.target.type)}::text[],
+            ${asked.map(({ r }) => r.target.id.toString())}::text[]::bigint[],
+            ${asked.map(({ r }) => r.after?.at.toISOString() ?? newest.at)}::text[]::timestamptz[],
+            ${asked.map(({ r }) => r.after?.userId.toString() ?? newest.id)}::text[]::bigint[],
+            ${asked.map(({ r }) => r.limit)}::int[]
+          ) WITH ORDINALITY AS k(target_type, target_id, after_at, after_user, lim, ord)
+          CROSS JOIN LATERAL (
+            SELECT l.created_at, ${t.userId("l")} AS user_id FROM ${t.table} l
+            WHERE ${t.targetType("l")} = k.target_type AND ${t.targetId("l")} = k.target_id
+              AND (l.created_at, ${t.userId("l")}) < (k.after_at, k.after_user)
+            ORDER BY l.created_at DESC, ${t.userId("l")} DESC
+            LIMIT k.lim
+          ) l
+          ORDER BY k.ord, l.created_at DESC, l.user_id DESC`;
+        for (const row of rows) pages[(asked[row.ord - 1] as { i: number }).i]?.push({ at: row.created_at, userId: BigInt(row.user_id) });
+      }
+      return pages;
+    },
+    async memberships(requests) {
+      const pages: ListPosition[][] = requests.map(() => []);
+      for (const relation of new Set(requests.map((r) => r.relation))) {
+        const asked = requests.flatMap((r, i) => (r.relation === relation ? [{ r, i }] : []));
+        const t = relationTables[relation];
+        // Walks the (user, created_at) index backwards from each cursor; ties in time go by target id.
+        const rows = await db.$queryRaw<{ ord: number; created_at: Date; target_id: string }[]>`
+          SELECT k.ord::int AS ord, l.created_at, l.target_id::text AS target_id
+          FROM unnest(
+            ${asked.map(({ r }) => r.userId.toString())}::text[]::bigint[],
+            ${asked.map(({ r }) => r.targetType)}::text[],
+            ${asked.map(({ r }) => r.after?.at.toISOString() ?? newest.at)}::text[]::timestamptz[],
+            ${asked.map(({ r }) => r.after?.targetId.toString() ?? newest.id)}::text[]::bigint[],
+            ${asked.map(({ r }) => r.limit)}::int[],
+            ${asked.map(({ r }) => `{${[...r.skip].join(",")}}`)}::text[]
+          ) WITH ORDINALITY AS k(user_id, target_type, after_at, after_target, lim, skip, ord)
+          CROSS JOIN LATERAL (
+            SELECT l.created_at, ${t.targetId("l")} AS target_id FROM ${t.table} l
+            WHERE ${t.userId("l")} = k.user_id AND ${t.targetType("l")} = k.target_type
+              AND (l.created_at, ${t.targetId("l")}) < (k.after_at, k.after_target)
+              AND ${t.targetId("l")} <> ALL (k.skip::bigint[])
+            ORDER BY l.created_at DESC, ${t.targetId("l")} DESC
+            LIMIT k.lim
+          ) l
+          ORDER BY k.ord, l.created_at DESC, l.target_id DESC`;
+        for (const row of rows) pages[(asked[row.ord - 1] as { i: number }).i]?.push({ at: row.created_at, targetId: BigInt(row.target_id) });
+      }
+      return pages;
+    },
+    async apply(input) {
+      const changes = input.filter((c): c is RelationChange => c.kind === "relation").sort(byKey);
+      const views = input.filter((c): c is ViewChange => c.kind === "views");
+      if (changes.length === 0 && views.length === 0) {
+        return { inserted: 0, deleted: 0, superseded: 0, passed: [], current: [], views: [], deltas: [], credits: [] };
+      }
+      const byPair = new Map(changes.map((c) => [keyOf(c), c]));
+
+      return db.$transaction(
+        async (tx) => {
+          // One lock order for every batch (changes are sorted), so concurrent batches do not deadlock.
+          const advanced = changes.length
+            ? await tx.$queryRaw<AdvancedRow[]>`
+                INSERT INTO relation_versions (target_type, target_id, relation, user_id, version, member, txid)
+                SELECT *, pg_current_xact_id()::text::bigint FROM unnest(
+                  ${changes.map((c) => c.target.type)}::text[],
+                  ${changes.map((c) => c.target.id.toString())}::text[]::bigint[],
+                  ${changes.map((c) => c.relation)}::text[],
+                  ${changes.map((c) => c.userId.toString())}::text[]::bigint[],
+                  ${changes.map((c) => c.version.toString())}::text[]::numeric[],
+                  ${changes.map((c) => c.member)}::boolean[])
+                ON CONFLICT (target_type, target_id, relation, user_id) DO UPDATE
+                  SET version = EXCLUDED.version, member = EXCLUDED.member, txid = EXCLUDED.txid
+                  WHERE relation_versions.version < EXCLUDED.version
+                RETURNING target_type, target_id::text AS target_id, relation, user_id::text AS user_id, member, txid::text AS txid`
+            : [];
+          const rowKey = (row: AdvancedRow) => pairKey(row.target_type, row.target_id, row.relation, row.user_id);
+          const passed = advanced.map((row) => byPair.get(rowKey(row)) as RelationChange);
+          // Changes an earlier delivery applied are still their pair's newest when the row holds
+          // their version: a redelivery after a failure past the commit must replay them too.
+          const advancedKeys = new Set(advanced.map(rowKey));
+          const repeated = changes.filter((c) => !advancedKeys.has(keyOf(c)));
+          const standing = repeated.length
+            ? await tx.$queryRaw<AdvancedRow[]>`
+                SELECT v.target_type, v.target_id::text AS target_id, v.relation, v.user_id::text AS user_id, v.member, v.txid::text AS txid
+                FROM relation_versions v JOIN unnest(
+                  ${repeated.map((c) => c.target.type)}::text[],
+                  ${repeated.map((c) => c.target.id.toString())}::text[]::bigint[],
+                  ${repeated.map((c) => c.relation)}::text[],
+                  ${repeated.map((c) => c.userId.toString())}::text[]::bigint[],
+                  ${repeated.map((c) => c.version.toString())}::text[]::numeric[]) AS c(target_type, target_id, relation, user_id, version)
+                ON v.target_type = c.target_type AND v.target_id = c.target_id AND v.relation = c.relation AND v.user_id = c.user_id AND v.version = c.version
+                WHERE v.txid IS NOT NULL`
+            : [];
+          const current: CommittedChange[] = [...advanced, ...standing].map((row) => ({
+            change: byPair.get(rowKey(row)) as RelationChange,
+            txid: BigInt(row.txid ?? "0"),
+          }));
+
+          const deltas = new Map<string, CounterDelta>();
+          const add = (target: Target, name: CounterName, delta: number) => {
+            const k = `${target.type}:${target.id}:${name}`;
+            deltas.set(k, { target, name, delta: (deltas.get(k)?.delta ?? 0) + delta });
+          };
+          let inserted = 0;
+          let deleted = 0;
+          for (const relation of Object.keys(relations) as Relation[]) {
+            const t = relationTables[relation];
+            const joins = passed.filter((c) => c.relation === relation && c.member);
+            const leaves = passed.filter((c) => c.relation === relation && !c.member);
+            const moved = [
+              ...(joins.length
+                ? (
+                    await tx.$queryRaw<{ target_type: string; target_id: string; user_id: string }[]>`
+                      INSERT INTO ${t.table} AS l (${t.insertColumns})
+                      SELECT ${t.insertValues} FROM unnest(
+                        ${joins.map((c) => c.target.type)}::text[],
+                        ${joins.map((c) => c.target.id.toString())}::text[]::bigint[],
+                        ${joins.map((c) => c.userId.toString())}::text[]::bigint[],
+                        ${joins.map((c) => c.at.toISOString())}::text[]::timestamptz[]) AS k(target_type, target_id, user_id, created_at)
+                      ON CONFLICT DO NOTHING
+                      RETURNING ${t.targetType("l")} AS target_type, ${t.targetId("l")}::text AS target_id, ${t.userId("l")}::text AS user_id`
+                  ).map((row) => ({ row, sign: 1 }))
+                : []),
+              ...(leaves.length
+                ? (
+                    await tx.$queryRaw<{ target_type: string; target_id: string; user_id: string }[]>`
+                      DELETE FROM ${t.table} l
+                      USING unnest(
+                        ${leaves.map((c) => c.target.type)}::text[],
+                        ${leaves.map((c) => c.target.id.toString())}::text[]::bigint[],
+                        ${leaves.map((c) => c.userId.toString())}::text[]::bigint[]) AS d(target_type, target_id, user_id)
+                      WHERE ${t.targetType("l")} = d.target_type AND ${t.targetId("l")} = d.target_id AND ${t.userId("l")} = d.user_id
+                      RETURNING ${t.targetType("l")} AS target_type, ${t.targetId("l")}::text AS target_id, ${t.userId("l")}::text AS user_id`
+                  ).map((row) => ({ row, sign: -1 }))
+                : []),
+            ];
+            const { counter, credit } = relations[relation];
+            for (const { row, sign } of moved) {
+              const target: Target = { type: row.target_type as TargetType, id: BigInt(row.target_id) };
+              add(target, counter, sign);
+              const credited = credit.to === "member" ? BigInt(row.user_id) : byPair.get(pairKey(row.target_type, row.target_id, relation, row.user_id))?.authorId;
+              if (credited) add({ type: "user", id: credited }, credit.name, sign);
+              if (sign > 0) inserted++;
+              else deleted++;
+            }
+          }
+          const committedViews = await applyViews(tx, views, add);
+
+          const moved = [...deltas].filter(([, d]) => d.delta !== 0).sort(([a], [b]) => a.localeCompare(b)).map(([, d]) => d);
+          if (moved.length) await tx.$queryRaw<CounterRow[]>(upsertCounters(moved));
+          // Everyone the batch's changes credit, moved now or by an earlier delivery: Redis mirrors them as they stand.
+          const creditedNames = new Map<string, { target: Target; name: CounterName }>();
+          for (const { change } of current) {
+            const { credit } = relations[change.relation];
+            const user = credit.to === "member" ? change.userId : change.authorId;
+            if (user !== null) creditedNames.set(`${user}:${credit.name}`, { target: { type: "user", id: user }, name: credit.name });
+          }
+          const credits = creditedNames.size ? (await tx.$queryRaw<CounterRow[]>(selectCounters([...creditedNames.values()]))).map(toCounterValue) : [];
+          return {
+            inserted,
+            deleted,
+            superseded: changes.length - advanced.length,
+            passed,
+            current,
+            views: committedViews,
+            deltas: moved,
+            credits,
+          };
+        },
+        { timeout: 60_000, maxWait: 10_000, isolationLevel: Prisma.TransactionIsolationLevel.ReadCommitted },
+      );
+    },
+  };
+}

@@ -1,0 +1,72 @@
+// Users' lists of liked and collected posts: the newest entries in Redis
+// (scripts/apply-list-changes.lua keeps them, scripts/load-list.lua loads them
+// from PostgreSQL), in the user's slot.
+import { randomUUID } from "node:crypto";
+import { listCapacity, type ListPosition } from "../../domain/model.js";
+import type { ListStore } from "../../domain/ports.js";
+import type { RedisClient } from "./client.js";
+import type { RedisKeys } from "./keys.js";
+import { ScriptStatus, toError } from "./statuses.js";
+import { splitVersion } from "../versions.js";
+
+const positionText = (p: ListPosition) => `${p.at.getTime()}:${p.targetId}`;
+
+function parsePosition(text: string): ListPosition | null {
+  const match = /^(\d+):([1-9]\d*)$/.exec(text);
+  return match ? { at: new Date(Number(match[1])), targetId: BigInt(match[2] as string) } : null;
+}
+
+export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore {
+  return {
+    async apply(relation, userId, changes, settled) {
+      if (changes.length === 0) return true;
+      const list = keys.list(relation, userId);
+      const args: (string | number)[] = [settled ? "1" : "0", listCapacity];
+      for (const c of changes) {
+        const { epoch, micros } = splitVersion(c.version);
+        args.push(c.targetId.toString(), c.member ? "1" : "0", epoch.toString(), micros.toString(), c.at.getTime());
+      }
+      const [status] = await redis.applyListChanges(list.entries, list.horizon, list.recent, ...args);
+      if (status === ScriptStatus.Applied) return true;
+      if (status === ScriptStatus.TargetAbsent) return false;
+      throw toError("apply-list-changes", status, { type: "user", id: userId });
+    },
+    async read(relation, userId) {
+      const list = keys.list(relation, userId);
+      // One slot: one pipeline, on a cluster too.
+      const results = (await redis.pipeline().zrange(list.entries, "0", "-1", "WITHSCORES").get(list.horizon).hgetall(list.recent).exec()) ?? [];
+      const failed = results.find(([error]) => error)?.[0];
+      if (failed) throw failed;
+      const [[, flat], [, horizon], [, recent]] = results as [[null, string[]], [null, string | null], [null, Record<string, string>]];
+      if (horizon === null || horizon === "loading") return null;
+      const entries: ListPosition[] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) entries.push({ targetId: BigInt(flat[i] as string), at: new Date(Number(flat[i + 1])) });
+      entries.sort((a, b) => b.at.getTime() - a.at.getTime() || (a.targetId < b.targetId ? 1 : a.targetId > b.targetId ? -1 : 0));
+      const recentStates = new Map<bigint, boolean>();
+      for (const [id, record] of Object.entries(recent)) recentStates.set(BigInt(id), record.split(":")[2] === "1");
+      return { entries, horizon: horizon === "" ? null : parsePosition(horizon), recent: recentStates };
+    },
+    async lock(relation, userId, ttlMs) {
+      const token = randomUUID();
+      return (await redis.set(keys.list(relation, userId).lock, token, "PX", ttlMs, "NX")) === "OK" ? token : null;
+    },
+    async unlock(relation, userId, token) {
+      await redis.releaseLock(keys.list(relation, userId).lock, token);
+    },
+    async begin(relation, userId) {
+      const list = keys.list(relation, userId);
+      const results = (await redis.pipeline().set(list.horizon, "loading").del(list.entries).exec()) ?? [];
+      const failed = results.find(([error]) => error)?.[0];
+      if (failed) throw failed;
+    },
+    async finish(relation, userId, entries, horizon) {
+      const list = keys.list(relation, userId);
+      const [status] = await redis.loadList(
+        list.entries, list.horizon, list.recent,
+        listCapacity, horizon ? positionText(horizon) : "",
+        ...entries.flatMap((e) => [e.targetId.toString(), e.at.getTime()]),
+      );
+      if (status !== ScriptStatus.Applied && status !== ScriptStatus.Unchanged) throw toError("load-list", status, { type: "user", id: userId });
+    },
+  };
+}

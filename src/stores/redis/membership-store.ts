@@ -1,0 +1,95 @@
+import type { Relation, Target } from "../../domain/model.js";
+import { relations } from "../../domain/model.js";
+import type { MembershipChange, MembershipStore } from "../../domain/ports.js";
+import { Cluster } from "ioredis";
+import { batchRead, inTickPipeline, type RedisClient } from "./client.js";
+import { parseCounterHash } from "./counter-hash.js";
+import { defaultShardCapacity, type RedisKeys } from "./keys.js";
+import { relationLayouts } from "./relations.js";
+import type { MembershipReply } from "./scripts.js";
+import { ScriptStatus, toError } from "./statuses.js";
+import { splitVersion } from "../versions.js";
+
+/** The one place the membership scripts' replies become results or errors. */
+function toChange(script: string, [status, counters]: MembershipReply, target: Target): MembershipChange {
+  switch (status) {
+    case ScriptStatus.Applied:
+    case ScriptStatus.Unchanged: {
+      const hash = parseCounterHash(counters ?? []);
+      // The change's time is the millisecond of its version's microseconds, as its outbox event says.
+      const at = new Date(Number(splitVersion(hash.version).micros / 1000n));
+      return { kind: "applied", changed: status === ScriptStatus.Applied, counts: hash.counts, version: hash.version, at };
+    }
+    case ScriptStatus.TargetAbsent:
+      return { kind: "unloaded" };
+    default:
+      throw toError(script, status, target);
+  }
+}
+
+type MembershipScript = "addMember" | "removeMember";
+type ScriptArgs = [counters: string, ...keysAndArgs: (string | number)[]];
+
+export function createMembershipStore(redis: RedisClient, keys: RedisKeys, shardCapacity = defaultShardCapacity): MembershipStore {
+  /**
+   * On a standalone Redis a script call goes in the pipeline of the current tick:
+   * changes arriving together share one socket write, which was a tenth of a like's
+   * CPU when each went alone. A cluster routes each call to its node itself.
+   */
+  async function run(script: MembershipScript, args: ScriptArgs): Promise<MembershipReply> {
+    if (redis instanceof Cluster) return redis[script](...args);
+    const [reply] = await inTickPipeline(redis, (pipeline) => void pipeline[script](...args));
+    return reply as MembershipReply;
+  }
+
+  const keysOf = (relation: Relation, target: Target, userId: bigint): ScriptArgs => [
+    keys.counters(target),
+    keys.outbox(target),
+    keys.touched(target, relation),
+    keys.receipt(target),
+    ...keys.memberShards(relation, target, userId),
+  ];
+
+  return {
+    async add(relation, target, userId) {
+      const { tag, generationField } = relationLayouts[relation];
+      const reply = await run("addMember", [
+        ...keysOf(relation, target, userId),
+        userId.toString(), shardCapacity, relations[relation].counter, target.type, target.id.toString(), tag, generationField,
+      ]);
+      return toChange("add-member", reply, target);
+    },
+    async remove(relation, target, userId) {
+      const { tag, generationField } = relationLayouts[relation];
+      const reply = await run("removeMember", [
+        ...keysOf(relation, target, userId),
+        userId.toString(), relations[relation].counter, target.type, target.id.toString(), tag, generationField,
+      ]);
+      return toChange("remove-member", reply, target);
+    },
+    /**
+     * Looks in generation 0 of every target, and reads how far each has grown,
+     * in one round trip; only targets past their first generation that do not
+     * have the user there cost a second one.
+     */
+    async holds(relation, targets, userId) {
+      const member = userId.toString();
+      const { generationField } = relationLayouts[relation];
+      const [inFirst, generations] = await Promise.all([
+        batchRead(redis, "sismember", targets.map((t) => [keys.memberShard(relation, t, userId, 0), member] as const)),
+        batchRead(redis, "hget", targets.map((t) => [keys.counters(t), generationField] as const)),
+      ]);
+      const held = inFirst.map((reply) => reply === 1);
+      const later: { index: number; key: string }[] = [];
+      targets.forEach((target, index) => {
+        const newest = held[index] ? 0 : Number(generations[index] ?? 0);
+        for (let g = 1; g <= newest; g++) later.push({ index, key: keys.memberShard(relation, target, userId, g) });
+      });
+      const replies = await batchRead(redis, "sismember", later.map((l) => [l.key, member] as const));
+      replies.forEach((reply, i) => {
+        if (reply === 1) held[(later[i] as { index: number }).index] = true;
+      });
+      return held;
+    },
+  };
+}

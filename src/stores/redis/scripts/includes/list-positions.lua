@@ -1,0 +1,48 @@
+--[[
+  Positions in a user's list: a time in milliseconds and a target id, newest
+  first; ids are compared as decimal strings (they may pass 2^53). A list's
+  horizon (its 'uh' key) is '' when Redis holds every entry, 'loading' while
+  scripts/load-list.lua has yet to run, or the position 'ms:id' at and before
+  which entries are read from PostgreSQL.
+]]
+
+local function idBelow(a, b)
+  if #a ~= #b then
+    return #a < #b
+  end
+  return a < b
+end
+
+-- Whether (atA, idA) comes before (atB, idB), i.e. is older.
+local function olderPosition(atA, idA, atB, idB)
+  if atA ~= atB then
+    return atA < atB
+  end
+  return idBelow(idA, idB)
+end
+
+-- The horizon's time and id, or nil when there is none.
+local function horizonOf(value)
+  local at, id = string.match(value or '', '^(%d+):(%d+)$')
+  if not at then
+    return nil
+  end
+  return tonumber(at), id
+end
+
+-- Pops the oldest entries past `capacity`, moving the horizon to the newest one popped.
+local function trimList(entries, horizonKey, capacity)
+  local hAt, hId = horizonOf(redis.call('GET', horizonKey))
+  local moved = false
+  while redis.call('ZCARD', entries) > capacity do
+    local popped = redis.call('ZPOPMIN', entries)
+    local at, id = tonumber(popped[2]), popped[1]
+    if not hAt or olderPosition(hAt, hId, at, id) then
+      hAt, hId = at, id
+      moved = true
+    end
+  end
+  if moved then
+    redis.call('SET', horizonKey, string.format('%.0f:%s', hAt, hId))
+  end
+end

@@ -1,0 +1,57 @@
+--[[
+  Completes the load of a user's list from PostgreSQL. Before reading
+  PostgreSQL the caller set the horizon to 'loading' and emptied the entries,
+  so changes arriving meanwhile (scripts/apply-list-changes.lua) were already
+  applied; changes PostgreSQL may not hold yet are in the recent records. The
+  snapshot's entries join except where a record speaks for the post, the
+  records are applied (those written while Redis did not hold the list), the
+  entries are trimmed to the capacity and the horizon is set.
+
+  Input:
+    KEYS[1]      the list's entries (sorted set)
+    KEYS[2]      the list's horizon
+    KEYS[3]      the list's recent changes
+    ARGV[1]      capacity of the entries
+    ARGV[2]      PostgreSQL's horizon: '' when it holds no entry older than those passed,
+                 else 'ms:id' of the newest entry it holds that was not passed
+    ARGV[3..]    the newest entries PostgreSQL holds, newest first: post id, time (ms)
+
+  Output:
+    { APPLIED }
+    { UNCHANGED }            the list was not loading (another load finished it, or it was dropped)
+    { INVALID_ARGUMENTS }
+]]
+--@include statuses
+--@include list-positions
+
+local capacity = tonumber(ARGV[1])
+if not capacity or capacity < 1 or (ARGV[2] ~= '' and not horizonOf(ARGV[2])) or (#ARGV - 2) % 2 ~= 0 then
+  return { INVALID_ARGUMENTS }
+end
+for i = 3, #ARGV, 2 do
+  if not string.match(ARGV[i], '^[1-9]%d*$') or not string.match(ARGV[i + 1], '^%d+$') then
+    return { INVALID_ARGUMENTS }
+  end
+end
+if redis.call('GET', KEYS[2]) ~= 'loading' then
+  return { UNCHANGED }
+end
+for i = 3, #ARGV, 2 do
+  if redis.call('HEXISTS', KEYS[3], ARGV[i]) == 0 and not redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+    redis.call('ZADD', KEYS[1], ARGV[i + 1], ARGV[i])
+  end
+end
+local recent = redis.call('HGETALL', KEYS[3])
+for i = 1, #recent, 2 do
+  local state, at = string.match(recent[i + 1], '^%d+:%d+:(%d):(%d+)$')
+  local raw = redis.call('ZSCORE', KEYS[1], recent[i])
+  local score = raw and tonumber(raw)
+  if state == '1' and not (score and score > tonumber(at)) then
+    redis.call('ZADD', KEYS[1], at, recent[i])
+  elseif state == '0' and not (score and score > tonumber(at)) then
+    redis.call('ZREM', KEYS[1], recent[i])
+  end
+end
+redis.call('SET', KEYS[2], ARGV[2])
+trimList(KEYS[1], KEYS[2], capacity)
+return { APPLIED }
