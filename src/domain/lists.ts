@@ -103,7 +103,13 @@ export function createListService(deps: ListServiceDeps): ListService {
     let candidates: ListPosition[];
     const held = isListed(relation) ? ((await lists.read(relation, userId)) ?? (await load(relation, userId))) : null;
     if (held) {
-      const fromRedis = held.entries.filter((e) => after === null || isOlder(e, after)).slice(0, fetch);
+      // The list's entries, and joins PostgreSQL may not hold yet that the list no longer keeps (over its capacity).
+      const kept = new Set(held.entries.map((e) => e.targetId));
+      const unpersisted = [...held.recent].flatMap(([targetId, r]) => (r.member && !kept.has(targetId) ? [{ targetId, at: r.at }] : []));
+      const fromRedis = [...held.entries, ...unpersisted]
+        .sort(newestFirst)
+        .filter((e) => after === null || isOlder(e, after))
+        .slice(0, fetch);
       candidates = fromRedis;
       const { horizon } = held;
       if (horizon !== null && fromRedis.length < fetch) {

@@ -242,10 +242,10 @@ export interface HeldList {
    */
   readonly horizon: ListPosition | null;
   /**
-   * Targets whose membership changed lately (true: joined, false: left): PostgreSQL
-   * may not hold the change yet, so its rows for them are not to be believed.
+   * Targets whose membership changed lately, with the change: PostgreSQL may not
+   * hold it yet, so its rows for them are not to be believed.
    */
-  readonly recent: ReadonlyMap<bigint, boolean>;
+  readonly recent: ReadonlyMap<bigint, { readonly member: boolean; readonly at: Date }>;
 }
 
 export interface ListStore {

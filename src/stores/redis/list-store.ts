@@ -42,8 +42,12 @@ export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore 
       const entries: ListPosition[] = [];
       for (let i = 0; i + 1 < flat.length; i += 2) entries.push({ targetId: BigInt(flat[i] as string), at: new Date(Number(flat[i + 1])) });
       entries.sort((a, b) => b.at.getTime() - a.at.getTime() || (a.targetId < b.targetId ? 1 : a.targetId > b.targetId ? -1 : 0));
-      const recentStates = new Map<bigint, boolean>();
-      for (const [id, record] of Object.entries(recent)) recentStates.set(BigInt(id), record.split(":")[2] === "1");
+      // Records are 'epoch:micros:state:ms' (scripts/apply-list-changes.lua).
+      const recentStates = new Map<bigint, { member: boolean; at: Date }>();
+      for (const [id, record] of Object.entries(recent)) {
+        const [, , state, ms] = record.split(":");
+        recentStates.set(BigInt(id), { member: state === "1", at: new Date(Number(ms)) });
+      }
       return { entries, horizon: horizon === "" ? null : parsePosition(horizon), recent: recentStates };
     },
     async lock(relation, userId, ttlMs) {

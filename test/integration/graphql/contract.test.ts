@@ -16,15 +16,20 @@ afterAll(async () => {
 /** The fields the design's contract names for each type; more may be added, none removed. */
 const contract: Record<string, string[]> = {
   Query: ["viewer", "user", "post", "posts", "feed", "comment"],
-  Mutation: ["register", "login", "createPost", "createComment", "likePost", "unlikePost", "likeComment", "unlikeComment"],
+  Mutation: [
+    "register", "login", "createPost", "createComment", "likePost", "unlikePost", "likeComment", "unlikeComment",
+    "recordViews", "collectPost", "uncollectPost", "followUser", "unfollowUser",
+  ],
   AuthPayload: ["token", "user"],
   PostLikePayload: ["changed", "post"],
   CommentLikePayload: ["changed", "comment"],
-  Post: ["id", "author", "title", "body", "createdAt", "counts", "viewerHasLiked", "likers", "comments"],
+  PostCollectPayload: ["changed", "post"],
+  FollowPayload: ["changed", "user"],
+  Post: ["id", "author", "title", "body", "createdAt", "counts", "viewerHasLiked", "viewerHasCollected", "likers", "comments"],
   PostCounts: ["likes", "reads", "comments", "collects"],
   Comment: ["id", "post", "author", "parent", "body", "createdAt", "counts", "viewerHasLiked", "replies"],
   CommentCounts: ["likes", "replies"],
-  User: ["id", "username", "createdAt", "counts"],
+  User: ["id", "username", "createdAt", "counts", "viewerFollows", "followers", "following", "likedPosts", "collectedPosts"],
   UserCounts: ["followers", "following", "posts", "likesReceived", "collectsReceived"],
   PostConnection: ["edges", "pageInfo"],
   CommentConnection: ["edges", "pageInfo"],
@@ -55,5 +60,21 @@ describe("GraphQL contract", () => {
     const mutation = schema.getMutationType()?.getFields();
     expect(String(mutation?.likePost?.type)).toBe("PostLikePayload!");
     expect(mutation?.createComment?.args.map((a) => `${a.name}: ${String(a.type)}`)).toEqual(["postId: ID!", "body: String!", "parentId: ID"]);
+    const signature = (field: { type: unknown; args: readonly { name: string; type: unknown }[] } | undefined) =>
+      `(${field?.args.map((a) => `${a.name}: ${String(a.type)}`).join(", ")}): ${String(field?.type)}`;
+    expect(signature(mutation?.recordViews)).toBe("(postIds: [ID!]!): Int!");
+    expect(signature(mutation?.collectPost)).toBe("(postId: ID!): PostCollectPayload!");
+    expect(signature(mutation?.uncollectPost)).toBe("(postId: ID!): PostCollectPayload!");
+    expect(signature(mutation?.followUser)).toBe("(userId: ID!): FollowPayload!");
+    expect(signature(mutation?.unfollowUser)).toBe("(userId: ID!): FollowPayload!");
+    const user = schema.getType("User");
+    if (!user || !isObjectType(user)) throw new Error("no User type");
+    for (const [name, type] of [["followers", "UserConnection!"], ["following", "UserConnection!"], ["likedPosts", "PostConnection!"], ["collectedPosts", "PostConnection!"]]) {
+      const field = user.getFields()[name as string];
+      expect(`${String(field?.type)} ${field?.args.map((a) => `${a.name}: ${String(a.type)} = ${JSON.stringify(a.defaultValue ?? null)}`).join(", ")}`).toBe(
+        `${type} first: Int = 20, after: String = null`,
+      );
+    }
+    expect(String(user.getFields().viewerFollows?.type)).toBe("Boolean!");
   });
 });

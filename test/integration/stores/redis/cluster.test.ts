@@ -146,7 +146,7 @@ describe("scripts on a Redis Cluster", () => {
     for (const list of read) {
       expect(list?.entries.map((e) => e.targetId)).toEqual([7n, 4n]);
       expect(list?.horizon).toEqual({ targetId: 3n, at: at(5) });
-      expect(list?.recent).toEqual(new Map([[7n, true]]));
+      expect(list?.recent).toEqual(new Map([[7n, { member: true, at: at(50) }]]));
     }
   });
 

@@ -1,0 +1,178 @@
+// Each user's own lists: liked and collected posts (newest in Redis, older in
+// PostgreSQL, one cursor across both), followers and following.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Database } from "../../../src/stores/postgres/database.js";
+import type { RedisClient } from "../../../src/stores/redis/client.js";
+import { createRedisKeys } from "../../../src/stores/redis/keys.js";
+import { createMembershipStore } from "../../../src/stores/redis/membership-store.js";
+import { startTestApi, type TestApi } from "../../support/api.js";
+import { codesOf, createUsers, dataOf, openDatabase, openRedis, type GraphQLResponse, type TestUser } from "../../support/env.js";
+import { eventually, startTestPipeline, type TestPipeline } from "../../support/pipeline.js";
+
+let api: TestApi;
+let db: Database;
+let redis: RedisClient;
+let author: TestUser;
+
+type Page = { edges: { cursor: string; node: { id: string } }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } };
+
+const likePost = `mutation($id: ID!) { likePost(postId: $id) { changed } }`;
+const unlikePost = `mutation($id: ID!) { unlikePost(postId: $id) { changed } }`;
+const collectPost = `mutation($id: ID!) { collectPost(postId: $id) { changed } }`;
+const followUser = `mutation($id: ID!) { followUser(userId: $id) { changed } }`;
+
+async function createPosts(count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    ids.push(dataOf(await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "t${i}", body: "b") { id } }`, {}, author.token)).createPost.id);
+  }
+  return ids;
+}
+
+/** One page of a user's list, as `viewer` asks for it. */
+function page(list: string, user: TestUser, viewer: TestUser | null, first: number, after: string | null): Promise<GraphQLResponse<{ user: Record<string, Page> }>> {
+  return api.gql<{ user: Record<string, Page> }>(
+    `query($id: ID!, $first: Int, $after: String) { user(id: $id) { ${list}(first: $first, after: $after) { edges { cursor node { id } } pageInfo { hasNextPage endCursor } } } }`,
+    { id: user.id.toString(), first, after },
+    viewer?.token,
+  );
+}
+
+/** Every id of a user's list, walked page by page; fails on a repeat. */
+async function walk(list: string, user: TestUser, first: number): Promise<string[]> {
+  const seen: string[] = [];
+  let after: string | null = null;
+  for (let i = 0; i < 100; i++) {
+    const { edges, pageInfo }: Page = dataOf(await page(list, user, user, first, after)).user[list] as Page;
+    seen.push(...edges.map((e) => e.node.id));
+    if (!pageInfo.hasNextPage) break;
+    after = pageInfo.endCursor;
+  }
+  expect(new Set(seen).size).toBe(seen.length);
+  return seen;
+}
+
+/** Each action, a few milliseconds apart, so their order is the order of their times. */
+async function inTurn(actions: readonly (() => Promise<unknown>)[]): Promise<void> {
+  for (const action of actions) {
+    await action();
+    await new Promise((r) => setTimeout(r, 3));
+  }
+}
+
+beforeAll(async () => {
+  api = await startTestApi();
+  db = openDatabase(api.config);
+  redis = await openRedis();
+  author = (await createUsers(db, api.config, 1))[0] as TestUser;
+});
+afterAll(async () => {
+  await api.close();
+  await db.$disconnect();
+  await redis.quit();
+});
+
+describe("likedPosts and collectedPosts", () => {
+  it("when a user likes posts, then likedPosts shows them at once, newest first, and an unlike takes one out at once", async () => {
+    const [user] = (await createUsers(db, api.config, 1)) as [TestUser];
+    const posts = await createPosts(5);
+    await inTurn(posts.map((id) => () => api.gql(likePost, { id }, user.token)));
+    expect(await walk("likedPosts", user, 2)).toEqual([...posts].reverse());
+    await api.gql(unlikePost, { id: posts[2] }, user.token);
+    expect(await walk("likedPosts", user, 10)).toEqual([posts[4], posts[3], posts[1], posts[0]]);
+    // Liked again, it is the newest.
+    await api.gql(likePost, { id: posts[2] }, user.token);
+    expect((await walk("likedPosts", user, 10))[0]).toBe(posts[2]);
+  });
+
+  it("when anyone else or nobody asks for a user's liked or collected posts, then it is FORBIDDEN", async () => {
+    const [owner, other] = (await createUsers(db, api.config, 2)) as [TestUser, TestUser];
+    for (const list of ["likedPosts", "collectedPosts"]) {
+      expect(codesOf(await page(list, owner, other, 10, null))).toEqual(["FORBIDDEN"]);
+      expect(codesOf(await page(list, owner, null, 10, null))).toEqual(["FORBIDDEN"]);
+      expect(codesOf(await page(list, owner, owner, 10, null))).toEqual([]);
+    }
+  });
+
+  it("when a user has liked more posts than Redis keeps, then pages walk every one once across the boundary, and unlikes on either side show at once", async () => {
+    const [user] = (await createUsers(db, api.config, 1)) as [TestUser];
+    const posts = await createPosts(130);
+    const pipeline = await startTestPipeline(api.config);
+    try {
+      await inTurn(posts.map((id) => () => api.gql(likePost, { id }, user.token)));
+      const newestFirst = [...posts].reverse();
+      // Before anything is persisted, and after: the same list.
+      expect(await walk("likedPosts", user, 25)).toEqual(newestFirst);
+      await eventually(async () => (await db.like.count({ where: { userId: user.id, targetType: "post" } })) === 130, 30_000, () => "likes not persisted");
+      // Read from a list loaded anew from PostgreSQL (its 100 newest), the rest from PostgreSQL.
+      await redis.del(...Object.values(createRedisKeys(api.config.redisPartitions).list("like", user.id)));
+      for (const first of [7, 25, 100]) expect(await walk("likedPosts", user, first)).toEqual(newestFirst);
+      // Unlike one Redis keeps and one only PostgreSQL holds: both are gone from the next page, before persisting.
+      const [recent, old] = [posts[120] as string, posts[5] as string];
+      await api.gql(unlikePost, { id: recent }, user.token);
+      await api.gql(unlikePost, { id: old }, user.token);
+      expect(await walk("likedPosts", user, 30)).toEqual(newestFirst.filter((id) => id !== recent && id !== old));
+    } finally {
+      await pipeline.stop();
+    }
+  });
+
+  it("when a user collects posts, then collectedPosts shows them newest first, apart from their likes", async () => {
+    const [user] = (await createUsers(db, api.config, 1)) as [TestUser];
+    const posts = await createPosts(4);
+    await inTurn(posts.map((id, i) => () => api.gql(i % 2 ? collectPost : likePost, { id }, user.token)));
+    expect(await walk("collectedPosts", user, 10)).toEqual([posts[3], posts[1]]);
+    expect(await walk("likedPosts", user, 10)).toEqual([posts[2], posts[0]]);
+  });
+});
+
+describe("a user's list written by the pipeline", () => {
+  let pipeline: TestPipeline;
+  beforeAll(async () => {
+    pipeline = await startTestPipeline(api.config);
+  });
+  afterAll(async () => {
+    await pipeline.stop();
+  });
+
+  it("when the like script ran but the API died before writing the user's list, then the persisted change writes it", async () => {
+    const [user] = (await createUsers(db, api.config, 1)) as [TestUser];
+    const [first, second] = await createPosts(2);
+    // The list is held in Redis (read once), then a like reaches Redis only through its script, as if the API died right after it.
+    await api.gql(likePost, { id: first }, user.token);
+    expect(await walk("likedPosts", user, 10)).toEqual([first]);
+    const memberships = createMembershipStore(redis, createRedisKeys(api.config.redisPartitions));
+    expect(await memberships.add("like", { type: "post", id: BigInt(second as string) }, user.id)).toMatchObject({ changed: true });
+    await eventually(async () => JSON.stringify(await walk("likedPosts", user, 10)) === JSON.stringify([second, first]), 30_000, async () =>
+      JSON.stringify(await walk("likedPosts", user, 10)),
+    );
+    // And an unlike the same way.
+    await memberships.remove("like", { type: "post", id: BigInt(first as string) }, user.id);
+    await eventually(async () => JSON.stringify(await walk("likedPosts", user, 10)) === JSON.stringify([second]), 30_000, async () =>
+      JSON.stringify(await walk("likedPosts", user, 10)),
+    );
+  });
+});
+
+describe("followers and following", () => {
+  it("when users follow each other, then both lists page newest first once persisted", async () => {
+    const users = (await createUsers(db, api.config, 12)) as TestUser[];
+    const [star, fan] = users as [TestUser, TestUser];
+    const pipeline = await startTestPipeline(api.config);
+    try {
+      const fans = users.slice(1);
+      const stars = users.filter((u) => u !== fan);
+      await inTurn(fans.map((u) => () => api.gql(followUser, { id: star.id.toString() }, u.token)));
+      await inTurn(stars.filter((u) => u !== star).map((u) => () => api.gql(followUser, { id: u.id.toString() }, fan.token)));
+      await eventually(async () => (await db.follow.count({ where: { OR: [{ followeeId: star.id }, { followerId: fan.id }] } })) === fans.length + stars.length - 1, 30_000, () => "follows not persisted");
+    } finally {
+      await pipeline.stop();
+    }
+    const ids = (list: TestUser[]) => list.map((u) => u.id.toString()).reverse();
+    expect(await walk("followers", star, 4)).toEqual(ids(users.slice(1)));
+    // The fan followed the star first, then the others.
+    expect(await walk("following", fan, 5)).toEqual(ids([star, ...users.slice(2)]));
+    const anonymous = await page("followers", star, null, 3, null);
+    expect(dataOf(anonymous).user.followers?.edges).toHaveLength(3);
+  });
+});
