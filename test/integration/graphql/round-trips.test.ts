@@ -12,8 +12,8 @@ let redis: RedisClient;
 let viewer: TestUser;
 let postIds: string[];
 
-const feedQuery = `query($ids: [ID!]!) { posts(ids: $ids) { id title counts { likes reads comments collects } viewerHasLiked } }`;
-type Feed = { posts: { id: string; counts: { likes: number }; viewerHasLiked: boolean }[] };
+const feedQuery = `query($ids: [ID!]!) { posts(ids: $ids) { id title counts { likes reads comments collects } viewerHasLiked viewerHasCollected } }`;
+type Feed = { posts: { id: string; counts: { likes: number; collects: number }; viewerHasLiked: boolean; viewerHasCollected: boolean }[] };
 
 async function readsProcessed(): Promise<number> {
   const stats = await redis.info("stats");
@@ -42,6 +42,9 @@ beforeAll(async () => {
   for (const id of postIds.filter((_, i) => i % 3 === 0)) {
     await api.gql(`mutation($id: ID!) { likePost(postId: $id) { changed } }`, { id }, viewer.token);
   }
+  for (const id of postIds.filter((_, i) => i % 4 === 0)) {
+    await api.gql(`mutation($id: ID!) { collectPost(postId: $id) { changed } }`, { id }, viewer.token);
+  }
 });
 afterAll(async () => {
   await api.close();
@@ -50,7 +53,7 @@ afterAll(async () => {
 });
 
 describe("feed of 100 posts", () => {
-  it("when a viewer asks for 100 posts with counts and viewerHasLiked, then it costs at most 2 Redis round trips and no SQL for the counts", async () => {
+  it("when a viewer asks for 100 posts with every count, viewerHasLiked and viewerHasCollected, then it costs at most 2 Redis round trips and no SQL for the counts", async () => {
     await api.gql(feedQuery, { ids: postIds }, viewer.token);
     const sqlBefore = api.sqlQueries();
     let response: Awaited<ReturnType<typeof api.gql<Feed>>> | undefined;
@@ -60,6 +63,8 @@ describe("feed of 100 posts", () => {
     const posts = dataOf(response as NonNullable<typeof response>).posts;
     expect(posts.map((p) => p.viewerHasLiked)).toEqual(postIds.map((_, i) => i % 3 === 0));
     expect(posts.map((p) => p.counts.likes)).toEqual(postIds.map((_, i) => (i % 3 === 0 ? 1 : 0)));
+    expect(posts.map((p) => p.viewerHasCollected)).toEqual(postIds.map((_, i) => i % 4 === 0));
+    expect(posts.map((p) => p.counts.collects)).toEqual(postIds.map((_, i) => (i % 4 === 0 ? 1 : 0)));
     expect(trips).toBeGreaterThanOrEqual(1);
     expect(trips).toBeLessThanOrEqual(2);
     expect(api.sqlQueries() - sqlBefore).toBe(0);
@@ -85,5 +90,24 @@ describe("feed of 100 posts", () => {
     });
     expect(dataOf(response as NonNullable<typeof response>).posts[1]).toMatchObject({ viewerHasLiked: true, counts: { likes: 521 } });
     expect(again).toBe(1);
+  });
+
+  it("when a viewer asks for users' counts and viewerFollows, then it costs one Redis round trip", async () => {
+    const users = await createUsers(db, api.config, 30);
+    for (const u of users.filter((_, i) => i % 2 === 0)) {
+      await api.gql(`mutation($id: ID!) { followUser(userId: $id) { changed } }`, { id: u.id.toString() }, viewer.token);
+    }
+    const query = `query { ${users.map((u, i) => `u${i}: user(id: "${u.id}") { counts { followers following posts likesReceived collectsReceived } viewerFollows }`).join(" ")} }`;
+    type Users = Record<string, { counts: { followers: number }; viewerFollows: boolean }>;
+    // The users' rows and counters are loaded once; then the question is the round trips of a warm read.
+    await api.gql(query, {}, viewer.token);
+    let response: Awaited<ReturnType<typeof api.gql<Users>>> | undefined;
+    const trips = await roundTrips(async () => {
+      response = await api.gql<Users>(query, {}, viewer.token);
+    });
+    const read = dataOf(response as NonNullable<typeof response>);
+    expect(users.map((_, i) => read[`u${i}`]?.viewerFollows)).toEqual(users.map((_, i) => i % 2 === 0));
+    expect(users.map((_, i) => read[`u${i}`]?.counts.followers)).toEqual(users.map((_, i) => (i % 2 === 0 ? 1 : 0)));
+    expect(trips).toBe(1);
   });
 });
