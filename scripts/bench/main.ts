@@ -2,8 +2,8 @@
 //
 // Measures the service on realistic data (scripts/bench/dataset.ts) and prints
 // figures and same-run ratios to Redis alone. Scenarios:
-//   feed100, like-hot, like-spread, mixed   over HTTP, against the service as `npm start`
-//                                           runs it and against the API alone (PIPELINE=off)
+//   feed100, like-hot, like-spread, mixed,  over HTTP, against the service as `npm start`
+//   collect-hot, follow-hot, views-hot      runs it and against the API alone (PIPELINE=off)
 //   memory                                  Redis memory of the warmed data set
 //   persist                                 outbox → RabbitMQ → PostgreSQL in a worker process
 //   reconcile                               rebuild and a full reconcile pass over 1,000,000 likes
@@ -38,9 +38,24 @@ import { freshVhost } from "./rabbitmq.js";
 import { reconcileScenario } from "./reconcile.js";
 import { addComments, measureNested, type NestedFigures } from "./nested.js";
 import { loadBigTarget, reconcileBigPass } from "./reconcile-big.js";
-import { connections, feed100, FreshPairs, likeHot, likeSpread, mixed, rawFeedPipelines, rawLikeScript, type HttpFigures, type ScenarioContext } from "./scenarios.js";
+import {
+  collectHot,
+  connections,
+  feed100,
+  followHot,
+  FreshPairs,
+  likeHot,
+  likeSpread,
+  mixed,
+  rawFeedPipelines,
+  rawLikeScript,
+  viewsHot,
+  type HttpFigures,
+  type ScenarioContext,
+  type ViewsFigures,
+} from "./scenarios.js";
 
-const httpScenarios = ["feed100", "like-hot", "like-spread", "mixed"] as const;
+const httpScenarios = ["feed100", "like-hot", "like-spread", "mixed", "collect-hot", "follow-hot", "views-hot"] as const;
 const all = [...httpScenarios, "memory", "nested", "persist", "reconcile", "reconcile-big"] as const;
 type Scenario = (typeof all)[number];
 
@@ -120,6 +135,7 @@ const redis = await startPrivateRedis();
 const sql = await prepareDatabase(databaseUrl);
 const amqp = freshVhost(config.amqpUrl, flags.database);
 const results: HttpFigures[] = [];
+const viewResults: ViewsFigures[] = [];
 try {
   const wantsHttp = httpScenarios.some((s) => chosen.has(s));
   if (wantsHttp || chosen.has("memory") || chosen.has("nested")) {
@@ -187,9 +203,17 @@ try {
           for (const scenario of httpScenarios) {
             if (!chosen.has(scenario)) continue;
             console.error(`${scenario} (${ctx.mode}) ...`);
+            if (scenario === "views-hot") {
+              const views = await viewsHot(ctx);
+              viewResults.push(views);
+              results.push(views.http);
+              continue;
+            }
             const figures =
               scenario === "feed100" ? await feed100(ctx)
               : scenario === "like-hot" ? await likeHot(ctx, hotLikes)
+              : scenario === "collect-hot" ? await collectHot(ctx, hotLikes)
+              : scenario === "follow-hot" ? await followHot(ctx, hotLikes)
               : scenario === "like-spread" ? await likeSpread(ctx)
               : await mixed(ctx);
             results.push(figures);
@@ -223,8 +247,12 @@ try {
         "Redis CPU µs/req": r.redisCpuUsPerRequest,
       })));
       console.log(`\nRedis alone, same run (redis-benchmark, ${connections} connections): ${rawLikes.toLocaleString()} like scripts/s, ${rawFeeds.toLocaleString()} pipelines of 100 HGETALL/s`);
+      for (const v of viewResults) {
+        console.log(`  views-hot (${v.http.mode}): ${v.viewsPerSecond.toLocaleString()} views/s of one post counted (${v.http.requestsPerSecond.toLocaleString()} requests/s of 100 views), ${v.redisScriptsPerSecond} Redis script calls/s (its flushes), exact: ${v.http.exact}`);
+      }
       for (const r of results) {
-        const [ceiling, what] = r.scenario.startsWith("like") ? [rawLikes, "like scripts"] : r.scenario === "feed100" ? [rawFeeds, "pipelines of 100 HGETALL"] : [null, ""];
+        const membership = ["like-hot", "like-spread", "collect-hot", "follow-hot"].includes(r.scenario);
+        const [ceiling, what] = membership ? [rawLikes, "like scripts"] : r.scenario === "feed100" ? [rawFeeds, "pipelines of 100 HGETALL"] : [null, ""];
         if (ceiling) console.log(`  ${r.scenario} (${r.mode}): ${r.requestsPerSecond.toLocaleString()} req/s = ${((100 * r.requestsPerSecond) / ceiling).toFixed(1)}% of Redis alone's ${what}`);
       }
     }

@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
 import type { Redis } from "ioredis";
-import type { Target } from "../../src/domain/model.js";
+import { relations, type Relation, type Target } from "../../src/domain/model.js";
 import { createRedisKeys, membershipGenerations } from "../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../src/stores/redis/membership-store.js";
 import { relationLayouts } from "../../src/stores/redis/relations.js";
@@ -36,17 +36,17 @@ export interface HttpFigures {
   readonly exact: string;
 }
 
-/** A like one request asks for. */
-interface LikePair {
+/** A membership one request asks for: `user` joins `target` (a post, or a user to follow). */
+interface Pair {
   readonly user: bigint;
-  readonly post: bigint;
+  readonly target: bigint;
 }
 
-/** What one request of a scenario sends, and the like it asks for, if any. */
+/** What one request of a scenario sends, and the membership it asks for, if any. */
 interface Request {
   readonly body: string;
   readonly token: string;
-  readonly like?: LikePair;
+  readonly change?: Pair;
 }
 
 interface Load {
@@ -59,8 +59,10 @@ interface Load {
   readonly durationSeconds: number;
   /** Exactly this many requests instead of a duration. */
   readonly amount?: number;
-  /** Sees every answered like request with its body. */
-  readonly onLikeAnswered?: (like: LikePair, body: string) => void;
+  /** Sees every answered request that asked for a membership, with its body. */
+  readonly onChangeAnswered?: (change: Pair, body: string) => void;
+  /** Sees every answer's body. */
+  readonly onAnswered?: (body: string) => void;
 }
 
 const round = (n: number, digits = 0) => Number(n.toFixed(digits));
@@ -87,16 +89,18 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
         requests: [
           {
             method: "POST",
-            // One request in flight per connection, so the connection's context tells which like an answer is for.
-            setupRequest: (req, context: { like?: LikePair }) => {
-              const { body, token, like } = load.request(next++);
-              context.like = like;
-              return { ...req, body, headers: { "content-type": "application/json", authorization: `Bearer ${token}` } };
+            // One request in flight per connection, so the connection's context tells which change an answer is for.
+            setupRequest: (req, context: { change?: Pair }) => {
+              const { body, token, change } = load.request(next++);
+              context.change = change;
+              // An empty token is an anonymous request: no Authorization header at all.
+              return { ...req, body, headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) } };
             },
-            onResponse: (status, body, context: { like?: LikePair }) => {
+            onResponse: (status, body, context: { change?: Pair }) => {
               lastAnswerMs = performance.now();
               if (status !== 200 || body.includes('"errors"')) failures++;
-              if (context.like) load.onLikeAnswered?.(context.like, body);
+              if (context.change) load.onChangeAnswered?.(context.change, body);
+              load.onAnswered?.(body);
             },
           },
         ],
@@ -160,31 +164,45 @@ const feedQuery = "query($ids: [ID!]!) { posts(ids: $ids) { id counts { likes re
 const feedBody = (posts: readonly bigint[]) => JSON.stringify({ query: feedQuery, variables: { ids: posts.map(String) } });
 const likeMutation = "mutation($id: ID!) { likePost(postId: $id) { changed post { id counts { likes } viewerHasLiked } } }";
 const likeBody = (post: bigint) => JSON.stringify({ query: likeMutation, variables: { id: String(post) } });
+const collectMutation = "mutation($id: ID!) { collectPost(postId: $id) { changed post { id counts { collects } viewerHasCollected } } }";
+const followMutation = "mutation($id: ID!) { followUser(userId: $id) { changed user { id counts { followers } viewerFollows } } }";
+const viewsMutation = "mutation($ids: [ID!]!) { recordViews(postIds: $ids) }";
 
 /**
  * Pairs of a user who has liked nothing and a post, each handed out once per
- * bench run: every like of the like scenarios is a first like.
+ * bench run: every like of the like scenarios is a first like. Collects and
+ * follows draw from the same idle users in turns of their own: the data set
+ * holds no collect or follow.
  */
 export class FreshPairs {
-  private nextHot = 0;
+  private readonly nextHot: Record<Relation, number> = { like: 0, collect: 0, follow: 0 };
   private nextSpread = 0;
 
   constructor(private readonly data: Dataset) {}
 
   /** How many users have not liked the hot post yet. */
   get hotLeft(): number {
-    return this.data.idleIds.length - this.nextHot;
+    return this.hotLeftOf("like");
+  }
+
+  hotLeftOf(relation: Relation): number {
+    return this.data.idleIds.length - this.nextHot[relation];
   }
 
   /** A user who has not liked post 1 (which every liker of the data set likes). */
   hotLiker(): bigint {
-    const user = this.data.idleIds[this.nextHot++];
-    if (user === undefined) throw new Error("every idle user has liked the hot post; run fewer like-hot rounds");
+    return this.hotMember("like");
+  }
+
+  /** A user who has not joined the hot target of the relation (post 1, or user 1 for follows). */
+  hotMember(relation: Relation): bigint {
+    const user = this.data.idleIds[this.nextHot[relation]++];
+    if (user === undefined) throw new Error(`every idle user has joined the hot target's ${relation}s; run fewer hot rounds`);
     return user;
   }
 
   /** A user and a post other than post 1 they have not liked, spread over users and posts. */
-  spreadPair(): { user: bigint; post: bigint } {
+  spreadPair(): Pair {
     const n = this.nextSpread++;
     const users = this.data.idleIds.length;
     const others = this.data.postIds.length - 1;
@@ -192,54 +210,63 @@ export class FreshPairs {
     const round = Math.floor(n / users);
     if (round >= others) throw new Error("every (idle user, post) pair has been liked");
     // The same user comes back only after every other idle user, each time to another post.
-    return { user: this.data.idleIds[u] as bigint, post: this.data.postIds[1 + ((u * 7_919 + round) % others)] as bigint };
+    return { user: this.data.idleIds[u] as bigint, target: this.data.postIds[1 + ((u * 7_919 + round) % others)] as bigint };
   }
 }
 
-async function likeCounts(redis: Redis, posts: readonly bigint[]): Promise<number[]> {
+const targetTypeOf = (relation: Relation) => relations[relation].targets[0];
+
+/** The relation's counter on each target. */
+async function memberCounts(redis: Redis, relation: Relation, targets: readonly bigint[]): Promise<number[]> {
   const keys = createRedisKeys(partitions);
   const pipeline = redis.pipeline();
-  for (const id of posts) pipeline.hget(keys.counters({ type: "post", id }), "like");
+  for (const id of targets) pipeline.hget(keys.counters({ type: targetTypeOf(relation), id }), relations[relation].counter);
   return ((await pipeline.exec()) ?? []).map(([, value]) => Number(value ?? 0));
 }
 
-/** Like counts once requests left in flight when the load stopped have been applied: unchanged for half a second. */
-async function settledLikeCounts(redis: Redis, posts: readonly bigint[]): Promise<number[]> {
+/** Counts once requests left in flight when the load stopped have been applied: unchanged for half a second. */
+async function settledCounts(redis: Redis, relation: Relation, targets: readonly bigint[]): Promise<number[]> {
   const sum = (counts: number[]) => counts.reduce((a, b) => a + b, 0);
-  let counts = await likeCounts(redis, posts);
+  let counts = await memberCounts(redis, relation, targets);
   for (let i = 0; i < 60; i++) {
     await sleep(500);
-    const again = await likeCounts(redis, posts);
+    const again = await memberCounts(redis, relation, targets);
     if (sum(again) === sum(counts)) return again;
     counts = again;
   }
-  throw new Error("like counts were still moving 30 s after the load stopped");
+  throw new Error(`${relation} counts were still moving 30 s after the load stopped`);
 }
 
-/** Which of the pairs Redis holds as likes. */
-async function members(redis: Redis, pairs: readonly LikePair[]): Promise<boolean[]> {
+/** Which of the pairs Redis holds as members of the relation. */
+async function members(redis: Redis, relation: Relation, pairs: readonly Pair[]): Promise<boolean[]> {
   const store = createMembershipStore(redis, createRedisKeys(partitions));
-  const liked: boolean[] = [];
+  const held: boolean[] = [];
   for (let i = 0; i < pairs.length; i += 1_000) {
     const chunk = pairs.slice(i, i + 1_000);
-    liked.push(...(await Promise.all(chunk.map(async ({ user, post }) => (await store.holds("like", [{ type: "post", id: post }], user))[0] === true))));
+    held.push(...(await Promise.all(chunk.map(async ({ user, target }) => (await store.holds(relation, [{ type: targetTypeOf(relation), id: target }], user))[0] === true))));
   }
-  return liked;
+  return held;
 }
 
-const pairKey = ({ user, post }: LikePair) => `${user}:${post}`;
+const pairKey = ({ user, target }: Pair) => `${user}:${target}`;
 
 /**
- * Runs a like-making load, then checks exactness against Redis itself: every
- * like answered `changed: true` is held, and the counts moved by exactly the
- * sent likes that are held now and were not before (a load that stops at its
+ * Runs a load of membership changes, then checks exactness against Redis itself:
+ * every change answered `changed: true` is held, and the counts moved by exactly
+ * the sent changes that are held now and were not before (a load that stops at its
  * duration leaves some requests unanswered, though the service applied them).
  */
-async function countedLikes(ctx: ScenarioContext, load: Omit<Load, "onLikeAnswered" | "redis" | "service" | "mode">, heldBefore: (pairs: readonly LikePair[]) => Promise<boolean[]>): Promise<HttpFigures> {
+async function countedChanges(
+  ctx: ScenarioContext,
+  relation: Relation,
+  targets: readonly bigint[],
+  load: Omit<Load, "onChangeAnswered" | "redis" | "service" | "mode">,
+  heldBefore: (pairs: readonly Pair[]) => Promise<boolean[]>,
+): Promise<HttpFigures> {
   // The warm-up's last requests may still be landing.
-  const before = await settledLikeCounts(ctx.redis.client, ctx.data.postIds);
-  const sent = new Map<string, LikePair>();
-  const acknowledged: LikePair[] = [];
+  const before = await settledCounts(ctx.redis.client, relation, targets);
+  const sent = new Map<string, Pair>();
+  const acknowledged: Pair[] = [];
   const figures = await run({
     ...load,
     redis: ctx.redis,
@@ -247,21 +274,21 @@ async function countedLikes(ctx: ScenarioContext, load: Omit<Load, "onLikeAnswer
     mode: ctx.mode,
     request: (n) => {
       const request = load.request(n);
-      if (request.like) sent.set(pairKey(request.like), request.like);
+      if (request.change) sent.set(pairKey(request.change), request.change);
       return request;
     },
-    onLikeAnswered: (like, body) => void (body.includes('"changed":true') && acknowledged.push(like)),
+    onChangeAnswered: (change, body) => void (body.includes('"changed":true') && acknowledged.push(change)),
   });
-  const after = await settledLikeCounts(ctx.redis.client, ctx.data.postIds);
+  const after = await settledCounts(ctx.redis.client, relation, targets);
   const moved = after.reduce((sum, n, i) => sum + n - (before[i] as number), 0);
   const pairs = [...sent.values()];
-  const [was, is, ackHeld] = await Promise.all([heldBefore(pairs), members(ctx.redis.client, pairs), members(ctx.redis.client, acknowledged)]);
+  const [was, is, ackHeld] = await Promise.all([heldBefore(pairs), members(ctx.redis.client, relation, pairs), members(ctx.redis.client, relation, acknowledged)]);
   const gained = pairs.filter((_, i) => is[i] && !was[i]).length;
   const lostAcks = ackHeld.filter((held) => !held).length;
   const exact = moved === gained && lostAcks === 0 && acknowledged.length <= gained;
   return {
     ...figures,
-    exact: exact ? `yes (+${moved}, ${acknowledged.length} answered changed)` : `NO: counts moved ${moved}, likes gained ${gained}, answered changed ${acknowledged.length}, of them not held ${lostAcks}`,
+    exact: exact ? `yes (+${moved}, ${acknowledged.length} answered changed)` : `NO: counts moved ${moved}, gained ${gained}, answered changed ${acknowledged.length}, of them not held ${lostAcks}`,
   };
 }
 
@@ -277,7 +304,7 @@ async function warmUp(ctx: ScenarioContext, request: (n: number) => Request): Pr
 
 function spreadLike(ctx: ScenarioContext): Request {
   const like = ctx.fresh.spreadPair();
-  return { body: likeBody(like.post), token: ctx.token(like.user), like };
+  return { body: likeBody(like.target), token: ctx.token(like.user), change: like };
 }
 
 /** posts(ids) of 100 random distinct posts, new ids every request, for a random viewer who likes things. */
@@ -287,19 +314,40 @@ export async function feed100(ctx: ScenarioContext): Promise<HttpFigures> {
   return { ...(await run({ scenario: "feed100", mode: ctx.mode, service: ctx.service, redis: ctx.redis, durationSeconds: ctx.durationSeconds, request })), exact: "n/a" };
 }
 
+const none = async (pairs: readonly Pair[]) => pairs.map(() => false);
+
 /** Users who have liked nothing like post 1, the hottest post, each once: `likes` of them (as many as the duration would take, about). */
 export async function likeHot(ctx: ScenarioContext, likes: number): Promise<HttpFigures> {
+  return hot(ctx, "like", likes);
+}
+
+/** The same with collects of post 1. */
+export async function collectHot(ctx: ScenarioContext, collects: number): Promise<HttpFigures> {
+  return hot(ctx, "collect", collects);
+}
+
+/** The same with follows of user 1 (a user of the data set who likes things). */
+export async function followHot(ctx: ScenarioContext, follows: number): Promise<HttpFigures> {
+  return hot(ctx, "follow", follows);
+}
+
+const hotBodies: Record<Relation, (target: bigint) => string> = {
+  like: likeBody,
+  collect: (target) => JSON.stringify({ query: collectMutation, variables: { id: String(target) } }),
+  follow: (target) => JSON.stringify({ query: followMutation, variables: { id: String(target) } }),
+};
+
+async function hot(ctx: ScenarioContext, relation: Relation, changes: number): Promise<HttpFigures> {
   await warmUp(ctx, () => spreadLike(ctx));
-  const hot = ctx.data.postIds[0] as bigint;
-  const body = likeBody(hot);
-  const none = async (pairs: readonly LikePair[]) => pairs.map(() => false);
-  return countedLikes(ctx, {
-    scenario: "like-hot",
+  const target = relation === "follow" ? (ctx.data.likerIds[0] as bigint) : (ctx.data.postIds[0] as bigint);
+  const body = hotBodies[relation](target);
+  return countedChanges(ctx, relation, [target], {
+    scenario: `${relation}-hot`,
     durationSeconds: ctx.durationSeconds,
-    amount: Math.min(likes, ctx.fresh.hotLeft),
+    amount: Math.min(changes, ctx.fresh.hotLeftOf(relation)),
     request: () => {
-      const user = ctx.fresh.hotLiker();
-      return { body, token: ctx.token(user), like: { user, post: hot } };
+      const user = ctx.fresh.hotMember(relation);
+      return { body, token: ctx.token(user), change: { user, target } };
     },
   }, none);
 }
@@ -307,7 +355,7 @@ export async function likeHot(ctx: ScenarioContext, likes: number): Promise<Http
 /** Users who have liked nothing like random posts, each (user, post) pair once. */
 export async function likeSpread(ctx: ScenarioContext): Promise<HttpFigures> {
   await warmUp(ctx, () => spreadLike(ctx));
-  return countedLikes(ctx, { scenario: "like-spread", durationSeconds: ctx.durationSeconds, request: () => spreadLike(ctx) }, async (pairs) => pairs.map(() => false));
+  return countedChanges(ctx, "like", ctx.data.postIds, { scenario: "like-spread", durationSeconds: ctx.durationSeconds, request: () => spreadLike(ctx) }, none);
 }
 
 /**
@@ -316,22 +364,75 @@ export async function likeSpread(ctx: ScenarioContext): Promise<HttpFigures> {
  * likes are drawn before the run, so which were held before is known.
  */
 export async function mixed(ctx: ScenarioContext): Promise<HttpFigures> {
-  const likes: LikePair[] = Array.from({ length: 5_000 * ctx.durationSeconds }, () => ({ user: random(ctx.data.likerIds), post: random(ctx.data.postIds) }));
-  const heldAtStart = new Map((await members(ctx.redis.client, likes)).map((held, i) => [pairKey(likes[i] as LikePair), held]));
+  const likes: Pair[] = Array.from({ length: 5_000 * ctx.durationSeconds }, () => ({ user: random(ctx.data.likerIds), target: random(ctx.data.postIds) }));
+  const heldAtStart = new Map((await members(ctx.redis.client, "like", likes)).map((held, i) => [pairKey(likes[i] as Pair), held]));
   let nextLike = 0;
   const feed20 = () => ({ body: feedBody(sample(ctx.data.postIds, 20)), token: ctx.token(random(ctx.data.likerIds)) });
   await warmUp(ctx, () => (Math.random() < 0.1 ? spreadLike(ctx) : feed20()));
-  return countedLikes(ctx, {
+  return countedChanges(ctx, "like", ctx.data.postIds, {
     scenario: "mixed",
     durationSeconds: ctx.durationSeconds,
     request: () => {
       if (Math.random() < 0.1) {
-        const like = likes[nextLike++ % likes.length] as LikePair;
-        return { body: likeBody(like.post), token: ctx.token(like.user), like };
+        const like = likes[nextLike++ % likes.length] as Pair;
+        return { body: likeBody(like.target), token: ctx.token(like.user), change: like };
       }
       return feed20();
     },
   }, async (pairs) => pairs.map((pair) => heldAtStart.get(pairKey(pair)) === true));
+}
+
+/** Calls of Lua scripts Redis ran so far (EVALSHA and EVAL), from INFO commandstats. */
+async function scriptCalls(redis: PrivateRedis): Promise<number> {
+  const stats = await redis.client.info("commandstats");
+  return [...stats.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+}
+
+export interface ViewsFigures {
+  readonly http: HttpFigures;
+  readonly viewsPerSecond: number;
+  /** Script calls Redis ran per second of the load: the flushes of the hot post's views (views are anonymous, so no rate budget is charged). */
+  readonly redisScriptsPerSecond: number;
+}
+
+/**
+ * Anonymous clients report views of post 1, the hottest post, 100 reports to a
+ * request (a client batching what it displayed): the post's 'read' counter must
+ * move by exactly the views answered counted, once the last flush landed.
+ */
+export async function viewsHot(ctx: ScenarioContext): Promise<ViewsFigures> {
+  const hotPost = ctx.data.postIds[0] as bigint;
+  const body = JSON.stringify({ query: viewsMutation, variables: { ids: Array.from({ length: 100 }, () => String(hotPost)) } });
+  const request = () => ({ body, token: "" });
+  await warmUp(ctx, request);
+  const read = async () => Number((await ctx.redis.client.hget(createRedisKeys(partitions).counters({ type: "post", id: hotPost }), "read")) ?? 0);
+  // The warm-up's views are flushed within a second.
+  await sleep(2_000);
+  const before = await read();
+  const scriptsBefore = await scriptCalls(ctx.redis);
+  let answered = 0;
+  const started = performance.now();
+  const figures = await run({
+    scenario: "views-hot",
+    mode: ctx.mode,
+    service: ctx.service,
+    redis: ctx.redis,
+    durationSeconds: ctx.durationSeconds,
+    request,
+    onAnswered: (text) => {
+      const match = /"recordViews":(\d+)/.exec(text);
+      if (match) answered += Number(match[1]);
+    },
+  });
+  const seconds = (performance.now() - started) / 1000;
+  const scripts = (await scriptCalls(ctx.redis)) - scriptsBefore;
+  await sleep(2_000);
+  const moved = (await read()) - before;
+  return {
+    http: { ...figures, exact: moved === answered ? `yes (+${moved} views)` : `NO: read moved ${moved}, views answered ${answered}` },
+    viewsPerSecond: Math.round(answered / seconds),
+    redisScriptsPerSecond: Number((scripts / seconds).toFixed(1)),
+  };
 }
 
 const cli = (redis: PrivateRedis, ...args: string[]) => execFileSync("redis-cli", ["-p", String(redis.port), ...args], { encoding: "utf8" }).trim();

@@ -156,7 +156,7 @@ describe("a user's list written by the pipeline", () => {
 
 describe("followers and following", () => {
   it("when users follow each other, then both lists page newest first once persisted", async () => {
-    const users = (await createUsers(db, api.config, 12)) as TestUser[];
+    const users = await createUsers(db, api.config, 12);
     const [star, fan] = users as [TestUser, TestUser];
     const pipeline = await startTestPipeline(api.config);
     try {
