@@ -1,7 +1,9 @@
 // The load of a case: users and posts made through the API as clients make
 // them, then likes and unlikes from every user at once (one request at a time
 // per user, so each pair's operations are sequential) for a while, on several
-// posts of which one is hot, each answer recorded in the pair's history.
+// posts of which one is hot, each answer recorded in the pair's history; and
+// anonymous viewers reporting views of the hot post, each answer's count and
+// time recorded.
 import { setTimeout as sleep } from "node:timers/promises";
 import { PairHistory, type Kind, type Outcome } from "./history.js";
 
@@ -29,9 +31,21 @@ export interface LoadOptions {
   readonly thinkMs: number;
   /** How long a request may go unanswered before the load counts it unanswered. */
   readonly requestTimeoutMs: number;
+  /** Anonymous clients reporting views of the hot post, one request at a time each. */
+  readonly viewers: number;
+  /** Views of the hot post each report carries. */
+  readonly viewsPerReport: number;
 }
 
-export const defaultLoad: LoadOptions = { likers: 20, authors: 2, posts: 6, hotShare: 0.5, thinkMs: 40, requestTimeoutMs: 10_000 };
+export const defaultLoad: LoadOptions = { likers: 20, authors: 2, posts: 6, hotShare: 0.5, thinkMs: 40, requestTimeoutMs: 10_000, viewers: 4, viewsPerReport: 10 };
+
+/** The view reports of the load: what was answered counted, and when. */
+export interface ViewReports {
+  /** Views answered counted, with when each answer came (ms into the load). */
+  readonly acknowledged: { readonly endMs: number; readonly views: number }[];
+  /** Views in reports that got no answer: each may or may not have been counted. */
+  unanswered: number;
+}
 
 /** The API's endpoint, changeable while the load runs (a restarted API keeps its port, but a case may move it). */
 export class Endpoint {
@@ -92,6 +106,8 @@ export async function createCast(api: Endpoint, tag: string, options: LoadOption
   return { authors, likers, posts };
 }
 
+const recordViews = `mutation($ids: [ID!]!) { recordViews(postIds: $ids) }`;
+
 const mutations: Record<Kind, string> = {
   like: `mutation($id: ID!) { likePost(postId: $id) { changed post { counts { likes } } } }`,
   unlike: `mutation($id: ID!) { unlikePost(postId: $id) { changed post { counts { likes } } } }`,
@@ -105,6 +121,7 @@ function isRefused(error: unknown): boolean {
 
 export interface LoadRun {
   readonly pairs: ReadonlyMap<string, PairHistory>;
+  readonly views: ViewReports;
   /** Milliseconds since the load started. */
   readonly elapsedMs: () => number;
   /** Error codes and transport failures seen, with how often. */
@@ -169,9 +186,34 @@ export function startLoad(api: Endpoint, cast: Cast, options: LoadOptions): Load
     }
   }
 
-  const users = Promise.all(cast.likers.map(user));
+  const views: ViewReports = { acknowledged: [], unanswered: 0 };
+  async function viewer(): Promise<void> {
+    const ids = Array.from({ length: options.viewsPerReport }, () => (cast.posts[0] as Post).id);
+    while (!stopping) {
+      attempted++;
+      let refused = false;
+      try {
+        const answer = await api.call(recordViews, { ids }, undefined, options.requestTimeoutMs);
+        const counted = answer.data?.recordViews;
+        if (typeof counted === "number" && !answer.errors?.length) views.acknowledged.push({ endMs: elapsedMs(), views: counted });
+        else {
+          fail(answer.errors?.[0]?.extensions?.code ?? "no data");
+          views.unanswered += ids.length;
+        }
+      } catch (error) {
+        refused = isRefused(error);
+        fail(refused ? "connection refused" : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name));
+        // A refused connection never reached a server: those views cannot have counted.
+        if (!refused) views.unanswered += ids.length;
+      }
+      await sleep(Math.random() * options.thinkMs + (refused ? 100 : 0));
+    }
+  }
+
+  const users = Promise.all([...cast.likers.map(user), ...Array.from({ length: options.viewers }, viewer)]);
   return {
     pairs,
+    views,
     elapsedMs,
     failures,
     maxLatencyMs: () => maxLatencyMs,

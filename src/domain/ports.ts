@@ -220,8 +220,13 @@ export interface MembershipStore {
 export type CountedViews = { readonly kind: "counted"; readonly views: number } | { readonly kind: "unloaded" };
 
 export interface ViewStore {
-  /** Adds `count` views to the post's counter and appends them to the outbox, in one step. */
-  add(target: Target, count: number): Promise<CountedViews>;
+  /**
+   * Adds `count` views to the post's counter and appends them to the outbox, in one
+   * step. `flushId` names this batch of views: a retry of the same batch (after a
+   * timeout that may have reached Redis) passes the same id and counts once, within
+   * a minute of the first attempt.
+   */
+  add(target: Target, count: number, flushId: string): Promise<CountedViews>;
 }
 
 /** One change of a user's list: the target joined or left at `at`, with the change's version. */

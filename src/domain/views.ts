@@ -4,6 +4,12 @@
 // about one Redis command a second per process. Redis appends each flush to the
 // outbox, and the pipeline carries it to PostgreSQL like any change. What a
 // process holds between flushes is lost if it dies: at most one flush window.
+//
+// A flush that failed may still have reached Redis (a timeout while Redis stalls
+// leaves the command to run later), so it is retried as it was, under the same
+// flush id, which Redis's receipt of the first attempt recognises for a minute;
+// views that arrive meanwhile wait for a flush of their own.
+import { randomUUID } from "node:crypto";
 import { badInput, DomainError, ErrorCode } from "../errors.js";
 import type { Catalog } from "./catalog.js";
 import { rebuildRounds, type CounterService } from "./counters.js";
@@ -47,34 +53,37 @@ export function createViewService(options: ViewServiceOptions): ViewService {
   const flushAtPosts = options.flushAtPosts ?? 1_000;
   const maxWaitingPosts = options.maxWaitingPosts ?? 100_000;
   let waiting = new Map<bigint, number>();
+  /** Flushes that failed, per post: retried with the same id and count until Redis takes them. */
+  const retrying = new Map<bigint, { count: number; flushId: string }>();
   let flushing: Promise<void> | null = null;
   let closed = false;
 
   /** Adds views of one post in Redis, loading the post there first when it is not held. */
-  async function addViews(target: Target, count: number): Promise<void> {
-    let counted = await store.add(target, count);
+  async function addViews(target: Target, count: number, flushId: string): Promise<void> {
+    let counted = await store.add(target, count, flushId);
     for (let round = 0; counted.kind === "unloaded"; round++) {
       // A post that does not exist (checked when the views arrived) cannot be rebuilt: its views go.
       if (round === rebuildRounds || !(await counters.rebuild(target))) return;
-      counted = await store.add(target, count);
+      counted = await store.add(target, count, flushId);
     }
   }
 
   async function flushOnce(): Promise<void> {
-    if (waiting.size === 0) return;
-    const batch = waiting;
-    waiting = new Map();
-    const failed = new Map<bigint, number>();
+    if (waiting.size === 0 && retrying.size === 0) return;
+    // A post with a flush to retry sends only that one: its newer views wait, so one post never has two flushes in doubt.
+    const again = [...retrying].map(([id, r]) => ({ id, ...r }));
+    retrying.clear();
+    const retried = new Set(again.map((r) => r.id));
+    const fresh = [...waiting].flatMap(([id, count]) => (retried.has(id) ? [] : [{ id, count, flushId: randomUUID() }]));
+    for (const { id } of fresh) waiting.delete(id);
     await Promise.all(
-      [...batch].map(([id, count]) =>
-        addViews({ type: "post", id }, count).catch((error: unknown) => {
-          failed.set(id, count);
+      [...again, ...fresh].map(({ id, count, flushId }) =>
+        addViews({ type: "post", id }, count, flushId).catch((error: unknown) => {
+          retrying.set(id, { count, flushId });
           options.onFlushFailure?.(error);
         }),
       ),
     );
-    // Views whose flush failed wait for the next one (the script's receipt makes a resent call count once).
-    for (const [id, count] of failed) waiting.set(id, (waiting.get(id) ?? 0) + count);
   }
 
   const flush = (): Promise<void> => {
@@ -96,7 +105,7 @@ export function createViewService(options: ViewServiceOptions): ViewService {
       let counted = 0;
       for (const row of rows) {
         if (!row) continue;
-        if (!waiting.has(row.id) && waiting.size >= maxWaitingPosts) throw backlogged(waiting.size);
+        if (!waiting.has(row.id) && waiting.size + retrying.size >= maxWaitingPosts) throw backlogged(waiting.size + retrying.size);
         waiting.set(row.id, (waiting.get(row.id) ?? 0) + 1);
         counted++;
       }

@@ -30,8 +30,8 @@ export function openDatabase(config = testConfig()): Database {
   return createDatabase({ url: config.databaseUrl, poolSize: 4 });
 }
 
-export async function openRedis(options: { url?: string; clusterNodes?: readonly string[] } = {}): Promise<RedisClient> {
-  const client = createRedisClient({ url: options.url ?? inject("redisUrl"), clusterNodes: options.clusterNodes ?? [] });
+export async function openRedis(options: { url?: string; clusterNodes?: readonly string[]; commandTimeoutMs?: number } = {}): Promise<RedisClient> {
+  const client = createRedisClient({ url: options.url ?? inject("redisUrl"), clusterNodes: options.clusterNodes ?? [], commandTimeoutMs: options.commandTimeoutMs });
   await client.connect();
   return client;
 }

@@ -103,8 +103,11 @@ export interface RedisKeys {
   touched(target: Target, relation: Relation): string;
   /** Per earlier epoch, the views a rebuilt post holds of it. */
   viewsReplayed(target: Target): string;
-  /** The receipt of one write to the target: a fresh operation id per call, in the target's slot. */
-  receipt(target: Target): string;
+  /**
+   * The receipt of one write to the target, in the target's slot: under a fresh
+   * operation id per call, or under the caller's when it retries a write itself.
+   */
+  receipt(target: Target, operation?: string): string;
   /** Where a dropped target leaves the version it last stamped. */
   dropped(target: Target): string;
   /** The lock of a target's rebuild. */
@@ -164,7 +167,7 @@ export function createRedisKeys(partitions: number): RedisKeys {
     touched: (target, relation) => (relation === "like" ? base("rt", target) : `${base("rt", target)}:${relationLayouts[relation].tag}`),
     viewsReplayed: (target) => base("rv", target),
     dropped: (target) => base("dr", target),
-    receipt: (target) => `rc:{${partitionOf(target)}}:${operationId()}`,
+    receipt: (target, operation) => `rc:{${partitionOf(target)}}:${operation ?? operationId()}`,
     inFlight: (target) => base("rif", target),
     reconcileLock: () => "reconcile:lock",
     rateBudget: (budget, subject) =>

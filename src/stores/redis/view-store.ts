@@ -7,8 +7,9 @@ import { ScriptStatus, toError } from "./statuses.js";
 
 export function createViewStore(redis: RedisClient, keys: RedisKeys): ViewStore {
   return {
-    async add(target, count) {
-      const [status, views] = await redis.recordViews(keys.counters(target), keys.outbox(target), keys.receipt(target), count, target.type, target.id.toString());
+    async add(target, count, flushId) {
+      const receipt = keys.receipt(target, `v:${flushId}`);
+      const [status, views] = await redis.recordViews(keys.counters(target), keys.outbox(target), receipt, count, target.type, target.id.toString());
       switch (status) {
         case ScriptStatus.Applied:
         case ScriptStatus.Unchanged:

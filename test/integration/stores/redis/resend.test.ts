@@ -8,6 +8,9 @@ import { createCounterStore } from "../../../../src/stores/redis/counter-store.j
 import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
 import { createViewStore } from "../../../../src/stores/redis/view-store.js";
+import type { Catalog } from "../../../../src/domain/catalog.js";
+import type { CounterService } from "../../../../src/domain/counters.js";
+import { createViewService } from "../../../../src/domain/views.js";
 import { openRedis } from "../../../support/env.js";
 import { startTcpProxy, type TcpProxy } from "../../../support/tcp-proxy.js";
 
@@ -119,7 +122,7 @@ describe("writes re-sent after a lost reply", () => {
     const target = await knownPost();
     const views = createViewStore(proxied, keys);
     const result = await withLostReply(
-      () => views.add(target, 7),
+      () => views.add(target, 7, "flush-1"),
       async () => (await direct.hget(keys.counters(target), "read")) === "7",
     );
     expect(result).toEqual({ kind: "counted", views: 7 });
@@ -127,11 +130,50 @@ describe("writes re-sent after a lost reply", () => {
     expect(await direct.hget(keys.counters(target), "vt")).toBe("7");
   });
 
-  it("when two flushes add the same views, then both count: each call has its own receipt", async () => {
+  it("when two flushes add the same views, then both count; when one flush is retried under its id (after a timeout), it counts once", async () => {
     const target = await knownPost();
     const views = createViewStore(direct, keys);
-    await views.add(target, 1);
-    await views.add(target, 1);
+    await views.add(target, 1, "flush-a");
+    await views.add(target, 1, "flush-b");
     expect(await direct.hget(keys.counters(target), "read")).toBe("2");
+    expect(await views.add(target, 1, "flush-b")).toEqual({ kind: "counted", views: 2 });
+    expect(await direct.hget(keys.counters(target), "read")).toBe("2");
+  });
+
+  it("when a flush of views times out while Redis stalls and runs it afterwards, then the view service retries it under its id and the views count once", async () => {
+    const target = await knownPost();
+    // A client that gives up on a command after 300 ms, as REDIS_COMMAND_TIMEOUT_MS would, through the proxy.
+    const timing = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
+    timing.on("error", () => undefined);
+    // The view service asks its catalog whether posts exist; this post does. No store behaviour is stood in for.
+    const catalog = { posts: async (ids: readonly bigint[]) => ids.map((id) => ({ id, authorId: 1n, title: "t", body: "b", createdAt: new Date() })) };
+    const failures: unknown[] = [];
+    const views = createViewService({
+      store: createViewStore(timing, keys),
+      catalog: catalog as unknown as Catalog,
+      counters: {} as CounterService,
+      onFlushFailure: (error) => failures.push(error),
+    });
+    try {
+      expect(await views.record([target.id, target.id, target.id])).toBe(3);
+      // Nothing passes: the flush's command waits in front of Redis, and the client gives up on it.
+      proxy.stall();
+      await views.flush();
+      expect(failures).toHaveLength(1);
+      await views.record([target.id]);
+      // Redis answers again and runs the command it was sent: the flush counted after all.
+      proxy.resume();
+      await until(async () => (await direct.hget(keys.counters(target), "read")) === "3");
+      // The retry is the same flush: it counts nothing again; the view that came meanwhile waits for the next flush.
+      await views.flush();
+      expect(await direct.hget(keys.counters(target), "read")).toBe("3");
+      await views.flush();
+      expect(await direct.hget(keys.counters(target), "read")).toBe("4");
+      expect(failures).toHaveLength(1);
+    } finally {
+      proxy.resume();
+      await views.close();
+      timing.disconnect();
+    }
   });
 });
