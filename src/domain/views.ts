@@ -52,7 +52,7 @@ export function createViewService(options: ViewServiceOptions): ViewService {
   const flushEveryMs = options.flushEveryMs ?? 1_000;
   const flushAtPosts = options.flushAtPosts ?? 1_000;
   const maxWaitingPosts = options.maxWaitingPosts ?? 100_000;
-  let waiting = new Map<bigint, number>();
+  const waiting = new Map<bigint, number>();
   /** Flushes that failed, per post: retried with the same id and count until Redis takes them. */
   const retrying = new Map<bigint, { count: number; flushId: string }>();
   let flushing: Promise<void> | null = null;
