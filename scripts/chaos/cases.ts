@@ -45,6 +45,11 @@ export interface ChaosCase {
   readonly loadSeconds: number;
   /** Set when the case is expected to lose what Redis held at a crash, not counted as a failure then. */
   readonly expectsLoss?: string;
+  /**
+   * Which acknowledged views the case may lose: those an API process killed held in
+   * memory since its last flush, or any (Redis without persistence). None otherwise.
+   */
+  readonly viewsMayBeLost?: "flushWindow" | "any";
   /** Why the case cannot run with these instances, or null. */
   unavailable?(postgres: PostgresInstance): string | null;
   inject(ctx: FaultContext): Promise<void>;
@@ -122,14 +127,16 @@ export const cases: readonly ChaosCase[] = [
     // The load stops as Redis comes back: later operations would overwrite most lost states and hide the loss.
     loadSeconds: 4,
     expectsLoss: "expected to lose what the outbox held",
+    viewsMayBeLost: "any",
     inject: crashRedis,
   },
   {
     name: "api-kill",
-    summary: "the API process (api.ts, worker apart) kill -9, started again after 1 s",
+    summary: "the API process (api.ts, worker apart) kill -9, started again after 1 s; it loses the views it held since its last flush",
     layout: "api + worker",
     redisAppendOnly: true,
     loadSeconds: 8,
+    viewsMayBeLost: "flushWindow",
     async inject(ctx) {
       await at(ctx, 2_500);
       ctx.note("API kill -9");

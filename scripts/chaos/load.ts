@@ -190,15 +190,16 @@ export function startLoad(api: Endpoint, cast: Cast, options: LoadOptions): Load
   async function viewer(): Promise<void> {
     const ids = Array.from({ length: options.viewsPerReport }, () => (cast.posts[0] as Post).id);
     while (!stopping) {
-      attempted++;
       let refused = false;
       try {
         const answer = await api.call(recordViews, { ids }, undefined, options.requestTimeoutMs);
         const counted = answer.data?.recordViews;
+        const code = answer.errors?.[0]?.extensions?.code;
         if (typeof counted === "number" && !answer.errors?.length) views.acknowledged.push({ endMs: elapsedMs(), views: counted });
         else {
-          fail(answer.errors?.[0]?.extensions?.code ?? "no data");
-          views.unanswered += ids.length;
+          fail(code ?? "no data");
+          // Refused before anything ran (a budget spent): those views cannot have counted.
+          if (code !== "RATE_LIMITED") views.unanswered += ids.length;
         }
       } catch (error) {
         refused = isRefused(error);

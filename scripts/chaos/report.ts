@@ -16,6 +16,9 @@ function verdictOf(r: CaseResult): string {
       v.drift.length > 0 ? "drift" : "",
       wrong > 0 ? (r.expectsLoss ? `${wrong} misanswered beyond the ${v.expectedMisanswered} expected` : "misanswered") : "",
       (r.settling?.deadLettered ?? 0) > 0 ? "dead-lettered" : "",
+      r.views && r.views.lost > r.views.allowedLost ? `${r.views.lost - r.views.allowedLost} views lost` : "",
+      r.views && r.views.doubled > 0 ? "views doubled" : "",
+      r.views?.drift ? "views drift" : "",
     ].filter(Boolean);
     return `FAIL: ${reasons.join(", ")}`;
   }
@@ -24,7 +27,7 @@ function verdictOf(r: CaseResult): string {
 }
 
 export function formatTable(results: readonly CaseResult[]): string {
-  const header = ["case", "attempted", "acknowledged", "unknown", "lost", "doubled", "drift", "misanswered", "verdict"];
+  const header = ["case", "attempted", "acknowledged", "unknown", "lost", "doubled", "drift", "misanswered", "views acked", "views lost", "verdict"];
   const rows = results.map((r) => {
     const v = r.verdict;
     const cell = (n: number | undefined) => (r.skipped || v === null || n === undefined ? "-" : String(n));
@@ -37,6 +40,8 @@ export function formatTable(results: readonly CaseResult[]): string {
       cell(v?.doubledCount),
       cell(v?.drift.length),
       cell(v?.misanswered.length),
+      r.views ? String(r.views.acknowledged) : "-",
+      r.views ? `${r.views.lost}${r.views.allowedLost > 0 ? ` (≤ ${r.views.allowedLost})` : ""}` : "-",
       verdictOf(r),
     ];
   });
@@ -48,7 +53,9 @@ export function formatTable(results: readonly CaseResult[]): string {
     "lost: pairs whose last acknowledged state Redis or PostgreSQL does not hold (or the stores disagree on);",
     "doubled: counts counted twice (a member in two shards, a counter above the members or rows it counts);",
     "drift: counters that disagree (count vs members, Redis vs PostgreSQL, likesReceived vs the author's posts, the API vs PostgreSQL);",
-    "misanswered: acknowledged answers whose `changed` contradicts the state known before them.",
+    "misanswered: acknowledged answers whose `changed` contradicts the state known before them;",
+    "views acked, views lost: views of the hot post answered counted, and those it does not hold (in brackets, how many the case may lose:",
+    "  what a killed API process held since its last flush); views counted twice or Redis and PostgreSQL apart fail the case.",
     ...(results.some((r) => r.expectsLoss) ? ["*: Redis keeps nothing on disk; losing likes acknowledged before its crash is expected, and reported."] : []),
   ];
   return [line(header), widths.map((w) => "-".repeat(w)).join("-|-"), ...rows.map(line), ...legend].join("\n");
@@ -64,6 +71,10 @@ export function formatEvidence(results: readonly CaseResult[]): string {
     out.push(`\n${r.name} (${r.seconds.toFixed(0)} s): ${r.summary}`);
     out.push(`  requests: ${r.attempted}, longest ${r.maxLatencyMs} ms; failures: ${[...r.failures].map(([k, n]) => `${k}×${n}`).join(", ") || "none"}`);
     if (r.settling) out.push(`  settled: ${r.settling.settled ? `yes, in ${r.settling.seconds.toFixed(1)} s` : `NO after ${r.settling.seconds.toFixed(1)} s (${r.settling.left})`}; dead-lettered: ${r.settling.deadLettered}`);
+    if (r.views) {
+      const w = r.views;
+      out.push(`  views: ${w.acknowledged} acknowledged, ${w.unanswered} unanswered, ${w.counted} counted, lost ${w.lost} (${w.allowedLost} allowed), doubled ${w.doubled}${w.drift ? `, ${w.drift}` : ""}`);
+    }
     out.push(`  timeline: ${r.timeline.join("; ")}`);
     if (r.error) out.push(`  error: ${r.error}`);
     const v = r.verdict;

@@ -10,7 +10,7 @@ import pg from "pg";
 import { startTcpProxy, type TcpProxy } from "../lib/tcp-proxy.js";
 import { freePort } from "../lib/ports.js";
 import { cases as allCases, type ChaosCase, type FaultContext } from "./cases.js";
-import { settle, verify, type Settling, type Verdict } from "./check.js";
+import { settle, verify, verifyViews, type Settling, type Verdict, type ViewsAllowance, type ViewsVerdict } from "./check.js";
 import { createCast, defaultLoad, Endpoint, startLoad, type LoadOptions } from "./load.js";
 import { startPostgresInstance, type PostgresInstance } from "./postgres-instance.js";
 import { createRabbitVhost } from "./rabbitmq-vhost.js";
@@ -29,6 +29,8 @@ export interface CaseResult {
   readonly attempted: number;
   readonly acknowledged: number;
   readonly verdict: Verdict | null;
+  /** The hot post's views against the viewers' reports. */
+  readonly views: ViewsVerdict | null;
   readonly settling: Settling | null;
   readonly failures: ReadonlyMap<string, number>;
   readonly maxLatencyMs: number;
@@ -44,7 +46,9 @@ export function failed(result: CaseResult): boolean {
   const v = result.verdict;
   const unexpectedLost = v.lost.length - (result.expectsLoss ? v.expectedLost : 0);
   const unexpectedMisanswered = v.misanswered.length - (result.expectsLoss ? v.expectedMisanswered : 0);
-  return unexpectedLost > 0 || v.doubledCount > 0 || v.drift.length > 0 || unexpectedMisanswered > 0 || result.settling.deadLettered > 0;
+  const views = result.views;
+  const viewsWrong = !views || views.lost > views.allowedLost || views.doubled > 0 || views.drift !== null;
+  return unexpectedLost > 0 || v.doubledCount > 0 || v.drift.length > 0 || unexpectedMisanswered > 0 || result.settling.deadLettered > 0 || viewsWrong;
 }
 
 export interface SuiteOptions {
@@ -100,7 +104,7 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
   const started = Date.now();
   const directory = path.join(options.directory, c.name);
   mkdirSync(directory, { recursive: true });
-  const empty = { expectsLoss: c.expectsLoss ?? null, attempted: 0, acknowledged: 0, verdict: null, settling: null, failures: new Map<string, number>(), maxLatencyMs: 0, directory };
+  const empty = { expectsLoss: c.expectsLoss ?? null, attempted: 0, acknowledged: 0, verdict: null, views: null, settling: null, failures: new Map<string, number>(), maxLatencyMs: 0, directory };
   const skipped = c.unavailable?.(instances.postgres) ?? null;
   if (skipped) return { name: c.name, summary: c.summary, skipped, error: null, timeline: [], seconds: 0, ...empty };
 
@@ -140,6 +144,8 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
       METRICS_PORT: "0",
       // Nothing may repair a difference behind the check's back, unless the case runs it.
       RECONCILE_CRON: "off",
+      // Every request of the load comes from 127.0.0.1: one address's budget would refuse the load, not test the fault.
+      RATE_LIMIT_IP_MUTATIONS: "0",
       NODE_ENV: "production",
       LOG_LEVEL: "info",
       WEB_CONCURRENCY: "2",
@@ -218,13 +224,17 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
     await sql.connect();
     cleanup.push(() => sql.end().catch(() => undefined));
     const input = { redis: redisClient, partitions, sql, api, cast, pairs: load.pairs, ...(c.expectsLoss ? { expectedLoss: lossWindow(timeline) } : {}) };
+    const allowance = viewsAllowance(c, timeline);
+    const checkViews = () => verifyViews(redisClient, partitions, sql, ctx.hotPostId, (load as NonNullable<typeof load>).views, allowance);
     let verdict = await verify(input);
+    let views = await checkViews();
     // A difference may be a change still on its way (a command that ran late); only one that stays counts.
-    for (let again = 0; again < 2 && isDirty(verdict) && settling.settled; again++) {
+    for (let again = 0; again < 2 && (isDirty(verdict) || views.drift !== null || views.lost > views.allowedLost) && settling.settled; again++) {
       await sleep(2_000);
       const resettled = await settle(redisClient, partitions, instances.vhost, prefix, 10_000);
       note(`checked again after ${resettled.settled ? "settling" : "waiting"} another ${resettled.seconds.toFixed(1)} s`);
       verdict = await verify(input);
+      views = await checkViews();
     }
     const result: CaseResult = {
       name: c.name,
@@ -235,6 +245,7 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
       attempted: load.attempted(),
       acknowledged: [...load.pairs.values()].reduce((n, p) => n + p.operations.filter((o) => o.outcome.kind === "acknowledged").length, 0),
       verdict,
+      views,
       settling,
       failures: load.failures,
       maxLatencyMs: load.maxLatencyMs(),
@@ -266,6 +277,18 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
 
 const isDirty = (v: Verdict) => v.lost.length > 0 || v.doubledCount > 0 || v.drift.length > 0;
 
+/**
+ * Which views the case may lose. An API process held the views answered since its
+ * last flush, which came at most a flush interval (1 s) before the kill; another
+ * half second covers a flush under way when it was killed.
+ */
+function viewsAllowance(c: ChaosCase, timeline: readonly string[]): ViewsAllowance {
+  if (c.viewsMayBeLost === "any") return { kind: "any" };
+  if (c.viewsMayBeLost !== "flushWindow") return { kind: "none" };
+  const line = timeline.find((l) => l.includes("API kill -9"));
+  return line ? { kind: "flushWindow", killMs: Number.parseFloat(line) * 1000, windowMs: 1_500 } : { kind: "none" };
+}
+
 /** From the crash of the case's Redis to its being back, as the timeline noted them (ms into the load). */
 function lossWindow(timeline: readonly string[]): { crashMs: number; backMs: number } {
   const at = (what: string) => {
@@ -283,6 +306,9 @@ function writeFindings(result: CaseResult): void {
     `attempted ${result.attempted}, acknowledged ${result.acknowledged}, longest request ${result.maxLatencyMs} ms`,
     `request failures: ${[...result.failures].map(([k, n]) => `${k}×${n}`).join(", ") || "none"}`,
     result.settling ? `settled: ${result.settling.settled} after ${result.settling.seconds.toFixed(1)} s ${result.settling.left}; dead-lettered ${result.settling.deadLettered}` : "",
+    result.views
+      ? `views of the hot post: ${result.views.acknowledged} acknowledged, ${result.views.unanswered} unanswered, ${result.views.counted} counted; lost ${result.views.lost} (${result.views.allowedLost} allowed), doubled ${result.views.doubled}${result.views.drift ? `; ${result.views.drift}` : ""}`
+      : "",
     "",
     "timeline (s into the load):",
     ...result.timeline.map((t) => `  ${t}`),

@@ -1,7 +1,7 @@
 // Two fast cases of the fault suite (npm run chaos), with shorter loads: the
 // service started as users start it, on the suite's private Redis, PostgreSQL
 // cluster and RabbitMQ vhost, faults injected for real, and every acknowledged
-// like and unlike checked in both stores afterwards.
+// like, unlike and view checked in both stores afterwards.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -21,12 +21,15 @@ function findings(r: CaseResult) {
     doubled: v?.doubledCount ?? -1,
     drift: v?.drift.length ?? -1,
     misanswered: v?.misanswered.length ?? -1,
+    viewsLost: r.views?.lost ?? -1,
+    viewsDoubled: r.views?.doubled ?? -1,
+    viewsDrift: r.views?.drift ?? "not checked",
   };
 }
 
 describe("the fault suite", () => {
   it(
-    "when Redis connections are reset, or Redis stalls, during a burst of likes and unlikes, then every acknowledged change is in Redis and PostgreSQL once and the counters agree",
+    "when Redis connections are reset, or Redis stalls, during a burst of likes, unlikes and views, then every acknowledged change and view is in Redis and PostgreSQL once and the counters agree",
     async () => {
       const results = await runChaos({
         cases: ["redis-resets", "redis-stall"],
@@ -41,6 +44,7 @@ describe("the fault suite", () => {
       });
       for (const r of results) {
         expect(r.acknowledged, `${r.name} acknowledged nothing`).toBeGreaterThan(50);
+        expect(r.views?.acknowledged, `${r.name} counted no view`).toBeGreaterThan(100);
         expect(findings(r), formatEvidence([r])).toEqual({
           case: r.name,
           error: null,
@@ -50,6 +54,9 @@ describe("the fault suite", () => {
           doubled: 0,
           drift: 0,
           misanswered: 0,
+          viewsLost: 0,
+          viewsDoubled: 0,
+          viewsDrift: null,
         });
       }
     },
