@@ -1,5 +1,6 @@
-// Fills the configured database and Redis with demo users, posts, comments and likes,
-// through the same use cases the API runs. Safe to run again: it adds more posts.
+// Fills the configured database and Redis with demo users, posts, comments, likes,
+// collects, follows and views, through the same use cases the API runs. Safe to run
+// again: it adds more posts.
 // Usage: npm run seed [-- <users> <posts>]   (defaults: 20 users, 100 posts)
 import { SingleBar, Presets } from "cli-progress";
 import { compose } from "../src/compose.js";
@@ -42,10 +43,21 @@ for (let i = 1; i <= posts; i++) {
   await services.content.createComment(pick(sessions).user.id, post.id, "Agreed.", comment.id);
   // Earlier posts get more likes, as popular posts do.
   const likers = sessions.slice(0, Math.max(1, Math.round(sessions.length / Math.sqrt(i))));
-  await Promise.all(likers.map((s) => services.memberships.join("like", { type: "post", id: post.id }, s.user.id)));
+  const target = { type: "post", id: post.id } as const;
+  await Promise.all(likers.map((s) => services.memberships.join("like", target, s.user.id)));
+  // Fewer collect than like, and everyone who sees it views it.
+  await Promise.all(likers.filter((_, k) => k % 3 === 0).map((s) => services.memberships.join("collect", target, s.user.id)));
+  await services.views.record(sessions.map(() => post.id).slice(0, 100));
   bar.increment();
 }
 bar.stop();
-console.log(`Seeded ${users} users (password "${password}") and ${posts} posts. A token for ${sessions[0]?.user.username}:`);
+// Everyone follows the first few users, and the first user follows everyone.
+const [first] = sessions;
+for (const s of sessions) {
+  for (const star of sessions.slice(0, 3)) if (star !== s) await services.memberships.join("follow", { type: "user", id: star.user.id }, s.user.id);
+  if (first && s !== first) await services.memberships.join("follow", { type: "user", id: s.user.id }, first.user.id);
+}
+await services.views.close();
+console.log(`Seeded ${users} users (password "${password}"), ${posts} posts with likes, collects and views, and follows. A token for ${sessions[0]?.user.username}:`);
 console.log(sessions[0]?.token);
 await clients.close();

@@ -112,6 +112,8 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       store: createViewStore(redis, keys),
       catalog,
       counters,
+      flushEveryMs: config.views.flushIntervalMs,
+      flushAtPosts: config.views.flushPosts,
       onFlushFailure: (err) => logger.warn({ err }, "views could not be flushed to Redis; they wait for the next flush"),
     }),
     users: createUserService({ users, tokens, counters, catalog, rateLimits }),

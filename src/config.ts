@@ -52,6 +52,10 @@ const schema = z.object({
   // Outbox entries pending longer than this on a relay that stopped are taken over.
   RELAY_CLAIM_IDLE_MS: positiveInt(30_000),
   OUTBOX_WARN_LENGTH: positiveInt(10_000),
+  // Views wait in an API process at most this long before they go to Redis (what a crash of the process may lose).
+  VIEWS_FLUSH_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1_000),
+  // Posts with views waiting that make a process flush at once.
+  VIEWS_FLUSH_POSTS: z.coerce.number().int().min(1).max(100_000).default(1_000),
   // When the worker runs a reconcile pass: a cron expression, or "off".
   RECONCILE_CRON: z.string().default("0 3 * * *"),
   RECONCILE_BATCH_SIZE: positiveInt(200),
@@ -115,6 +119,7 @@ export interface Config {
   readonly postgresConnectTimeoutMs: number;
   readonly postgresStatementTimeoutMs: number;
   readonly readinessTimeoutMs: number;
+  readonly views: { readonly flushIntervalMs: number; readonly flushPosts: number };
   readonly amqpUrl: string;
   readonly jwtSecret: string;
   readonly port: number;
@@ -200,6 +205,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     postgresConnectTimeoutMs: e.POSTGRES_CONNECT_TIMEOUT_MS,
     postgresStatementTimeoutMs: e.POSTGRES_STATEMENT_TIMEOUT_MS,
     readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
+    views: { flushIntervalMs: e.VIEWS_FLUSH_INTERVAL_MS, flushPosts: e.VIEWS_FLUSH_POSTS },
     amqpUrl: e.AMQP_URL,
     jwtSecret: e.JWT_SECRET,
     port: e.PORT,
