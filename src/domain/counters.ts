@@ -2,7 +2,7 @@
 // Redis does not hold a target (a new Redis, a flush, an evicted cold target).
 import { setTimeout as sleep } from "node:timers/promises";
 import { LRUCache } from "lru-cache";
-import { counterNames, relationsOf, targetKey, zeroCounts, type CounterValue, type Counts, type Target, type TargetKey, type TargetType, type TargetView } from "./model.js";
+import { counterNames, relationsOf, targetKey, zeroCounts, type CounterValue, type Counts, type Relation, type Target, type TargetKey, type TargetType, type TargetView } from "./model.js";
 import type { CounterStore, RebuildStore, SnapshotStore } from "./ports.js";
 
 /** What PostgreSQL knows of a target: whether it exists and who wrote it. */
@@ -13,10 +13,11 @@ export interface CounterService {
   read(targets: readonly Target[]): Promise<Counts[]>;
   /**
    * What a feed shows of each target, in order: its counts and the viewer's
-   * memberships (none for a null viewer). Targets Redis does not hold are
-   * rebuilt from PostgreSQL first; one that does not exist reads as all zeros.
+   * memberships of `relations` (every relation of the type unless given; none
+   * for a null viewer). Targets Redis does not hold are rebuilt from PostgreSQL
+   * first; one that does not exist reads as all zeros.
    */
-  view(targets: readonly Target[], viewerId: bigint | null): Promise<TargetView[]>;
+  view(targets: readonly Target[], viewerId: bigint | null, relations?: readonly Relation[]): Promise<TargetView[]>;
   /**
    * Puts a target back into Redis from PostgreSQL (counts and membership), one
    * rebuild at a time across processes; false when the target does not exist.
@@ -146,30 +147,31 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     return pending;
   };
 
-  const viewOfType = (targets: readonly Target[], viewerId: bigint | null) => {
+  const viewOfType = (targets: readonly Target[], viewerId: bigint | null, asked: readonly Relation[] | undefined) => {
     const type = (targets[0] as Target).type;
-    return counterStore.view(targets, { names: counterNames[type], relations: relationsOf(type), viewerId });
+    const relations = viewerId === null ? [] : relationsOf(type).filter((r) => !asked || asked.includes(r));
+    return counterStore.view(targets, { names: counterNames[type], relations, viewerId });
   };
 
   /** One store read per type (all in the same round trip), in the order given. */
-  async function viewHeld(targets: readonly Target[], viewerId: bigint | null): Promise<(TargetView | null)[]> {
+  async function viewHeld(targets: readonly Target[], viewerId: bigint | null, asked: readonly Relation[] | undefined): Promise<(TargetView | null)[]> {
     if (targets.length === 0) return [];
     // A list is of one type nearly always: no grouping then.
-    if (targets.every((t) => t.type === (targets[0] as Target).type)) return viewOfType(targets, viewerId);
+    if (targets.every((t) => t.type === (targets[0] as Target).type)) return viewOfType(targets, viewerId, asked);
     const byType = new Map<TargetType, number[]>();
     targets.forEach((t, i) => byType.set(t.type, [...(byType.get(t.type) ?? []), i]));
     const views: (TargetView | null)[] = new Array<TargetView | null>(targets.length).fill(null);
     await Promise.all(
       [...byType.values()].map(async (indexes) => {
-        const found = await viewOfType(indexes.map((i) => targets[i] as Target), viewerId);
+        const found = await viewOfType(indexes.map((i) => targets[i] as Target), viewerId, asked);
         indexes.forEach((i, j) => (views[i] = found[j] ?? null));
       }),
     );
     return views;
   }
 
-  async function view(targets: readonly Target[], viewerId: bigint | null): Promise<TargetView[]> {
-    const views = await viewHeld(targets, viewerId);
+  async function view(targets: readonly Target[], viewerId: bigint | null, asked?: readonly Relation[]): Promise<TargetView[]> {
+    const views = await viewHeld(targets, viewerId, asked);
     // A target dropped again right after its rebuild (a late replay, a reconcile repair) is rebuilt once more.
     for (let round = 0; round < rebuildRounds; round++) {
       const absent = targets.flatMap((_, i) => (views[i] === null ? [i] : []));
@@ -177,7 +179,7 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
       const exists = await Promise.all(absent.map((i) => rebuild(targets[i] as Target)));
       const existing = absent.filter((_, j) => exists[j]);
       if (existing.length === 0) break;
-      const reread = await viewHeld(existing.map((i) => targets[i] as Target), viewerId);
+      const reread = await viewHeld(existing.map((i) => targets[i] as Target), viewerId, asked);
       existing.forEach((i, j) => (views[i] = reread[j] ?? null));
     }
     // A target that does not exist reads as all zeros.

@@ -14,13 +14,17 @@ import type { Services } from "../domain/services.js";
  * a promise per item costs graphql-js far more than the value itself in a list
  * of 100. Keys are bigint ids per type, since building string keys showed in profiles.
  */
-export class SettledLoader<V, T extends Target = Target> {
+export class SettledLoader<V, T extends Target = Target, Hint = never> {
   private readonly byType = new Map<
     TargetType,
-    { loader: DataLoader<bigint, V>; settled: Map<bigint, V>; prefetcher: DataLoader<readonly T[], void> }
+    { loader: DataLoader<bigint, V>; settled: Map<bigint, V>; prefetcher: DataLoader<{ targets: readonly T[]; hints: readonly Hint[] }, void> }
   >();
 
-  constructor(private readonly batch: (targets: readonly T[]) => Promise<V[]>) {}
+  /**
+   * `batch` loads targets of one type; `hints` narrow what a prefetch needs of them
+   * (undefined for a plain load, which needs everything).
+   */
+  constructor(private readonly batch: (targets: readonly T[], hints?: readonly Hint[]) => Promise<V[]>) {}
 
   private of(type: T["type"]) {
     let entry = this.byType.get(type);
@@ -32,12 +36,13 @@ export class SettledLoader<V, T extends Target = Target> {
         return values;
       });
       // Lists prefetched in the same tick, such as the pages of one connection level
-      // (every post's comments), load together: one batch for the level, not one per parent.
-      const prefetcher = new DataLoader<readonly T[], void>(
+      // (every post's comments), load together: one batch for the level, not one per parent,
+      // with every hint any of them gave.
+      const prefetcher = new DataLoader<{ targets: readonly T[]; hints: readonly Hint[] }, void>(
         async (lists) => {
-          const missing = [...new Map(lists.flat().filter((t) => !settled.has(t.id)).map((t) => [t.id, t])).values()];
+          const missing = [...new Map(lists.flatMap((l) => l.targets).filter((t) => !settled.has(t.id)).map((t) => [t.id, t])).values()];
           if (missing.length > 0) {
-            const values = await this.batch(missing);
+            const values = await this.batch(missing, [...new Set(lists.flatMap((l) => l.hints))]);
             values.forEach((value, i) => settled.set((missing[i] as T).id, value));
           }
           return lists.map(() => undefined);
@@ -65,13 +70,13 @@ export class SettledLoader<V, T extends Target = Target> {
    * Loads those not loaded yet (targets of one type), in one batch with every other
    * list prefetched in the same tick; afterwards `get` answers them synchronously.
    */
-  async prefetch(targets: readonly T[]): Promise<void> {
+  async prefetch(targets: readonly T[], hints: readonly Hint[] = []): Promise<void> {
     const first = targets[0];
     if (!first) return;
     if (targets.some((t) => t.type !== first.type)) throw new Error("prefetch takes targets of one type at a time.");
     const { settled, prefetcher } = this.of(first.type);
     if (targets.every((t) => settled.has(t.id))) return;
-    await prefetcher.load(targets);
+    await prefetcher.load({ targets, hints });
   }
 
   /** Replaces a value, e.g. with a mutation's own result. */
@@ -86,8 +91,11 @@ export interface Loaders {
   readonly user: DataLoader<bigint, User | null>;
   readonly post: DataLoader<bigint, Post | null>;
   readonly comment: DataLoader<bigint, Comment | null>;
-  /** Counts of a target and the viewer's memberships, read together. */
-  readonly views: SettledLoader<TargetView>;
+  /**
+   * Counts of a target and the viewer's memberships, read together: of every relation
+   * of its type when loaded alone, of those its list selects when prefetched.
+   */
+  readonly views: SettledLoader<TargetView, Target, Relation>;
   /**
    * The same, never primed: for a membership a mutation's result did not tell
    * (a like's payload asked whether the viewer collected the post).
@@ -127,7 +135,7 @@ export function createLoaders(services: Services, viewer: Viewer | null): Loader
     user: new DataLoader((ids) => catalog.users(ids)),
     post: new DataLoader((ids) => catalog.posts(ids)),
     comment,
-    views: new SettledLoader<TargetView>((targets) => counters.view(targets, viewer?.userId ?? null)),
+    views: new SettledLoader<TargetView, Target, Relation>((targets, relations) => counters.view(targets, viewer?.userId ?? null, relations)),
     fullViews: new DataLoader((targets) => counters.view(targets, viewer?.userId ?? null), { cacheKeyFn: targetKey }),
     commentsOf: commentPages((requests) => content.commentsOf(requests)),
     repliesTo: commentPages((requests) => content.repliesTo(requests)),

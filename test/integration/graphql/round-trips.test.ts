@@ -70,6 +70,18 @@ describe("feed of 100 posts", () => {
     expect(api.sqlQueries() - sqlBefore).toBe(0);
   });
 
+  it("when a feed selects viewerHasLiked but not viewerHasCollected, then it looks the viewer up among likers only", async () => {
+    const sismembers = async () => Number(/cmdstat_sismember:calls=(\d+)/.exec(await redis.info("commandstats"))?.[1] ?? 0);
+    const likedOnly = `query($ids: [ID!]!) { posts(ids: $ids) { id counts { likes collects } viewerHasLiked } }`;
+    const ids = postIds.slice(2, 52);
+    await api.gql(likedOnly, { ids }, viewer.token);
+    const before = await sismembers();
+    const posts = dataOf(await api.gql<Feed>(likedOnly, { ids }, viewer.token)).posts;
+    expect(posts.map((p) => p.viewerHasLiked)).toEqual(ids.map((_, i) => (i + 2) % 3 === 0));
+    // One lookup per post, in its likers' first generation: none among its collectors.
+    expect((await sismembers()) - before).toBe(ids.length);
+  });
+
   it("when a post has grown past its first membership generation, then viewerHasLiked costs at most 2 round trips, and 1 once the process has seen it grow", async () => {
     const big = postIds[1] as string;
     // Force a second generation by filling the viewer's first-generation shard with other members.
