@@ -125,7 +125,12 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
           } finally {
             if (!complete) await rebuildStore.drop(target);
           }
-          if (complete) return true;
+          if (complete) {
+            // Derived counters mirrored between the snapshot and the hash appearing found no hash and were left:
+            // mirror them as they stand now (a sequence number keeps an older value from winning).
+            await counterStore.mirror(await snapshots.derived(target));
+            return true;
+          }
         } finally {
           await rebuildStore.unlock(target, token);
         }

@@ -4,9 +4,10 @@
 //
 // Redis holds a list's newest entries and where its knowledge ends (the
 // horizon): entries newer than the horizon are Redis's alone, entries at or
-// before it PostgreSQL's, minus those Redis knows changed lately (which
-// PostgreSQL may not hold yet). A page takes what follows its cursor from both
-// and merges them, so no entry is skipped or shown twice at the boundary.
+// before it PostgreSQL's, but for posts whose membership changed in the last two
+// minutes (PostgreSQL may not hold the change yet): Redis's record of the change
+// speaks for those. A page takes what follows its cursor from both and merges
+// them, so no entry is skipped or shown twice at the boundary.
 import { setTimeout as sleep } from "node:timers/promises";
 import { badInput } from "../errors.js";
 import { maxId } from "./ids.js";
@@ -112,7 +113,10 @@ export function createListService(deps: ListServiceDeps): ListService {
         .slice(0, fetch);
       candidates = fromRedis;
       const { horizon } = held;
-      if (horizon !== null && fromRedis.length < fetch) {
+      // PostgreSQL's rows at or before the horizon count whenever the page may reach that far: when Redis
+      // fills less than the page, or its last entry for the page is itself at or before the horizon.
+      const last = fromRedis.at(-1);
+      if (horizon !== null && (fromRedis.length < fetch || (last !== undefined && !isOlder(horizon, last)))) {
         // PostgreSQL's rows at or before the horizon (strictly before a position one id above it), after the cursor.
         const justAbove = { at: horizon.at, targetId: horizon.targetId + 1n };
         const bound = after !== null && isOlder(after, justAbove) ? after : justAbove;

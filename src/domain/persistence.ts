@@ -17,7 +17,8 @@
 //   changes applied and mirrors the same values again.
 // - A user's list of liked or collected posts lives in the user's slot: the API
 //   wrote it right after the change, and it is written again here with the
-//   committed change, so a write the API missed is healed (apply-list-changes.lua).
+//   committed change, so a write the API missed is healed; each write applies
+//   only when newer than what the list knows (apply-list-changes.lua).
 import {
   listedRelations,
   targetKey,
@@ -110,7 +111,7 @@ export function createChangePersistence({ history, rebuilds, snapshots, counters
       if (!list) byList.set(key, (list = { relation: change.relation, userId: change.userId, changes: [] }));
       list.changes.push({ targetId: change.target.id, member: change.member, version: change.version, at: change.at });
     }
-    await Promise.all([...byList.values()].map((l) => lists.apply(l.relation, l.userId, l.changes, true)));
+    await Promise.all([...byList.values()].map((l) => lists.apply(l.relation, l.userId, l.changes)));
   }
 
   return {

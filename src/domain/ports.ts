@@ -119,6 +119,8 @@ export interface SnapshotStore {
   read(target: Target): Promise<TargetSnapshot>;
   /** What committed to the target after the snapshot `mark`, whatever its version. */
   changesSince(target: Target, mark: string): Promise<CommittedSince>;
+  /** The target's derived counters as they stand now, with their sequence numbers. */
+  derived(target: Target): Promise<CounterValue[]>;
   /** The newest version PostgreSQL applied to the target, or the start of its last epoch if later (0 when none). */
   newestVersion(target: Target): Promise<bigint>;
   /** Whether transaction `txid` had committed when the snapshot `mark` was taken. */
@@ -247,8 +249,8 @@ export interface HeldList {
    */
   readonly horizon: ListPosition | null;
   /**
-   * Targets whose membership changed lately, with the change: PostgreSQL may not
-   * hold it yet, so its rows for them are not to be believed.
+   * Targets whose membership changed in the last two minutes, with the newest
+   * change: PostgreSQL may not hold it yet, so its rows for them are not to be believed.
    */
   readonly recent: ReadonlyMap<bigint, { readonly member: boolean; readonly at: Date }>;
 }
@@ -256,10 +258,10 @@ export interface HeldList {
 export interface ListStore {
   /**
    * Applies changes to a user's list, each only when newer than what the list
-   * knows of its target; `settled` says PostgreSQL committed them. False when
-   * Redis does not hold the user (the user's rebuild reads PostgreSQL).
+   * knows of its target. False when Redis does not hold the list (only its record
+   * of recent changes moved; a load reads PostgreSQL and that record).
    */
-  apply(relation: ListedRelation, userId: bigint, changes: readonly ListChange[], settled: boolean): Promise<boolean>;
+  apply(relation: ListedRelation, userId: bigint, changes: readonly ListChange[]): Promise<boolean>;
   /** The user's list, or null when Redis does not hold it (or is loading it). */
   read(relation: ListedRelation, userId: bigint): Promise<HeldList | null>;
   /** Takes the list's load lock; the token to release it, or null when another process loads it. */

@@ -1,8 +1,9 @@
 import { Prisma } from "../../generated/prisma/client.js";
-import { isDerivedCounter, relationsOf, type CounterName, type Relation, type Target } from "../../domain/model.js";
+import { derivedCounters, isDerivedCounter, relationsOf, type CounterName, type Relation, type Target } from "../../domain/model.js";
 import type { SnapshotStore } from "../../domain/ports.js";
 import { epochScale } from "../versions.js";
 import type { Database } from "./database.js";
+import { selectCounters, toCounterValue, type CounterRow } from "./counter-sql.js";
 import { relationTables } from "./relation-tables.js";
 
 /** The newest version PostgreSQL holds for a target: its newest applied change (any relation, or views). */
@@ -79,6 +80,12 @@ export function createSnapshotStore(db: Database): SnapshotStore {
       };
     },
     sawCommit,
+    async derived(target) {
+      const rows = await db.$queryRaw<CounterRow[]>(
+        selectCounters((derivedCounters[target.type] as readonly CounterName[]).map((name) => ({ target, name }))),
+      );
+      return rows.map(toCounterValue);
+    },
     async newestVersion(target) {
       const [newest] = await db.$queryRaw<{ v: string }[]>`
         SELECT GREATEST(

@@ -11,6 +11,9 @@ import { splitVersion } from "../versions.js";
 
 const positionText = (p: ListPosition) => `${p.at.getTime()}:${p.targetId}`;
 
+/** How long a list is kept after its last read or write (scripts/includes/list-positions.lua names the same). */
+const listIdleMs = 86_400_000;
+
 function parsePosition(text: string): ListPosition | null {
   const match = /^(\d+):([1-9]\d*)$/.exec(text);
   return match ? { at: new Date(Number(match[1])), targetId: BigInt(match[2] as string) } : null;
@@ -18,10 +21,10 @@ function parsePosition(text: string): ListPosition | null {
 
 export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore {
   return {
-    async apply(relation, userId, changes, settled) {
+    async apply(relation, userId, changes) {
       if (changes.length === 0) return true;
       const list = keys.list(relation, userId);
-      const args: (string | number)[] = [settled ? "1" : "0", listCapacity];
+      const args: (string | number)[] = [listCapacity];
       for (const c of changes) {
         const { epoch, micros } = splitVersion(c.version);
         args.push(c.targetId.toString(), c.member ? "1" : "0", epoch.toString(), micros.toString(), c.at.getTime());
@@ -33,8 +36,17 @@ export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore 
     },
     async read(relation, userId) {
       const list = keys.list(relation, userId);
-      // One slot: one pipeline, on a cluster too.
-      const results = (await redis.pipeline().zrange(list.entries, "0", "-1", "WITHSCORES").get(list.horizon).hgetall(list.recent).exec()) ?? [];
+      // One slot: one pipeline, on a cluster too. A read keeps the list a day longer, as a write does
+      // (scripts/includes/list-positions.lua: the horizon a minute less than the entries).
+      const results =
+        (await redis
+          .pipeline()
+          .zrange(list.entries, "0", "-1", "WITHSCORES")
+          .get(list.horizon)
+          .hgetall(list.recent)
+          .pexpire(list.horizon, listIdleMs)
+          .pexpire(list.entries, listIdleMs + 60_000)
+          .exec()) ?? [];
       const failed = results.find(([error]) => error)?.[0];
       if (failed) throw failed;
       const [[, flat], [, horizon], [, recent]] = results as [[null, string[]], [null, string | null], [null, Record<string, string>]];

@@ -16,7 +16,7 @@ import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { redisState } from "../../support/agreement.js";
-import { testConfig, type TestUser } from "../../support/env.js";
+import { createUsers, testConfig, type TestUser } from "../../support/env.js";
 import { startTestPipeline } from "../../support/pipeline.js";
 import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
 
@@ -159,6 +159,7 @@ describe("rebuild from PostgreSQL", () => {
       changesSince: (target, mark) => snapshots.changesSince(target, mark),
       newestVersion: (target) => snapshots.newestVersion(target),
       sawCommit: (mark, txid) => snapshots.sawCommit(mark, txid),
+      derived: (target) => snapshots.derived(target),
     };
     const counters = createCounterService({ counterStore, rebuildStore: rebuilds, snapshots: racing, lookup: async () => ({ authorId: author.id }) });
     expect((await counters.read([post]))[0]?.like).toBe(2);
@@ -281,6 +282,29 @@ describe("rebuild from PostgreSQL", () => {
     await persistence.persist([late]);
     expect((await services.counters.read([post]))[0]?.like).toBe(1);
     await agreeWithin({ db, redis }, config, [post]);
+  });
+
+  it("when a user's following is credited after the rebuild read its snapshot and before its hash exists, then the rebuilt user shows the credit", async () => {
+    const config = testConfig();
+    const [star, fan] = await createUsers(db, config, 2);
+    const fanTarget = { type: "user", id: fan!.id } as const;
+    const { rebuilds, persistence, counterStore } = lanes(config);
+    const snapshots = createSnapshotStore(db);
+    // The follow commits (and its credit is mirrored, finding no hash) while the fan is being rebuilt.
+    const racing: SnapshotStore = {
+      async read(target) {
+        const snapshot = await snapshots.read(target);
+        const follow: RelationChange = { kind: "relation", relation: "follow", target: { type: "user", id: star!.id }, userId: fan!.id, authorId: null, member: true, version: BigInt(Date.now()) * 1000n, at: new Date() };
+        await persistence.persist([follow]);
+        return snapshot;
+      },
+      changesSince: (target, mark) => snapshots.changesSince(target, mark),
+      newestVersion: (target) => snapshots.newestVersion(target),
+      sawCommit: (mark, txid) => snapshots.sawCommit(mark, txid),
+      derived: (target) => snapshots.derived(target),
+    };
+    const counters = createCounterService({ counterStore, rebuildStore: rebuilds, snapshots: racing, lookup: async () => ({ authorId: null }) });
+    expect((await counters.read([fanTarget]))[0]?.following).toBe(1);
   });
 });
 

@@ -6,29 +6,33 @@
   The like script runs in the post's slot and cannot touch the user's, so a
   change reaches the list twice: from the API right after the like (so the user
   sees it at once), and from the persist consumer once PostgreSQL committed it
-  (`settled`: healing a list the API's write missed, say when the API died
-  between the two). Each change carries its version; the list keeps, per post,
-  the version of the newest change PostgreSQL may not hold yet (KEYS[3]:
-  'epoch:micros:state:ms'), applies a change only when newer, and forgets the
-  record once the change that set it, or a newer one, is settled. The records
-  also tell readers which of PostgreSQL's rows are stale. A change older than
-  the entry it would replace (a later like's) is skipped. One case is not
-  caught: a like whose write was delayed until after a later unlike of the same
-  post settled finds neither record nor entry, and stays until the next change
-  of that post or the list's next load.
+  (healing a list the API's write missed, say when the API died between the
+  two). Each change carries its version; the list keeps, per post, a record of
+  the newest change it applied (KEYS[3]: 'epoch:micros:state:ms') and applies a
+  change only when newer, so the two writes of one change, and writes of two
+  changes in either order (two persist batches commit in either order), end in
+  the newest state. A change older than the entry it would replace (a later
+  like's) is skipped too. The records also tell readers which of PostgreSQL's
+  rows may be stale. They expire together, two minutes after the last was
+  written: past that, a change's writes have long arrived (one case aside: a
+  like whose write was held back longer than that by a stalled client, after a
+  later unlike of the same post, is listed until that post's next change or the
+  list's next load). At most `recentCapacity` posts are recorded: a user past
+  that many changes in two minutes has the list dropped, to be loaded again from
+  PostgreSQL when next read, so no key outgrows the bound on any key.
 
   Records are written whether or not Redis holds the list, so a list loaded
-  later still sees changes PostgreSQL does not have yet; they expire 10 minutes
-  after the last one was written (the persist consumer settles them within
-  seconds while it runs).
+  later still sees changes PostgreSQL does not have yet. While the list is
+  loading (scripts/load-list.lua) nothing is trimmed: the load trims when done.
+  A held list expires a day after its last read or write (the horizon a minute
+  before the entries, so a list is never held without them), to be loaded again.
 
   Input:
     KEYS[1]      the list's entries (sorted set)
     KEYS[2]      the list's horizon (includes/list-positions.lua); missing: Redis does not hold the list
-    KEYS[3]      the list's recent changes (hash)
-    ARGV[1]      '1' when PostgreSQL committed these changes, '0' from the API
-    ARGV[2]      capacity of the entries
-    ARGV[3..]    per change: post id, state (1 member, 0 not), epoch, microseconds, time (ms)
+    KEYS[3]      the list's records of recent changes (hash)
+    ARGV[1]      capacity of the entries
+    ARGV[2..]    per change: post id, state (1 member, 0 not), epoch, microseconds, time (ms)
 
   Output:
     { APPLIED }              applied to the list (each change only when newer)
@@ -38,13 +42,13 @@
 --@include statuses
 --@include list-positions
 
-local recentLifetimeMs = 600000
-local settled = ARGV[1] == '1'
-local capacity = tonumber(ARGV[2])
-if (ARGV[1] ~= '1' and ARGV[1] ~= '0') or not capacity or capacity < 1 or (#ARGV - 2) % 5 ~= 0 or #ARGV == 2 then
+local recentLifetimeMs = 120000
+local recentCapacity = 9999
+local capacity = tonumber(ARGV[1])
+if not capacity or capacity < 1 or (#ARGV - 1) % 5 ~= 0 or #ARGV == 1 then
   return { INVALID_ARGUMENTS }
 end
-for i = 3, #ARGV, 5 do
+for i = 2, #ARGV, 5 do
   if not string.match(ARGV[i], '^[1-9]%d*$') or (ARGV[i + 1] ~= '1' and ARGV[i + 1] ~= '0')
     or not string.match(ARGV[i + 2], '^%d+$') or not string.match(ARGV[i + 3], '^%d+$') or not string.match(ARGV[i + 4], '^%d+$') then
     return { INVALID_ARGUMENTS }
@@ -54,7 +58,7 @@ end
 local horizonValue = redis.call('GET', KEYS[2])
 local held = horizonValue ~= false
 local wroteRecent = false
-for i = 3, #ARGV, 5 do
+for i = 2, #ARGV, 5 do
   local id, state, epoch, micros, at = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
   local record = redis.call('HGET', KEYS[3], id)
   local rEpoch, rMicros = string.match(record or '', '^(%d+):(%d+):')
@@ -65,17 +69,15 @@ for i = 3, #ARGV, 5 do
   if newer and score and score > at then
     newer = false
   end
-  if not newer then
-    if settled and rEpoch == epoch and rMicros == micros then
-      redis.call('HDEL', KEYS[3], id)
-    end
-  else
-    if settled then
-      redis.call('HDEL', KEYS[3], id)
-    else
-      redis.call('HSET', KEYS[3], id, ARGV[i + 2] .. ':' .. ARGV[i + 3] .. ':' .. state .. ':' .. ARGV[i + 4])
-      wroteRecent = true
-    end
+  if newer and not record and redis.call('HLEN', KEYS[3]) >= recentCapacity then
+    -- Too many changes to keep apart from PostgreSQL: start again from it when next read.
+    redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+    held = false
+    horizonValue = false
+  end
+  if newer then
+    redis.call('HSET', KEYS[3], id, ARGV[i + 2] .. ':' .. ARGV[i + 3] .. ':' .. state .. ':' .. ARGV[i + 4])
+    wroteRecent = true
     if held then
       if state == '0' then
         redis.call('ZREM', KEYS[1], id)
@@ -83,8 +85,10 @@ for i = 3, #ARGV, 5 do
         local hAt, hId = horizonOf(horizonValue)
         if not hAt or olderPosition(hAt, hId, at, id) then
           redis.call('ZADD', KEYS[1], at, id)
-          trimList(KEYS[1], KEYS[2], capacity)
-          horizonValue = redis.call('GET', KEYS[2])
+          if horizonValue ~= 'loading' then
+            trimList(KEYS[1], KEYS[2], capacity)
+            horizonValue = redis.call('GET', KEYS[2])
+          end
         end
       end
     end
@@ -94,6 +98,7 @@ if wroteRecent then
   redis.call('PEXPIRE', KEYS[3], recentLifetimeMs)
 end
 if held then
+  keepList(KEYS[1], KEYS[2])
   return { APPLIED }
 end
 return { TARGET_ABSENT }

@@ -2,10 +2,11 @@
   Completes the load of a user's list from PostgreSQL. Before reading
   PostgreSQL the caller set the horizon to 'loading' and emptied the entries,
   so changes arriving meanwhile (scripts/apply-list-changes.lua) were already
-  applied; changes PostgreSQL may not hold yet are in the recent records. The
-  snapshot's entries join except where a record speaks for the post, the
-  records are applied (those written while Redis did not hold the list), the
-  entries are trimmed to the capacity and the horizon is set.
+  applied; the records of recent changes speak for their posts, whether or not
+  PostgreSQL held the change when it was read. The snapshot's entries join
+  except where a record speaks for the post, the records are applied (those
+  written while Redis did not hold the list), the entries are trimmed to the
+  capacity and the horizon is set.
 
   Input:
     KEYS[1]      the list's entries (sorted set)
@@ -54,4 +55,5 @@ for i = 1, #recent, 2 do
 end
 redis.call('SET', KEYS[2], ARGV[2])
 trimList(KEYS[1], KEYS[2], capacity)
+keepList(KEYS[1], KEYS[2])
 return { APPLIED }

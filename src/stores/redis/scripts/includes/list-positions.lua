@@ -30,6 +30,15 @@ local function horizonOf(value)
   return tonumber(at), id
 end
 
+local listIdleMs = 86400000
+
+-- Keeps a held list a day longer: the horizon a minute less than the entries, so that
+-- when the list expires the horizon goes first and the list is never held without them.
+local function keepList(entries, horizonKey)
+  redis.call('PEXPIRE', horizonKey, listIdleMs)
+  redis.call('PEXPIRE', entries, listIdleMs + 60000)
+end
+
 -- Pops the oldest entries past `capacity`, moving the horizon to the newest one popped.
 local function trimList(entries, horizonKey, capacity)
   local hAt, hId = horizonOf(redis.call('GET', horizonKey))
