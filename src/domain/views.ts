@@ -8,8 +8,12 @@
 // A flush that failed may still have reached Redis (a timeout while Redis stalls
 // leaves the command to run later), so it is retried as it was, under the same
 // flush id, which Redis's receipt of the first attempt recognises for a minute;
-// views that arrive meanwhile wait for a flush of their own.
+// views that arrive meanwhile wait for a flush of their own. Past that minute a
+// retry could count its views twice, so a flush Redis refused that long is
+// given up and its views reported lost: an outage of Redis that long may lose
+// the views in hand, and never counts one twice.
 import { randomUUID } from "node:crypto";
+import pLimit from "p-limit";
 import { badInput, DomainError, ErrorCode } from "../errors.js";
 import type { Catalog } from "./catalog.js";
 import { rebuildRounds, type CounterService } from "./counters.js";
@@ -42,6 +46,20 @@ export interface ViewServiceOptions {
   readonly maxWaitingPosts?: number;
   /** Told when a flush failed; its views wait for the next one. */
   readonly onFlushFailure?: (error: unknown) => void;
+  /** Told when views are given up: a flush Redis refused for longer than its receipt lasts. */
+  readonly onViewsLost?: (views: number, error: unknown) => void;
+  /** How long a failed flush is retried under its id, in milliseconds: under the minute its receipt lasts in Redis. */
+  readonly retryForMs?: number;
+}
+
+/** Posts loaded back into Redis at once by one flush: each rebuild holds a PostgreSQL connection. */
+const rebuildsAtOnce = 8;
+
+export class ViewsNotLoadedError extends Error {
+  override readonly name = "ViewsNotLoadedError";
+  constructor(target: Target) {
+    super(`Post ${target.id} kept leaving Redis right after being loaded; its views wait for the next flush.`);
+  }
 }
 
 const backlogged = (waiting: number) =>
@@ -52,9 +70,11 @@ export function createViewService(options: ViewServiceOptions): ViewService {
   const flushEveryMs = options.flushEveryMs ?? 1_000;
   const flushAtPosts = options.flushAtPosts ?? 1_000;
   const maxWaitingPosts = options.maxWaitingPosts ?? 100_000;
+  const retryForMs = options.retryForMs ?? 50_000;
   const waiting = new Map<bigint, number>();
-  /** Flushes that failed, per post: retried with the same id and count until Redis takes them. */
-  const retrying = new Map<bigint, { count: number; flushId: string }>();
+  /** Flushes that failed, per post: retried with the same id and count until Redis takes them, or for `retryForMs`. */
+  const retrying = new Map<bigint, { count: number; flushId: string; since: number }>();
+  const rebuildSlots = pLimit(rebuildsAtOnce);
   let flushing: Promise<void> | null = null;
   let closed = false;
 
@@ -62,8 +82,9 @@ export function createViewService(options: ViewServiceOptions): ViewService {
   async function addViews(target: Target, count: number, flushId: string): Promise<void> {
     let counted = await store.add(target, count, flushId);
     for (let round = 0; counted.kind === "unloaded"; round++) {
-      // A post that does not exist (checked when the views arrived) cannot be rebuilt: its views go.
-      if (round === rebuildRounds || !(await counters.rebuild(target))) return;
+      if (round === rebuildRounds) throw new ViewsNotLoadedError(target);
+      // A post that does not exist (checked when the views arrived, so deleted since) cannot be rebuilt: its views go.
+      if (!(await rebuildSlots(() => counters.rebuild(target)))) return;
       counted = await store.add(target, count, flushId);
     }
   }
@@ -74,12 +95,14 @@ export function createViewService(options: ViewServiceOptions): ViewService {
     const again = [...retrying].map(([id, r]) => ({ id, ...r }));
     retrying.clear();
     const retried = new Set(again.map((r) => r.id));
-    const fresh = [...waiting].flatMap(([id, count]) => (retried.has(id) ? [] : [{ id, count, flushId: randomUUID() }]));
+    const now = Date.now();
+    const fresh = [...waiting].flatMap(([id, count]) => (retried.has(id) ? [] : [{ id, count, flushId: randomUUID(), since: now }]));
     for (const { id } of fresh) waiting.delete(id);
     await Promise.all(
-      [...again, ...fresh].map(({ id, count, flushId }) =>
+      [...again, ...fresh].map(({ id, count, flushId, since }) =>
         addViews({ type: "post", id }, count, flushId).catch((error: unknown) => {
-          retrying.set(id, { count, flushId });
+          if (Date.now() - since < retryForMs) retrying.set(id, { count, flushId, since });
+          else options.onViewsLost?.(count, error);
           options.onFlushFailure?.(error);
         }),
       ),
@@ -96,19 +119,18 @@ export function createViewService(options: ViewServiceOptions): ViewService {
 
   return {
     async record(postIds) {
-      if (closed) throw new Error("The view service is closed.");
+      if (closed) throw new DomainError(ErrorCode.SERVICE_UNAVAILABLE, "This process is shutting down and takes no more views; retry shortly.");
       if (postIds.length > maxViewsPerCall) {
         throw badInput("postIds", `recordViews takes at most ${maxViewsPerCall} ids; got ${postIds.length}. Split the call.`);
       }
       timer ??= setInterval(() => void flush(), flushEveryMs).unref();
       const rows = await catalog.posts(postIds);
-      let counted = 0;
-      for (const row of rows) {
-        if (!row) continue;
-        if (!waiting.has(row.id) && waiting.size + retrying.size >= maxWaitingPosts) throw backlogged(waiting.size + retrying.size);
-        waiting.set(row.id, (waiting.get(row.id) ?? 0) + 1);
-        counted++;
-      }
+      const found = rows.flatMap((row) => (row ? [row.id] : []));
+      // All or nothing: a call refused for the backlog counts none of its views, so its retry counts them once.
+      const newPosts = new Set(found.filter((id) => !waiting.has(id)));
+      if (newPosts.size > 0 && waiting.size + retrying.size + newPosts.size > maxWaitingPosts) throw backlogged(waiting.size + retrying.size);
+      for (const id of found) waiting.set(id, (waiting.get(id) ?? 0) + 1);
+      const counted = found.length;
       if (waiting.size >= flushAtPosts) void flush();
       return counted;
     },

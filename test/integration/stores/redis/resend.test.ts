@@ -176,4 +176,36 @@ describe("writes re-sent after a lost reply", () => {
       timing.disconnect();
     }
   });
+
+  it("when Redis refuses a flush for longer than its receipt lasts, then the views are reported lost and never retried, so none counts twice", async () => {
+    const target = await knownPost();
+    const timing = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
+    timing.on("error", () => undefined);
+    const catalog = { posts: async (ids: readonly bigint[]) => ids.map((id) => ({ id, authorId: 1n, title: "t", body: "b", createdAt: new Date() })) };
+    const lost: number[] = [];
+    // No time to retry in: the first failure is already past the window.
+    const views = createViewService({
+      store: createViewStore(timing, keys),
+      catalog: catalog as unknown as Catalog,
+      counters: {} as CounterService,
+      retryForMs: 0,
+      onViewsLost: (count) => lost.push(count),
+    });
+    try {
+      await views.record([target.id, target.id, target.id]);
+      proxy.stall();
+      await views.flush();
+      expect(lost).toEqual([3]);
+      // The stalled command still runs once Redis answers; nothing sends it again.
+      proxy.resume();
+      await until(async () => (await direct.hget(keys.counters(target), "read")) === "3");
+      await views.flush();
+      await views.flush();
+      expect(await direct.hget(keys.counters(target), "read")).toBe("3");
+    } finally {
+      proxy.resume();
+      await views.close();
+      timing.disconnect();
+    }
+  });
 });
