@@ -91,16 +91,23 @@ async function recountDerived(tx: Client, target: Target, names: readonly Counte
   return values;
 }
 
-/** Sets a relation's counter of a target to its number of rows, under the counter row's lock. */
+/**
+ * Sets a relation's counter of a target to its number of rows, under the counter
+ * row's lock. The row is made first, so there is always one to lock: a consumer
+ * adding the target's first member then waits for this transaction, or this one
+ * for it, and the count (read by a statement after the lock) includes its row.
+ */
 async function recountRelation(tx: Client, { relation, target }: RelationTarget): Promise<void> {
   const t = relationTables[relation];
   const name = relations[relation].counter;
+  await tx.$executeRaw`
+    INSERT INTO counters (target_type, target_id, name, value, seq) VALUES (${target.type}, ${target.id}, ${name}, 0, 0)
+    ON CONFLICT DO NOTHING`;
   await tx.$executeRaw`SELECT 1 FROM counters WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = ${name} FOR UPDATE`;
   await tx.$executeRaw`
-    INSERT INTO counters (target_type, target_id, name, value, seq)
-    VALUES (${target.type}, ${target.id}, ${name},
-      (SELECT count(*) FROM ${t.table} l WHERE ${t.targetType("l")} = ${target.type} AND ${t.targetId("l")} = ${target.id}), 1)
-    ON CONFLICT (target_type, target_id, name) DO UPDATE SET value = EXCLUDED.value, seq = counters.seq + 1`;
+    UPDATE counters
+    SET value = (SELECT count(*) FROM ${t.table} l WHERE ${t.targetType("l")} = ${target.type} AND ${t.targetId("l")} = ${target.id}), seq = seq + 1
+    WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = ${name}`;
 }
 
 const key = (type: string, id: string) => `${type}:${id}`;
