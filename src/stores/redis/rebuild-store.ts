@@ -120,7 +120,8 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
         // The views of earlier epochs the snapshot holds: late ones add only what exceeds these.
         if (snapshot.viewTotals.length > 0) {
           pipeline.hset(keys.viewsReplayed(target), ...snapshot.viewTotals.flatMap((v) => [v.epoch.toString(), String(v.total)]));
-          pipeline.pexpire(keys.viewsReplayed(target), rebuildWindowMs);
+          // Outlasts the window, which opens a little after this write: a replay inside it must find what the post holds.
+          pipeline.pexpire(keys.viewsReplayed(target), rebuildWindowMs + 60_000);
         }
         const results = (await pipeline.exec()) ?? [];
         const failed = results.find(([error]) => error)?.[0];

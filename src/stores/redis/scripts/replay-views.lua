@@ -47,5 +47,6 @@ if total <= held then
 end
 redis.call('HINCRBY', KEYS[1], 'read', total - held)
 redis.call('HSET', KEYS[2], ARGV[1], string.format('%.0f', total))
-redis.call('PEXPIRE', KEYS[2], math.floor(rebuildWindowMicros / 1000))
+-- Outlasts the window, as the rebuild's own expiry does.
+redis.call('PEXPIRE', KEYS[2], math.floor(rebuildWindowMicros / 1000) + 60000)
 return { APPLIED }
