@@ -52,6 +52,18 @@ export function coalesce(changes: readonly Change[]): Change[] {
   return [...newest.values(), ...views];
 }
 
+/**
+ * PostgreSQL committed the batch but Redis did not take what follows it (credits,
+ * replays, lists). The changes are not at fault: the batch is retried as it is,
+ * and its redelivery finds them applied and does the rest.
+ */
+export class RedisFollowUpError extends Error {
+  override readonly name = "RedisFollowUpError";
+  constructor(cause: unknown) {
+    super(`PostgreSQL committed the batch, but Redis did not take what follows it: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+  }
+}
+
 export interface ChangePersistence {
   persist(changes: readonly Change[]): Promise<AppliedChanges>;
 }
@@ -119,11 +131,15 @@ export function createChangePersistence({ history, rebuilds, snapshots, counters
       const applied = await history.apply(coalesce(changes));
       await afterCommit?.(applied);
       // Any failure below fails the batch: its redelivery finds the changes applied and does all of it again.
-      await Promise.all([
-        applied.credits.length ? counters.mirror(applied.credits) : undefined,
-        replayIntoRebuilt(applied.current, applied.views),
-        settleLists(applied.current),
-      ]);
+      try {
+        await Promise.all([
+          applied.credits.length ? counters.mirror(applied.credits) : undefined,
+          replayIntoRebuilt(applied.current, applied.views),
+          settleLists(applied.current),
+        ]);
+      } catch (error) {
+        throw new RedisFollowUpError(error);
+      }
       return applied;
     },
   };

@@ -6,11 +6,13 @@
 // never dead-lettered: Redis already holds it, and reconcile cannot bring the
 // stores together while PostgreSQL lacks a change Redis made. It goes to the
 // retry queue and is applied again after a delay, as long as it takes; its
-// version keeps it from undoing anything newer meanwhile.
+// version keeps it from undoing anything newer meanwhile. A batch PostgreSQL
+// committed but Redis did not hear of is retried whole, as an outage is: Redis
+// is what failed, not a change.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { Change } from "../domain/model.js";
-import type { ChangePersistence } from "../domain/persistence.js";
+import { RedisFollowUpError, type ChangePersistence } from "../domain/persistence.js";
 import type { Disposition, MessageBus } from "../domain/ports.js";
 import { Batcher } from "./batcher.js";
 import type { PipelineMetrics } from "./metrics.js";
@@ -53,7 +55,7 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
         return changes.map(() => "ack");
       } catch (err) {
         if (closing) throw err;
-        if (attempt >= attemptsBeforeSplit && (await options.databaseAnswers())) {
+        if (attempt >= attemptsBeforeSplit && !(err instanceof RedisFollowUpError) && (await options.databaseAnswers())) {
           return changes.length === 1 ? [{ retryLater: `PostgreSQL refused the change: ${(err as Error).message}` }] : split(changes);
         }
         const delayMs = Math.min(5_000, 100 * 2 ** attempt);

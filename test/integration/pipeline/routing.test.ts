@@ -3,7 +3,7 @@
 // the broker stalls), and changes PostgreSQL refused applied again later.
 import { setTimeout as sleep } from "node:timers/promises";
 import { Connection } from "rabbitmq-client";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import type { LikeableTarget, OutboxEntry } from "../../../src/domain/model.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
@@ -156,6 +156,36 @@ describe("routing", () => {
       await db.$executeRawUnsafe(`DROP SEQUENCE IF EXISTS refusals_${tag}`);
       await admin.close();
       await pipeline.stop();
+    }
+  });
+
+  it("when Redis is unreachable after PostgreSQL committed a batch, then the batch is retried whole until Redis answers, not split into the retry queue as refused", async () => {
+    const url = new URL(inject("redisUrl"));
+    const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
+    const config = testConfig({ REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: "300", PERSIST_RETRY_DELAY_MS: "60000", PERSIST_LINGER_MS: "50" });
+    const keys = createRedisKeys(config.redisPartitions);
+    const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+    const user = 800_000_000_000n + BigInt(Math.floor(Math.random() * 1_000_000));
+    const pipeline = await startTestPipeline(config);
+    const admin = busOf(config);
+    try {
+      proxy.refuse();
+      const change = { kind: "relation", relation: "like", target: post, userId: user, authorId: author.id, member: true, version: BigInt(Date.now()) * 1000n, at: new Date() } as const;
+      await admin.bus.publishChanges([{ partition: Number(post.id % BigInt(config.redisPartitions)), entryId: `${Date.now()}-${user}`, change }]);
+      await eventually(async () => (await db.like.count({ where: { targetType: "post", targetId: post.id, userId: user } })) === 1, 10_000, () => "the like was not committed");
+      // Long enough for the attempts after which a refused change is split off to the retry queue.
+      await sleep(4_000);
+      const waiting = await admin.rabbit.queueDeclare({ queue: topologyOf(config).changeRetryQueue.queue, passive: true });
+      expect(waiting.messageCount).toBe(0);
+
+      proxy.resume();
+      // What follows the commit reaches Redis: the user's list records the like.
+      await eventually(async () => (await redis.hexists(keys.list("like", user).recent, post.id.toString())) === 1, 15_000, () => "the list never heard of the like");
+    } finally {
+      proxy.resume();
+      await admin.close();
+      await pipeline.stop();
+      await proxy.close();
     }
   });
 
