@@ -1,6 +1,6 @@
 // Joining and leaving a target's members: liking and unliking posts and
 // comments, collecting posts, following users. Idempotent, exact, at Redis speed.
-import { badInput, forbidden, notFound, TargetFullError } from "../errors.js";
+import { badInput, DomainError, ErrorCode, forbidden, notFound, TargetFullError } from "../errors.js";
 import { rebuildRounds, type CounterService } from "./counters.js";
 import { maxId } from "./ids.js";
 import { listedRelations, type Counts, type ListedRelation, type MemberPosition, type Relation, type Target } from "./model.js";
@@ -84,7 +84,10 @@ export function createMembershipService(deps: MembershipServiceDeps): Membership
     let result: MembershipChange = await attempt();
     // A target dropped again right after its rebuild (a late replay, a reconcile repair) is rebuilt once more.
     for (let round = 0; result.kind === "unloaded"; round++) {
-      if (round === rebuildRounds) throw new Error(`Counters of ${target.type} ${target.id} left Redis ${rebuildRounds} times right after being loaded.`);
+      if (round === rebuildRounds) {
+        // Nothing was written: the client may send the change again once the target settles.
+        throw new DomainError(ErrorCode.SERVICE_UNAVAILABLE, `The counters of ${target.type} ${target.id} are being repaired; retry shortly.`);
+      }
       if (!(await counters.rebuild(target))) throw notFound(target.type, target.id);
       result = await attempt();
     }
