@@ -23,7 +23,7 @@ function findings(r: CaseResult) {
     misanswered: v?.misanswered.length ?? -1,
     viewsLost: r.views?.lost ?? -1,
     viewsDoubled: r.views?.doubled ?? -1,
-    viewsDrift: r.views?.drift ?? "not checked",
+    viewsDrift: r.views ? r.views.drift : "not checked",
   };
 }
 
