@@ -115,7 +115,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       flushEveryMs: config.views.flushIntervalMs,
       flushAtPosts: config.views.flushPosts,
       onFlushFailure: (err) => logger.warn({ err }, "views could not be flushed to Redis; they wait for the next flush"),
-      onViewsLost: (views, err) => logger.error({ err, views }, "views given up: Redis refused their flush for longer than its receipt lasts"),
+      onViewsLost: (views, err) => logger.error({ err, views }, "views given up: Redis did not confirm them in time (a command already sent may still count them, once)"),
     }),
     users: createUserService({ users, tokens, counters, catalog, rateLimits }),
     rateLimits,

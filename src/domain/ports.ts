@@ -224,11 +224,18 @@ export type CountedViews = { readonly kind: "counted"; readonly views: number } 
 export interface ViewStore {
   /**
    * Adds `count` views to the post's counter and appends them to the outbox, in one
-   * step. `flushId` names this batch of views: a retry of the same batch (after a
-   * timeout that may have reached Redis) passes the same id and counts once, within
-   * a minute of the first attempt.
+   * step, unless the post already took flush `flush.seq` or a later one from
+   * `flush.sender`: a retry of the same flush (after a timeout that may have reached
+   * Redis) counts once, and a stale one arriving after a newer flush counts nothing.
+   * The post remembers a sender's last flush for ten minutes after it.
    */
-  add(target: Target, count: number, flushId: string): Promise<CountedViews>;
+  add(target: Target, count: number, flush: ViewFlush): Promise<CountedViews>;
+}
+
+/** Who sent a flush of views (one id per process) and its number, growing with each flush of that sender. */
+export interface ViewFlush {
+  readonly sender: string;
+  readonly seq: number;
 }
 
 /** One change of a user's list: the target joined or left at `at`, with the change's version. */

@@ -3,22 +3,25 @@
 // one increment per post per flush, so a storm of views on one hot post costs
 // about one Redis command a second per process. Redis appends each flush to the
 // outbox, and the pipeline carries it to PostgreSQL like any change. What a
-// process holds between flushes is lost if it dies: at most one flush window.
+// process holds between flushes is lost if it dies: at most one flush window,
+// or, while Redis refuses flushes, what waits for it.
 //
 // A flush that failed may still have reached Redis (a timeout while Redis stalls
 // leaves the command to run later), so it is retried as it was, under the same
-// flush id, which Redis's receipt of the first attempt recognises for a minute;
-// views that arrive meanwhile wait for a flush of their own. Past that minute a
-// retry could count its views twice, so a flush Redis refused that long is
-// given up and its views reported lost: an outage of Redis that long may lose
-// the views in hand, and never counts one twice.
+// number; the post keeps the number of the last flush it took from this process
+// (scripts/record-views.lua), so the retry counts once, and views that arrive
+// meanwhile wait for a flush of their own. The post keeps that number ten
+// minutes; a flush Redis still refuses after a minute is given up and its views
+// reported lost, so an outage of Redis that long may lose the views in hand and
+// never counts one twice.
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import pLimit from "p-limit";
 import { badInput, DomainError, ErrorCode } from "../errors.js";
 import type { Catalog } from "./catalog.js";
 import { rebuildRounds, type CounterService } from "./counters.js";
 import type { Target } from "./model.js";
-import type { ViewStore } from "./ports.js";
+import type { ViewFlush, ViewStore } from "./ports.js";
 
 export const maxViewsPerCall = 100;
 
@@ -27,7 +30,7 @@ export interface ViewService {
   record(postIds: readonly bigint[]): Promise<number>;
   /** Sends what waits to Redis now. */
   flush(): Promise<void>;
-  /** Stops the timer and flushes what waits. */
+  /** Refuses new views, flushes what waits (for `closeWithinMs` at most) and reports what Redis did not take as lost. */
   close(): Promise<void>;
 }
 
@@ -40,16 +43,19 @@ export interface ViewServiceOptions {
   /** Posts waiting that trigger a flush at once. */
   readonly flushAtPosts?: number;
   /**
-   * Posts held at most while Redis refuses flushes: past it, views of posts not
-   * already waiting are refused (the error says so) rather than growing memory.
+   * Posts held at most while Redis refuses flushes (waiting, being flushed or to
+   * retry): past it, calls with views of posts not already waiting are refused
+   * (the error says so) rather than growing memory.
    */
   readonly maxWaitingPosts?: number;
   /** Told when a flush failed; its views wait for the next one. */
   readonly onFlushFailure?: (error: unknown) => void;
-  /** Told when views are given up: a flush Redis refused for longer than its receipt lasts. */
+  /** Told when views are given up: a flush Redis refused for `retryForMs`, or what shutdown could not flush. */
   readonly onViewsLost?: (views: number, error: unknown) => void;
-  /** How long a failed flush is retried under its id, in milliseconds: under the minute its receipt lasts in Redis. */
+  /** How long a failed flush is retried under its number, in milliseconds: well under the ten minutes Redis keeps it. */
   readonly retryForMs?: number;
+  /** How long shutdown keeps flushing what waits, in milliseconds. */
+  readonly closeWithinMs?: number;
 }
 
 /** Posts loaded back into Redis at once by one flush: each rebuild holds a PostgreSQL connection. */
@@ -62,51 +68,88 @@ export class ViewsNotLoadedError extends Error {
   }
 }
 
-const backlogged = (waiting: number) =>
-  new DomainError(ErrorCode.SERVICE_UNAVAILABLE, `Views of ${waiting} posts wait for Redis, which does not take them: retry shortly.`);
+export class ViewsGivenUpError extends Error {
+  override readonly name = "ViewsGivenUpError";
+  constructor(reason: string) {
+    super(`Views given up: ${reason}.`);
+  }
+}
+
+const backlogged = (held: number) =>
+  new DomainError(ErrorCode.SERVICE_UNAVAILABLE, `Views of ${held} posts wait for Redis, which does not take them: retry shortly.`);
+
+const shuttingDown = () => new DomainError(ErrorCode.SERVICE_UNAVAILABLE, "This process is shutting down and takes no more views; retry shortly.");
+
+/** A flush of one post's views: its number stays the same through every retry. */
+interface PostFlush {
+  readonly id: bigint;
+  readonly count: number;
+  readonly seq: number;
+  /** When it was first sent, in ms: it is given up `retryForMs` after. */
+  readonly since: number;
+}
 
 export function createViewService(options: ViewServiceOptions): ViewService {
   const { store, catalog, counters } = options;
   const flushEveryMs = options.flushEveryMs ?? 1_000;
   const flushAtPosts = options.flushAtPosts ?? 1_000;
   const maxWaitingPosts = options.maxWaitingPosts ?? 100_000;
-  const retryForMs = options.retryForMs ?? 50_000;
+  const retryForMs = options.retryForMs ?? 60_000;
+  const closeWithinMs = options.closeWithinMs ?? 5_000;
+  const sender = randomUUID();
+  let lastSeq = 0;
   const waiting = new Map<bigint, number>();
-  /** Flushes that failed, per post: retried with the same id and count until Redis takes them, or for `retryForMs`. */
-  const retrying = new Map<bigint, { count: number; flushId: string; since: number }>();
+  /** Flushes that failed, per post: retried as they were until Redis takes them, or for `retryForMs`. */
+  const retrying = new Map<bigint, PostFlush>();
+  /** Posts in the flush under way: held too, though in neither map. */
+  let inFlight = 0;
   const rebuildSlots = pLimit(rebuildsAtOnce);
   let flushing: Promise<void> | null = null;
   let closed = false;
 
-  /** Adds views of one post in Redis, loading the post there first when it is not held. */
-  async function addViews(target: Target, count: number, flushId: string): Promise<void> {
-    let counted = await store.add(target, count, flushId);
+  /** Adds one post's views in Redis, loading the post there first when it is not held. */
+  async function send({ id, count, seq, since }: PostFlush): Promise<void> {
+    const target: Target = { type: "post", id };
+    const flush: ViewFlush = { sender, seq };
+    // Checked before every send, a retry's included: a send past the deadline could run after Redis forgot the number.
+    const add = () => {
+      if (Date.now() - since >= retryForMs) throw new ViewsGivenUpError(`Redis refused them for ${retryForMs / 1000} s`);
+      return store.add(target, count, flush);
+    };
+    let counted = await add();
     for (let round = 0; counted.kind === "unloaded"; round++) {
       if (round === rebuildRounds) throw new ViewsNotLoadedError(target);
       // A post that does not exist (checked when the views arrived, so deleted since) cannot be rebuilt: its views go.
       if (!(await rebuildSlots(() => counters.rebuild(target)))) return;
-      counted = await store.add(target, count, flushId);
+      counted = await add();
     }
   }
 
   async function flushOnce(): Promise<void> {
     if (waiting.size === 0 && retrying.size === 0) return;
     // A post with a flush to retry sends only that one: its newer views wait, so one post never has two flushes in doubt.
-    const again = [...retrying].map(([id, r]) => ({ id, ...r }));
+    const again = [...retrying.values()];
     retrying.clear();
     const retried = new Set(again.map((r) => r.id));
+    const seq = ++lastSeq;
     const now = Date.now();
-    const fresh = [...waiting].flatMap(([id, count]) => (retried.has(id) ? [] : [{ id, count, flushId: randomUUID(), since: now }]));
+    const fresh = [...waiting].flatMap(([id, count]) => (retried.has(id) ? [] : [{ id, count, seq, since: now }]));
     for (const { id } of fresh) waiting.delete(id);
-    await Promise.all(
-      [...again, ...fresh].map(({ id, count, flushId, since }) =>
-        addViews({ type: "post", id }, count, flushId).catch((error: unknown) => {
-          if (Date.now() - since < retryForMs) retrying.set(id, { count, flushId, since });
-          else options.onViewsLost?.(count, error);
-          options.onFlushFailure?.(error);
-        }),
-      ),
-    );
+    const batch = [...again, ...fresh];
+    inFlight = batch.length;
+    try {
+      await Promise.all(
+        batch.map((flush) =>
+          send(flush).catch((error: unknown) => {
+            if (Date.now() - flush.since < retryForMs) retrying.set(flush.id, flush);
+            else options.onViewsLost?.(flush.count, error);
+            options.onFlushFailure?.(error);
+          }),
+        ),
+      );
+    } finally {
+      inFlight = 0;
+    }
   }
 
   const flush = (): Promise<void> => {
@@ -119,27 +162,37 @@ export function createViewService(options: ViewServiceOptions): ViewService {
 
   return {
     async record(postIds) {
-      if (closed) throw new DomainError(ErrorCode.SERVICE_UNAVAILABLE, "This process is shutting down and takes no more views; retry shortly.");
+      if (closed) throw shuttingDown();
       if (postIds.length > maxViewsPerCall) {
         throw badInput("postIds", `recordViews takes at most ${maxViewsPerCall} ids; got ${postIds.length}. Split the call.`);
       }
       timer ??= setInterval(() => void flush(), flushEveryMs).unref();
       const rows = await catalog.posts(postIds);
+      // Shutdown may have flushed for the last time while the posts were looked up: nothing is added yet, so refusing is safe.
+      if (closed) throw shuttingDown();
       const found = rows.flatMap((row) => (row ? [row.id] : []));
       // All or nothing: a call refused for the backlog counts none of its views, so its retry counts them once.
+      const held = waiting.size + retrying.size + inFlight;
       const newPosts = new Set(found.filter((id) => !waiting.has(id)));
-      if (newPosts.size > 0 && waiting.size + retrying.size + newPosts.size > maxWaitingPosts) throw backlogged(waiting.size + retrying.size);
+      if (newPosts.size > 0 && held + newPosts.size > maxWaitingPosts) throw backlogged(held);
       for (const id of found) waiting.set(id, (waiting.get(id) ?? 0) + 1);
-      const counted = found.length;
       if (waiting.size >= flushAtPosts) void flush();
-      return counted;
+      return found.length;
     },
     flush,
     async close() {
       closed = true;
       if (timer) clearInterval(timer);
       await flushing;
-      await flush();
+      // A retried post's newer views go in the flush after the retry's, so one flush is not always enough.
+      for (const deadline = Date.now() + closeWithinMs; (waiting.size > 0 || retrying.size > 0) && Date.now() < deadline; ) {
+        await flush();
+        if (retrying.size > 0) await sleep(100);
+      }
+      const left = [...waiting.values(), ...[...retrying.values()].map((r) => r.count)].reduce((a, b) => a + b, 0);
+      if (left > 0) options.onViewsLost?.(left, new ViewsGivenUpError("the process shut down before Redis took them"));
+      waiting.clear();
+      retrying.clear();
     },
   };
 }

@@ -8,6 +8,7 @@
 //   rt:{p}:<type>:<id>[:<tag>]     hash: per user, the newest change (epoch:micros) of a relation
 //                                  known since a rebuild (scripts/includes/rebuild-window.lua); likes untagged
 //   rv:{p}:post:<id>               hash: per earlier epoch, the views a rebuilt post holds of it (scripts/replay-views.lua)
+//   vf:{p}:post:<id>:<sender>      string: the last flush of views the post took from one process, kept 10 min (scripts/record-views.lua)
 //   dr:{p}:<type>:<id>             string: the version a dropped target last stamped (epoch:micros), kept an hour, for its rebuild
 //   rbl:{p}:<type>:<id>            string: lock held by the process rebuilding the target from PostgreSQL
 //   rc:{p}:<operation>             string: the status a write first answered, kept 60 s (scripts/includes/receipts.lua)
@@ -103,6 +104,8 @@ export interface RedisKeys {
   touched(target: Target, relation: Relation): string;
   /** Per earlier epoch, the views a rebuilt post holds of it. */
   viewsReplayed(target: Target): string;
+  /** The number of the last flush of views the post took from `sender` (a process). */
+  viewFlushes(target: Target, sender: string): string;
   /**
    * The receipt of one write to the target, in the target's slot: under a fresh
    * operation id per call, or under the caller's when it retries a write itself.
@@ -166,6 +169,7 @@ export function createRedisKeys(partitions: number): RedisKeys {
     outboxOf,
     touched: (target, relation) => (relation === "like" ? base("rt", target) : `${base("rt", target)}:${relationLayouts[relation].tag}`),
     viewsReplayed: (target) => base("rv", target),
+    viewFlushes: (target, sender) => `${base("vf", target)}:${sender}`,
     dropped: (target) => base("dr", target),
     receipt: (target, operation) => `rc:{${partitionOf(target)}}:${operation ?? operationId()}`,
     inFlight: (target) => base("rif", target),

@@ -84,7 +84,7 @@ declare module "ioredis" {
     /** scripts/mirror-counters.lua: the counter hash, then counter, value, sequence number triples. */
     mirrorCounters(key: string, ...triples: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/record-views.lua: the counter hash, the outbox, the receipt, then views, target type and id. */
-    recordViews(counters: string, outbox: string, receipt: string, views: number, targetType: string, targetId: string): Result<ScriptReply<number>, Context>;
+    recordViews(counters: string, outbox: string, flushes: string, views: number, targetType: string, targetId: string, seq: number): Result<ScriptReply<number>, Context>;
     /** scripts/replay-change.lua: the same keys as addMember, then ARGV. */
     replayChange(counters: string, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/replay-views.lua: the counter hash, the views replayed per epoch, then epoch, total and the rebuild's epoch. */

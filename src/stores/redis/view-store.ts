@@ -7,9 +7,9 @@ import { ScriptStatus, toError } from "./statuses.js";
 
 export function createViewStore(redis: RedisClient, keys: RedisKeys): ViewStore {
   return {
-    async add(target, count, flushId) {
-      const receipt = keys.receipt(target, `v:${flushId}`);
-      const [status, views] = await redis.recordViews(keys.counters(target), keys.outbox(target), receipt, count, target.type, target.id.toString());
+    async add(target, count, flush) {
+      const flushes = keys.viewFlushes(target, flush.sender);
+      const [status, views] = await redis.recordViews(keys.counters(target), keys.outbox(target), flushes, count, target.type, target.id.toString(), flush.seq);
       switch (status) {
         case ScriptStatus.Applied:
         case ScriptStatus.Unchanged:

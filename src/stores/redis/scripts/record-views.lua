@@ -4,37 +4,48 @@
   whose running total the event carries so that PostgreSQL adds each view once
   however the event is batched, repeated or reordered (view_totals).
 
+  A process numbers its flushes, and the post keeps the number of the last one
+  it took from each process (KEYS[3]): a flush numbered no higher is one already
+  counted, re-sent after a lost reply or retried after a timeout, or a stale one
+  that a stalled connection delivers after a newer flush, and counts nothing.
+  The number is kept ten minutes after the sender's last flush of the post: a
+  process gives up a flush long before (src/domain/views.ts), so only a command
+  held in a stalled connection for longer could count twice. One key per post
+  and process, where a receipt per flush would cost a key per post per second.
+
   Input:
     KEYS[1]       counter hash of the post; its existence marks a target Redis holds
     KEYS[2]       outbox stream of the post's partition
-    KEYS[3]       this call's receipt (includes/receipts.lua)
+    KEYS[3]       the number of the last flush the post took from this sender
     ARGV[1]       views to add (a positive integer)
     ARGV[2]       target type, for the event
     ARGV[3]       target id, for the event
+    ARGV[4]       the number of this flush (a positive integer)
 
   Output:
     { APPLIED, read }        counted; read = the post's views now
-    { UNCHANGED, read }      this call already ran (re-sent after a lost reply): nothing counted again
+    { UNCHANGED, read }      the post took this flush or a later one: nothing counted again
     { TARGET_ABSENT }        the post's counter hash is not in Redis
     { INVALID_ARGUMENTS }
 ]]
 --@include statuses
 --@include hash-fields
 --@include append-event
---@include receipts
 
+local flushLifetimeMs = 600000
 local added = tonumber(ARGV[1])
-if not added or added < 1 or added % 1 ~= 0 or not ARGV[2] or not ARGV[3] then
+local seq = tonumber(ARGV[4])
+if not added or added < 1 or added % 1 ~= 0 or not ARGV[2] or not ARGV[3] or not seq or seq < 1 or seq % 1 ~= 0 then
   return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return { TARGET_ABSENT }
 end
-if firstAnswer(KEYS[3]) then
+if seq <= tonumber(redis.call('GET', KEYS[3]) or '0') then
   return { UNCHANGED, tonumber(redis.call('HGET', KEYS[1], 'read') or '0') }
 end
 local read = redis.call('HINCRBY', KEYS[1], 'read', added)
 local total = redis.call('HINCRBY', KEYS[1], epochViewsField, added)
 appendViews(KEYS[1], KEYS[2], ARGV[2], ARGV[3], ARGV[1], total)
-keepReceipt(KEYS[3], APPLIED)
+redis.call('SET', KEYS[3], ARGV[4], 'PX', flushLifetimeMs)
 return { APPLIED, read }

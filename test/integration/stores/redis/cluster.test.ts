@@ -116,12 +116,12 @@ describe("scripts on a Redis Cluster", () => {
     const group = spread(12);
     await Promise.all(group.map((t) => counters.init(t, { like: 0 })));
     for (let round = 0; round < 3; round++) {
-      expect((await Promise.all(group.map((t) => viewsOf.add(t, 5, `${round}-${t.id}`)))).every((r) => r.kind === "counted")).toBe(true);
+      expect((await Promise.all(group.map((t) => viewsOf.add(t, 5, { sender: "cluster-test", seq: round + 1 })))).every((r) => r.kind === "counted")).toBe(true);
     }
-    // A retried flush (same id) counts once.
-    await Promise.all(group.map((t) => viewsOf.add(t, 5, `2-${t.id}`)));
+    // A retried flush (same number) counts once.
+    await Promise.all(group.map((t) => viewsOf.add(t, 5, { sender: "cluster-test", seq: 3 })));
     expect((await counters.read(group)).map((c) => c?.read)).toEqual(group.map(() => 15));
-    expect(await viewsOf.add(spread(1)[0] as Target, 1, "unloaded")).toEqual({ kind: "unloaded" });
+    expect(await viewsOf.add(spread(1)[0] as Target, 1, { sender: "cluster-test", seq: 1 })).toEqual({ kind: "unloaded" });
 
     // Rebuilt in epoch 4 from a snapshot that held 10 of epoch 3's views; 14 of them reached PostgreSQL late.
     await Promise.all(group.map((t) => rebuilds.drop(t)));

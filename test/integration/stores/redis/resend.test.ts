@@ -122,7 +122,7 @@ describe("writes re-sent after a lost reply", () => {
     const target = await knownPost();
     const views = createViewStore(proxied, keys);
     const result = await withLostReply(
-      () => views.add(target, 7, "flush-1"),
+      () => views.add(target, 7, { sender: "resend-test", seq: 1 }),
       async () => (await direct.hget(keys.counters(target), "read")) === "7",
     );
     expect(result).toEqual({ kind: "counted", views: 7 });
@@ -130,17 +130,20 @@ describe("writes re-sent after a lost reply", () => {
     expect(await direct.hget(keys.counters(target), "vt")).toBe("7");
   });
 
-  it("when two flushes add the same views, then both count; when one flush is retried under its id (after a timeout), it counts once", async () => {
+  it("when two processes flush views, then both count; a flush retried under its number counts once, and a stale one after a newer one counts nothing", async () => {
     const target = await knownPost();
     const views = createViewStore(direct, keys);
-    await views.add(target, 1, "flush-a");
-    await views.add(target, 1, "flush-b");
+    await views.add(target, 1, { sender: "a", seq: 1 });
+    await views.add(target, 1, { sender: "b", seq: 1 });
     expect(await direct.hget(keys.counters(target), "read")).toBe("2");
-    expect(await views.add(target, 1, "flush-b")).toEqual({ kind: "counted", views: 2 });
-    expect(await direct.hget(keys.counters(target), "read")).toBe("2");
+    expect(await views.add(target, 1, { sender: "b", seq: 1 })).toEqual({ kind: "counted", views: 2 });
+    await views.add(target, 3, { sender: "b", seq: 5 });
+    expect(await views.add(target, 1, { sender: "b", seq: 4 })).toEqual({ kind: "counted", views: 5 });
+    expect(await direct.hget(keys.counters(target), "read")).toBe("5");
+    expect(Number(await direct.pttl(keys.viewFlushes(target, "b")))).toBeGreaterThan(590_000);
   });
 
-  it("when a flush of views times out while Redis stalls and runs it afterwards, then the view service retries it under its id and the views count once", async () => {
+  it("when a flush of views times out while Redis stalls and runs it afterwards, then the view service retries it under its number and the views count once", async () => {
     const target = await knownPost();
     // A client that gives up on a command after 300 ms, as REDIS_COMMAND_TIMEOUT_MS would, through the proxy.
     const timing = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
@@ -177,18 +180,49 @@ describe("writes re-sent after a lost reply", () => {
     }
   });
 
-  it("when Redis refuses a flush for longer than its receipt lasts, then the views are reported lost and never retried, so none counts twice", async () => {
+  it("when the process shuts down while Redis is unreachable, then shutdown keeps flushing for its limit, reports the views lost and takes no more", async () => {
     const target = await knownPost();
     const timing = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
     timing.on("error", () => undefined);
     const catalog = { posts: async (ids: readonly bigint[]) => ids.map((id) => ({ id, authorId: 1n, title: "t", body: "b", createdAt: new Date() })) };
     const lost: number[] = [];
-    // No time to retry in: the first failure is already past the window.
     const views = createViewService({
       store: createViewStore(timing, keys),
       catalog: catalog as unknown as Catalog,
       counters: {} as CounterService,
-      retryForMs: 0,
+      closeWithinMs: 1_000,
+      onViewsLost: (count) => lost.push(count),
+    });
+    try {
+      await views.record([target.id, target.id, target.id, target.id]);
+      proxy.refuse();
+      const started = Date.now();
+      await views.close();
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(lost).toEqual([4]);
+      await expect(views.record([target.id])).rejects.toMatchObject({ code: "SERVICE_UNAVAILABLE" });
+      proxy.resume();
+      // A command the client had queued may still reach Redis once it answers: then it counts once, never twice.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect([null, "4"]).toContain(await direct.hget(keys.counters(target), "read"));
+    } finally {
+      proxy.resume();
+      timing.disconnect();
+    }
+  });
+
+  it("when Redis refuses a flush for longer than the service retries it, then the views are reported lost and never sent again, so none counts twice", async () => {
+    const target = await knownPost();
+    const timing = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
+    timing.on("error", () => undefined);
+    const catalog = { posts: async (ids: readonly bigint[]) => ids.map((id) => ({ id, authorId: 1n, title: "t", body: "b", createdAt: new Date() })) };
+    const lost: number[] = [];
+    // No time to retry in: the first attempt times out (300 ms) past the window.
+    const views = createViewService({
+      store: createViewStore(timing, keys),
+      catalog: catalog as unknown as Catalog,
+      counters: {} as CounterService,
+      retryForMs: 200,
       onViewsLost: (count) => lost.push(count),
     });
     try {
