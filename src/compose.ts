@@ -28,6 +28,7 @@ import { createUserStore } from "./stores/postgres/user-store.js";
 import { createMessageBus } from "./stores/rabbitmq/message-bus.js";
 import { createTopology } from "./stores/rabbitmq/topology.js";
 import { createCounterStore } from "./stores/redis/counter-store.js";
+import { isRedisUnavailable } from "./stores/redis/client.js";
 import { createRedisKeys } from "./stores/redis/keys.js";
 import { createLease } from "./stores/redis/lease-store.js";
 import { createListStore } from "./stores/redis/list-store.js";
@@ -177,6 +178,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
             counters: counterStore,
             lists: listStore,
             afterCommit: hooks?.afterDatabaseCommit,
+            isRedisUnavailable,
           }),
           repairs: createRepairService({ database: databaseReconcile, redis: redisReconcile, counters: counterStore }),
           reconcileLease: createLease(redis, keys.reconcileLock()),

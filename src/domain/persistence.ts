@@ -53,9 +53,11 @@ export function coalesce(changes: readonly Change[]): Change[] {
 }
 
 /**
- * PostgreSQL committed the batch but Redis did not take what follows it (credits,
- * replays, lists). The changes are not at fault: the batch is retried as it is,
- * and its redelivery finds them applied and does the rest.
+ * PostgreSQL committed the batch but Redis, unreachable or stalled, did not take
+ * what follows it (credits, replays, lists). The changes are not at fault: the
+ * batch is retried as it is, and finds them applied and does the rest. Any other
+ * failure there (a script refusing what it was given) is the batch's own, and is
+ * thrown as it is.
  */
 export class RedisFollowUpError extends Error {
   override readonly name = "RedisFollowUpError";
@@ -77,12 +79,15 @@ export interface ChangePersistenceDeps {
   readonly lists: ListStore;
   /** Runs right after PostgreSQL committed a batch, before Redis hears of it (tests inject crashes here). */
   readonly afterCommit?: (applied: AppliedChanges) => Promise<void>;
+  /** Whether an error says Redis did not answer, rather than refused a command. */
+  readonly isRedisUnavailable: (error: unknown) => boolean;
 }
 
 const isListed = (change: RelationChange): change is RelationChange & { relation: ListedRelation } =>
   (listedRelations as readonly string[]).includes(change.relation) && change.target.type === "post";
 
-export function createChangePersistence({ history, rebuilds, snapshots, counters, lists, afterCommit }: ChangePersistenceDeps): ChangePersistence {
+export function createChangePersistence(deps: ChangePersistenceDeps): ChangePersistence {
+  const { history, rebuilds, snapshots, counters, lists, afterCommit, isRedisUnavailable } = deps;
   /**
    * Replays into rebuilt targets the committed changes and views their rebuild's
    * snapshot did not see. Given every change that is its pair's newest in
@@ -131,15 +136,16 @@ export function createChangePersistence({ history, rebuilds, snapshots, counters
       const applied = await history.apply(coalesce(changes));
       await afterCommit?.(applied);
       // Any failure below fails the batch: its redelivery finds the changes applied and does all of it again.
-      try {
-        await Promise.all([
+      const failures = (
+        await Promise.allSettled([
           applied.credits.length ? counters.mirror(applied.credits) : undefined,
           replayIntoRebuilt(applied.current, applied.views),
           settleLists(applied.current),
-        ]);
-      } catch (error) {
-        throw new RedisFollowUpError(error);
-      }
+        ])
+      ).flatMap((outcome) => (outcome.status === "rejected" ? [outcome.reason as unknown] : []));
+      const refused = failures.find((error) => !isRedisUnavailable(error));
+      if (refused !== undefined) throw refused instanceof Error ? refused : new Error("a Redis step after the commit failed", { cause: refused });
+      if (failures.length > 0) throw new RedisFollowUpError(failures[0]);
       return applied;
     },
   };

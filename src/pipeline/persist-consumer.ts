@@ -7,8 +7,8 @@
 // stores together while PostgreSQL lacks a change Redis made. It goes to the
 // retry queue and is applied again after a delay, as long as it takes; its
 // version keeps it from undoing anything newer meanwhile. A batch PostgreSQL
-// committed but Redis did not hear of is retried whole, as an outage is: Redis
-// is what failed, not a change.
+// committed but an unreachable Redis did not hear of is retried whole, as an
+// outage is: Redis is what failed, not a change.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { Change } from "../domain/model.js";
@@ -56,7 +56,7 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
       } catch (err) {
         if (closing) throw err;
         if (attempt >= attemptsBeforeSplit && !(err instanceof RedisFollowUpError) && (await options.databaseAnswers())) {
-          return changes.length === 1 ? [{ retryLater: `PostgreSQL refused the change: ${(err as Error).message}` }] : split(changes);
+          return changes.length === 1 ? [{ retryLater: `the change could not be persisted: ${(err as Error).message}` }] : split(changes);
         }
         const delayMs = Math.min(5_000, 100 * 2 ** attempt);
         logger.warn({ err, attempt, delayMs, changes: changes.length }, "persisting a batch failed; retrying");

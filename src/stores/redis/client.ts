@@ -112,6 +112,17 @@ class TickPipeline {
 }
 
 /**
+ * The replies of an executed pipeline, in order; the first command's error, if
+ * any failed, is thrown rather than left in place of a reply.
+ */
+export async function pipelineReplies(executed: Promise<[Error | null, unknown][] | null>): Promise<unknown[]> {
+  const results = (await executed) ?? [];
+  const failed = results.find(([error]) => error)?.[0];
+  if (failed) throw failed;
+  return results.map(([, value]) => value);
+}
+
+/**
  * Whether an error says Redis did not answer (stalled, unreachable, connection
  * lost), as opposed to a fault of the command: the request may be retried.
  */

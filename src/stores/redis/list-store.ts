@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { listCapacity, type ListPosition } from "../../domain/model.js";
 import type { ListStore } from "../../domain/ports.js";
-import type { RedisClient } from "./client.js";
+import { pipelineReplies, type RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 import { ScriptStatus, toError } from "./statuses.js";
 import { splitVersion } from "../versions.js";
@@ -38,18 +38,16 @@ export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore 
       const list = keys.list(relation, userId);
       // One slot: one pipeline, on a cluster too. A read keeps the list a day longer, as a write does
       // (scripts/includes/list-positions.lua: the horizon a minute less than the entries).
-      const results =
-        (await redis
+      const [flat, horizon, recent] = (await pipelineReplies(
+        redis
           .pipeline()
           .zrange(list.entries, "0", "-1", "WITHSCORES")
           .get(list.horizon)
           .hgetall(list.recent)
           .pexpire(list.horizon, listIdleMs)
           .pexpire(list.entries, listIdleMs + 60_000)
-          .exec()) ?? [];
-      const failed = results.find(([error]) => error)?.[0];
-      if (failed) throw failed;
-      const [[, flat], [, horizon], [, recent]] = results as [[null, string[]], [null, string | null], [null, Record<string, string>]];
+          .exec(),
+      )) as [string[], string | null, Record<string, string>];
       if (horizon === null || horizon === "loading") return null;
       const entries: ListPosition[] = [];
       for (let i = 0; i + 1 < flat.length; i += 2) entries.push({ targetId: BigInt(flat[i] as string), at: new Date(Number(flat[i + 1])) });
@@ -71,9 +69,7 @@ export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore 
     },
     async begin(relation, userId) {
       const list = keys.list(relation, userId);
-      const results = (await redis.pipeline().set(list.horizon, "loading").del(list.entries).exec()) ?? [];
-      const failed = results.find(([error]) => error)?.[0];
-      if (failed) throw failed;
+      await pipelineReplies(redis.pipeline().set(list.horizon, "loading").del(list.entries).exec());
     },
     async finish(relation, userId, entries, horizon) {
       const list = keys.list(relation, userId);

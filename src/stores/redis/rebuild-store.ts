@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { Cluster } from "ioredis";
 import { relations, relationsOf, type Target } from "../../domain/model.js";
 import type { RebuildStore } from "../../domain/ports.js";
-import type { RedisClient } from "./client.js";
+import { pipelineReplies, type RedisClient } from "./client.js";
 import {
   authorField,
   defaultShardCapacity,
@@ -123,9 +123,7 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
           // Outlasts the window, which opens a little after this write: a replay inside it must find what the post holds.
           pipeline.pexpire(keys.viewsReplayed(target), rebuildWindowMs + 60_000);
         }
-        const results = (await pipeline.exec()) ?? [];
-        const failed = results.find(([error]) => error)?.[0];
-        if (failed) throw failed;
+        await pipelineReplies(pipeline.exec());
       }
       const fields: (string | number)[] = [
         ...Object.entries(snapshot.counts).flat(),
@@ -187,9 +185,7 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
       const values =
         redis instanceof Cluster
           ? await Promise.all(targets.map((t) => redis.hmget(keys.counters(t), epochField, snapshotMarkField)))
-          : ((await redis.pipeline(targets.map((t) => ["hmget", keys.counters(t), epochField, snapshotMarkField])).exec()) ?? []).map(
-              ([, v]) => v as (string | null)[],
-            );
+          : ((await pipelineReplies(redis.pipeline(targets.map((t) => ["hmget", keys.counters(t), epochField, snapshotMarkField])).exec())) as (string | null)[][]);
       // No mark: never rebuilt (epoch 0, where nothing is older), rebuilt before marks, or not held; nothing to replay.
       return values.map(([epoch, mark]) => (epoch && mark ? { epoch: BigInt(epoch), epochStart: BigInt(epoch) * epochScale, mark } : null));
     },

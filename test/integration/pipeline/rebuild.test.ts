@@ -12,7 +12,7 @@ import { createSnapshotStore } from "../../../src/stores/postgres/snapshot-store
 import { createCounterStore } from "../../../src/stores/redis/counter-store.js";
 import { createListStore } from "../../../src/stores/redis/list-store.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
-import type { RedisClient } from "../../../src/stores/redis/client.js";
+import { isRedisUnavailable, type RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { redisState } from "../../support/agreement.js";
@@ -254,7 +254,7 @@ describe("rebuild from PostgreSQL", () => {
         return applied;
       },
     };
-    const laneA = createChangePersistence({ history: stalling, rebuilds, snapshots: createSnapshotStore(db), counters: counterStore, lists: createListStore(redis, createRedisKeys(config.redisPartitions)) });
+    const laneA = createChangePersistence({ history: stalling, rebuilds, snapshots: createSnapshotStore(db), counters: counterStore, lists: createListStore(redis, createRedisKeys(config.redisPartitions)), isRedisUnavailable });
     const now = BigInt(Date.now()) * 1000n;
     const liking = laneA.persist([change(post, 12n, true, now)]);
     await hasCommitted;
@@ -319,6 +319,7 @@ function lanes(config: Config) {
     snapshots: createSnapshotStore(db),
     counters: counterStore,
     lists: createListStore(redis, keys),
+    isRedisUnavailable,
   });
   return { rebuilds, persistence, counterStore };
 }

@@ -189,6 +189,41 @@ describe("routing", () => {
     }
   });
 
+  it("when Redis refuses what follows a commit (a key of the wrong type), then that change waits in the retry queue without holding back the others, and completes once Redis takes it", async () => {
+    const config = testConfig({ PERSIST_RETRY_DELAY_MS: "1000", PERSIST_LINGER_MS: "50" });
+    const keys = createRedisKeys(config.redisPartitions);
+    const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+    const base = 810_000_000_000n + BigInt(Math.floor(Math.random() * 1_000_000)) * 2n;
+    const [blocked, other] = [base, base + 1n];
+    // The list's records must be a hash: as a string, every write of the list fails, a fault of the key and not an outage.
+    await redis.set(keys.list("like", blocked).recent, "not a hash");
+    const pipeline = await startTestPipeline(config);
+    const admin = busOf(config);
+    const likeBy = (userId: bigint) => ({
+      partition: Number(post.id % BigInt(config.redisPartitions)),
+      entryId: `${Date.now()}-${userId}`,
+      change: { kind: "relation", relation: "like", target: post, userId, authorId: author.id, member: true, version: BigInt(Date.now()) * 1000n, at: new Date() } as const,
+    });
+    const listed = async (userId: bigint) => (await redis.type(keys.list("like", userId).recent)) === "hash" && (await redis.hexists(keys.list("like", userId).recent, post.id.toString())) === 1;
+    try {
+      await admin.bus.publishChanges([likeBy(blocked)]);
+      await eventually(async () => (await db.like.count({ where: { targetType: "post", targetId: post.id, userId: blocked } })) === 1, 10_000, () => "the like was not committed");
+      await sleep(3_000);
+      await admin.bus.publishChanges([likeBy(other)]);
+      await eventually(() => listed(other), 10_000, () => "a later change was held back behind the refused one");
+      expect(await listed(blocked)).toBe(false);
+
+      await redis.del(keys.list("like", blocked).recent);
+      await eventually(() => listed(blocked), 15_000, () => "the refused change never completed");
+      const dead = await admin.rabbit.queueDeclare({ queue: topologyOf(config).deadQueue, passive: true });
+      expect(dead.messageCount).toBe(0);
+    } finally {
+      await redis.del(keys.list("like", blocked).recent);
+      await admin.close();
+      await pipeline.stop();
+    }
+  });
+
   it("when PERSIST_QUEUES changes while a process runs with the old value, then the new one refuses to start", async () => {
     const config = testConfig({ PERSIST_QUEUES: "2" });
     const changed = { ...config, persist: { ...config.persist, queues: 3 } };
