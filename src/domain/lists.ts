@@ -4,9 +4,9 @@
 //
 // Redis holds a list's newest entries and where its knowledge ends (the
 // horizon): entries newer than the horizon are Redis's alone, entries at or
-// before it PostgreSQL's, but for posts whose membership changed in the last two
-// minutes (PostgreSQL may not hold the change yet): Redis's record of the change
-// speaks for those. A page takes what follows its cursor from both and merges
+// before it PostgreSQL's, but for posts whose membership changed recently
+// (PostgreSQL may not hold the change yet): Redis's record of the change speaks
+// for those, while the list is held and while it is not. A page takes what follows its cursor from both and merges
 // them, so no entry is skipped or shown twice at the boundary.
 import { setTimeout as sleep } from "node:timers/promises";
 import { badInput } from "../errors.js";
@@ -124,8 +124,14 @@ export function createListService(deps: ListServiceDeps): ListService {
         const [older = []] = await history.memberships([{ relation, targetType: listedType[relation], userId, limit: fetch, after: bound, skip }]);
         candidates = [...fromRedis, ...older].sort(newestFirst);
       }
+    } else if (isListed(relation)) {
+      // A list another process is still loading: PostgreSQL, with Redis's records of recent changes speaking for their posts.
+      const recent = await lists.recent(relation, userId);
+      const [rows = []] = await history.memberships([{ relation, targetType: "post", userId, limit: fetch, after, skip: new Set(recent.keys()) }]);
+      const joined = [...recent].flatMap(([targetId, r]) => (r.member ? [{ targetId, at: r.at }] : []));
+      candidates = [...rows, ...joined.filter((e) => after === null || isOlder(e, after))].sort(newestFirst);
     } else {
-      // Follows, or a list another process is still loading: PostgreSQL alone.
+      // Follows: PostgreSQL alone.
       const [rows = []] = await history.memberships([{ relation, targetType: listedType[relation], userId, limit: fetch, after, skip: new Set() }]);
       candidates = rows;
     }

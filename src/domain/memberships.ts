@@ -95,7 +95,7 @@ export function createMembershipService(deps: MembershipServiceDeps): Membership
     // once, and again by the pipeline once persisted, which heals a write that failed here.
     if (result.changed && isListed(relation) && target.type === "post") {
       await lists
-        .apply(relation, userId, [{ targetId: target.id, member: join, version: result.version, at: result.at }])
+        .apply(relation, userId, [{ targetId: target.id, member: join, version: result.version, at: result.at }], false)
         .catch((error: unknown) => deps.onListFailure?.(error));
     }
     return { changed: result.changed, counts: result.counts };

@@ -128,7 +128,7 @@ export function createChangePersistence(deps: ChangePersistenceDeps): ChangePers
       if (!list) byList.set(key, (list = { relation: change.relation, userId: change.userId, changes: [] }));
       list.changes.push({ targetId: change.target.id, member: change.member, version: change.version, at: change.at });
     }
-    await Promise.all([...byList.values()].map((l) => lists.apply(l.relation, l.userId, l.changes)));
+    await Promise.all([...byList.values()].map((l) => lists.apply(l.relation, l.userId, l.changes, true)));
   }
 
   return {

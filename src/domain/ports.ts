@@ -247,6 +247,12 @@ export interface ListChange {
 }
 
 /** A user's list as Redis holds it. */
+/** The newest change of a target in a user's list that Redis keeps a record of. */
+export interface RecentChange {
+  readonly member: boolean;
+  readonly at: Date;
+}
+
 export interface HeldList {
   /** Its newest entries, newest first, all newer than `horizon`. */
   readonly entries: readonly ListPosition[];
@@ -256,21 +262,25 @@ export interface HeldList {
    */
   readonly horizon: ListPosition | null;
   /**
-   * Targets whose membership changed in the last two minutes, with the newest
-   * change: PostgreSQL may not hold it yet, so its rows for them are not to be believed.
+   * Targets whose membership changed recently (two minutes, or longer while
+   * PostgreSQL has not committed the change), with the newest change: PostgreSQL
+   * may not hold it yet, so its rows for them are not to be believed.
    */
-  readonly recent: ReadonlyMap<bigint, { readonly member: boolean; readonly at: Date }>;
+  readonly recent: ReadonlyMap<bigint, RecentChange>;
 }
 
 export interface ListStore {
   /**
    * Applies changes to a user's list, each only when newer than what the list
    * knows of its target. False when Redis does not hold the list (only its record
-   * of recent changes moved; a load reads PostgreSQL and that record).
+   * of recent changes moved; a load reads PostgreSQL and that record). `committed`:
+   * PostgreSQL holds these changes (the pipeline's write), so their records may expire.
    */
-  apply(relation: ListedRelation, userId: bigint, changes: readonly ListChange[]): Promise<boolean>;
+  apply(relation: ListedRelation, userId: bigint, changes: readonly ListChange[], committed: boolean): Promise<boolean>;
   /** The user's list, or null when Redis does not hold it (or is loading it). */
   read(relation: ListedRelation, userId: bigint): Promise<HeldList | null>;
+  /** The records of recent changes of the list, whether or not Redis holds it. */
+  recent(relation: ListedRelation, userId: bigint): Promise<ReadonlyMap<bigint, RecentChange>>;
   /** Takes the list's load lock; the token to release it, or null when another process loads it. */
   lock(relation: ListedRelation, userId: bigint, ttlMs: number): Promise<string | null>;
   unlock(relation: ListedRelation, userId: bigint, token: string): Promise<void>;

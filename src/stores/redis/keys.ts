@@ -14,7 +14,7 @@
 //   rc:{p}:<operation>             string: the status a write first answered, kept 60 s (scripts/includes/receipts.lua)
 //   ul:{p}:user:<id>:<tag>         sorted set: a user's newest liked (l) or collected (c) posts, scored by time
 //   uh:{p}:user:<id>:<tag>         string: where that list's knowledge ends (scripts/load-list.lua)
-//   ur:{p}:user:<id>:<tag>         hash: that list's changes PostgreSQL may not hold yet (scripts/apply-list-changes.lua)
+//   ur:{p}:user:<id>:<tag>         hash: that list's recent changes, per post, and how many PostgreSQL lacks (scripts/apply-list-changes.lua)
 //   ulk:{p}:user:<id>:<tag>        string: lock held by the process loading that list from PostgreSQL
 //   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
 //   rif:{p}:<type>:<id>            string: versions at which reconcile passes found the target in flight, and how many in a row

@@ -3,7 +3,7 @@
 // from PostgreSQL), in the user's slot.
 import { randomUUID } from "node:crypto";
 import { listCapacity, type ListPosition } from "../../domain/model.js";
-import type { ListStore } from "../../domain/ports.js";
+import type { ListStore, RecentChange } from "../../domain/ports.js";
 import { pipelineReplies, type RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 import { ScriptStatus, toError } from "./statuses.js";
@@ -19,12 +19,22 @@ function parsePosition(text: string): ListPosition | null {
   return match ? { at: new Date(Number(match[1])), targetId: BigInt(match[2] as string) } : null;
 }
 
+/** Records are 'epoch:micros:state:ms[:committed]' under post ids (scripts/apply-list-changes.lua); other fields are bookkeeping. */
+function parseRecords(recent: Record<string, string>): Map<bigint, RecentChange> {
+  const records = new Map<bigint, RecentChange>();
+  for (const [id, record] of Object.entries(recent)) {
+    const match = /^\d+:\d+:([01]):(\d+)/.exec(record);
+    if (match && /^[1-9]\d*$/.test(id)) records.set(BigInt(id), { member: match[1] === "1", at: new Date(Number(match[2])) });
+  }
+  return records;
+}
+
 export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore {
   return {
-    async apply(relation, userId, changes) {
+    async apply(relation, userId, changes, committed) {
       if (changes.length === 0) return true;
       const list = keys.list(relation, userId);
-      const args: (string | number)[] = [listCapacity];
+      const args: (string | number)[] = [listCapacity, committed ? "1" : "0"];
       for (const c of changes) {
         const { epoch, micros } = splitVersion(c.version);
         args.push(c.targetId.toString(), c.member ? "1" : "0", epoch.toString(), micros.toString(), c.at.getTime());
@@ -52,13 +62,10 @@ export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore 
       const entries: ListPosition[] = [];
       for (let i = 0; i + 1 < flat.length; i += 2) entries.push({ targetId: BigInt(flat[i] as string), at: new Date(Number(flat[i + 1])) });
       entries.sort((a, b) => b.at.getTime() - a.at.getTime() || (a.targetId < b.targetId ? 1 : a.targetId > b.targetId ? -1 : 0));
-      // Records are 'epoch:micros:state:ms' (scripts/apply-list-changes.lua).
-      const recentStates = new Map<bigint, { member: boolean; at: Date }>();
-      for (const [id, record] of Object.entries(recent)) {
-        const [, , state, ms] = record.split(":");
-        recentStates.set(BigInt(id), { member: state === "1", at: new Date(Number(ms)) });
-      }
-      return { entries, horizon: horizon === "" ? null : parsePosition(horizon), recent: recentStates };
+      return { entries, horizon: horizon === "" ? null : parsePosition(horizon), recent: parseRecords(recent) };
+    },
+    async recent(relation, userId) {
+      return parseRecords(await redis.hgetall(keys.list(relation, userId).recent));
     },
     async lock(relation, userId, ttlMs) {
       const token = randomUUID();

@@ -117,6 +117,28 @@ describe("likedPosts and collectedPosts", () => {
     }
   });
 
+  it("when another process holds a user's list loading, then a page from PostgreSQL alone still shows a like not persisted and hides an unlike not persisted", async () => {
+    const [user] = (await createUsers(db, api.config, 1)) as [TestUser];
+    const [kept, unliked, fresh] = (await createPosts(3)) as [string, string, string];
+    const pipeline = await startTestPipeline(api.config);
+    try {
+      await inTurn([kept, unliked].map((id) => () => api.gql(likePost, { id }, user.token)));
+      await eventually(async () => (await db.like.count({ where: { userId: user.id, targetType: "post" } })) === 2, 30_000, () => "likes not persisted");
+    } finally {
+      await pipeline.stop();
+    }
+    // Nothing persists from here: PostgreSQL keeps the unliked post's row and lacks the new like.
+    await inTurn([() => api.gql(unlikePost, { id: unliked }, user.token), () => api.gql(likePost, { id: fresh }, user.token)]);
+    const list = createRedisKeys(api.config.redisPartitions).list("like", user.id);
+    await redis.del(list.entries, list.horizon);
+    await redis.set(list.lock, "another process", "PX", 30_000);
+    try {
+      expect(await walk("likedPosts", user, 10)).toEqual([fresh, kept]);
+    } finally {
+      await redis.del(list.lock);
+    }
+  });
+
   it("when a user collects posts, then collectedPosts shows them newest first, apart from their likes", async () => {
     const [user] = (await createUsers(db, api.config, 1)) as [TestUser];
     const posts = await createPosts(4);

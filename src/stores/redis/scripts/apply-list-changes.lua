@@ -8,18 +8,21 @@
   sees it at once), and from the persist consumer once PostgreSQL committed it
   (healing a list the API's write missed, say when the API died between the
   two). Each change carries its version; the list keeps, per post, a record of
-  the newest change it applied (KEYS[3]: 'epoch:micros:state:ms') and applies a
-  change only when newer, so the two writes of one change, and writes of two
-  changes in either order (two persist batches commit in either order), end in
-  the newest state. A change older than the entry it would replace (a later
-  like's) is skipped too. The records also tell readers which of PostgreSQL's
-  rows may be stale. They expire together, two minutes after the last was
-  written: past that, a change's writes have long arrived (one case aside: a
-  like whose write was held back longer than that by a stalled client, after a
-  later unlike of the same post, is listed until that post's next change or the
-  list's next load). At most `recentCapacity` posts are recorded: a user past
-  that many changes in two minutes has the list dropped, to be loaded again from
-  PostgreSQL when next read, so no key outgrows the bound on any key.
+  the newest change it applied (KEYS[3]: 'epoch:micros:state:ms:committed') and
+  applies a change only when newer, so the two writes of one change, and writes
+  of two changes in either order (two persist batches commit in either order),
+  end in the newest state. A change older than the entry it would replace (a
+  later like's) is skipped too. The records also tell readers which of
+  PostgreSQL's rows may be stale, so a record stays while PostgreSQL may lack
+  its change: the hash counts its records not yet committed (field 'pending')
+  and expires a day after its last write while any is, two minutes after once
+  none is. Past those two minutes a change's writes have long arrived (one case
+  aside: a like whose write was held back longer than that by a stalled client,
+  after a later unlike of the same post, is listed until that post's next change
+  or the list's next load). At most `recentCapacity` posts are recorded: a user
+  past that many changes before the records expire has the list and its records
+  dropped, to be loaded again from PostgreSQL when next read, so no key outgrows
+  the bound on any key.
 
   Records are written whether or not Redis holds the list, so a list loaded
   later still sees changes PostgreSQL does not have yet. While the list is
@@ -32,7 +35,8 @@
     KEYS[2]      the list's horizon (includes/list-positions.lua); missing: Redis does not hold the list
     KEYS[3]      the list's records of recent changes (hash)
     ARGV[1]      capacity of the entries
-    ARGV[2..]    per change: post id, state (1 member, 0 not), epoch, microseconds, time (ms)
+    ARGV[2]      '1' when PostgreSQL committed these changes (the persist consumer's write), '0' from the API
+    ARGV[3..]    per change: post id, state (1 member, 0 not), epoch, microseconds, time (ms)
 
   Output:
     { APPLIED }              applied to the list (each change only when newer)
@@ -43,12 +47,16 @@
 --@include list-positions
 
 local recentLifetimeMs = 120000
+local pendingLifetimeMs = 86400000
 local recentCapacity = 9999
+-- Not a post id, so it never collides with a record.
+local pendingField = 'pending'
 local capacity = tonumber(ARGV[1])
-if not capacity or capacity < 1 or (#ARGV - 1) % 5 ~= 0 or #ARGV == 1 then
+local committed = ARGV[2]
+if not capacity or capacity < 1 or (committed ~= '1' and committed ~= '0') or (#ARGV - 2) % 5 ~= 0 or #ARGV == 2 then
   return { INVALID_ARGUMENTS }
 end
-for i = 2, #ARGV, 5 do
+for i = 3, #ARGV, 5 do
   if not string.match(ARGV[i], '^[1-9]%d*$') or (ARGV[i + 1] ~= '1' and ARGV[i + 1] ~= '0')
     or not string.match(ARGV[i + 2], '^%d+$') or not string.match(ARGV[i + 3], '^%d+$') or not string.match(ARGV[i + 4], '^%d+$') then
     return { INVALID_ARGUMENTS }
@@ -58,25 +66,41 @@ end
 local horizonValue = redis.call('GET', KEYS[2])
 local held = horizonValue ~= false
 local wroteRecent = false
-for i = 2, #ARGV, 5 do
+local pendingDelta = 0
+for i = 3, #ARGV, 5 do
   local id, state, epoch, micros, at = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
   local record = redis.call('HGET', KEYS[3], id)
-  local rEpoch, rMicros = string.match(record or '', '^(%d+):(%d+):')
+  local rEpoch, rMicros, rRest = string.match(record or '', '^(%d+):(%d+):(.*)$')
   rEpoch, rMicros = tonumber(rEpoch), tonumber(rMicros)
+  -- A record without the flag predates it: taken as committed, so it holds nothing open.
+  local rPending = rRest ~= nil and string.match(rRest, ':0$') ~= nil
   local newer = not rEpoch or epoch > rEpoch or (epoch == rEpoch and micros > rMicros)
   local raw = redis.call('ZSCORE', KEYS[1], id)
   local score = raw and tonumber(raw)
   if newer and score and score > at then
     newer = false
   end
+  if not newer and rPending and committed == '1' and epoch == rEpoch and micros == rMicros then
+    -- PostgreSQL now holds the change this record speaks for.
+    redis.call('HSET', KEYS[3], id, (string.gsub(record, ':0$', ':1')))
+    pendingDelta = pendingDelta - 1
+    wroteRecent = true
+  end
   if newer and not record and redis.call('HLEN', KEYS[3]) >= recentCapacity then
     -- Too many changes to keep apart from PostgreSQL: start again from it when next read.
     redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
     held = false
     horizonValue = false
+    pendingDelta = 0
   end
   if newer then
-    redis.call('HSET', KEYS[3], id, ARGV[i + 2] .. ':' .. ARGV[i + 3] .. ':' .. state .. ':' .. ARGV[i + 4])
+    redis.call('HSET', KEYS[3], id, ARGV[i + 2] .. ':' .. ARGV[i + 3] .. ':' .. state .. ':' .. ARGV[i + 4] .. ':' .. committed)
+    if record and rPending then
+      pendingDelta = pendingDelta - 1
+    end
+    if committed == '0' then
+      pendingDelta = pendingDelta + 1
+    end
     wroteRecent = true
     if held then
       if state == '0' then
@@ -95,7 +119,14 @@ for i = 2, #ARGV, 5 do
   end
 end
 if wroteRecent then
-  redis.call('PEXPIRE', KEYS[3], recentLifetimeMs)
+  local pending = tonumber(redis.call('HGET', KEYS[3], pendingField) or '0') + pendingDelta
+  if pending > 0 then
+    redis.call('HSET', KEYS[3], pendingField, pending)
+    redis.call('PEXPIRE', KEYS[3], pendingLifetimeMs)
+  else
+    redis.call('HDEL', KEYS[3], pendingField)
+    redis.call('PEXPIRE', KEYS[3], recentLifetimeMs)
+  end
 end
 if held then
   keepList(KEYS[1], KEYS[2])

@@ -44,7 +44,8 @@ for i = 3, #ARGV, 2 do
 end
 local recent = redis.call('HGETALL', KEYS[3])
 for i = 1, #recent, 2 do
-  local state, at = string.match(recent[i + 1], '^%d+:%d+:(%d):(%d+)$')
+  -- Records are 'epoch:micros:state:ms[:committed]'; the count of pending ones ('pending') matches none.
+  local state, at = string.match(recent[i + 1], '^%d+:%d+:(%d):(%d+)')
   local raw = redis.call('ZSCORE', KEYS[1], recent[i])
   local score = raw and tonumber(raw)
   if state == '1' and not (score and score > tonumber(at)) then

@@ -137,7 +137,7 @@ describe("scripts on a Redis Cluster", () => {
     const users = spread(12, "user");
     const at = (ms: number) => new Date(1_795_000_000_000 + ms);
     // Changes from the API before the list is held: only their records move.
-    expect(await Promise.all(users.map((u) => lists.apply("like", u.id, [{ targetId: 7n, member: true, version: 50n, at: at(50) }])))).toEqual(users.map(() => false));
+    expect(await Promise.all(users.map((u) => lists.apply("like", u.id, [{ targetId: 7n, member: true, version: 50n, at: at(50) }], false)))).toEqual(users.map(() => false));
     for (const u of users) {
       const token = await lists.lock("like", u.id, 10_000);
       expect(token).not.toBeNull();
@@ -145,7 +145,7 @@ describe("scripts on a Redis Cluster", () => {
       await lists.finish("like", u.id, [{ targetId: 5n, at: at(20) }, { targetId: 4n, at: at(10) }], { targetId: 3n, at: at(5) });
       await lists.unlock("like", u.id, token as string);
     }
-    await Promise.all(users.map((u) => lists.apply("like", u.id, [{ targetId: 5n, member: false, version: 60n, at: at(60) }])));
+    await Promise.all(users.map((u) => lists.apply("like", u.id, [{ targetId: 5n, member: false, version: 60n, at: at(60) }], true)));
     const read = await Promise.all(users.map((u) => lists.read("like", u.id)));
     for (const list of read) {
       expect(list?.entries.map((e) => e.targetId)).toEqual([7n, 4n]);

@@ -38,11 +38,11 @@ describe("a user's list in Redis", () => {
   it("when a post is unliked and persisted while the list loads from PostgreSQL rows that still hold it, then the load leaves it out", async () => {
     const user = nextUser++;
     const lists = createListStore(redis, keys);
-    await lists.apply("like", user, [change(5n, true, 10n)]);
+    await lists.apply("like", user, [change(5n, true, 10n)], false);
     // PostgreSQL was read holding the like; meanwhile the unlike came from the API, and again from the pipeline.
     await load(user, [{ targetId: 5n, at: at(10) }, { targetId: 4n, at: at(5) }], null, async () => {
-      await lists.apply("like", user, [change(5n, false, 20n)]);
-      await lists.apply("like", user, [change(5n, false, 20n)]);
+      await lists.apply("like", user, [change(5n, false, 20n)], false);
+      await lists.apply("like", user, [change(5n, false, 20n)], true);
     });
     expect(await ids(user)).toEqual([4n]);
   });
@@ -51,13 +51,13 @@ describe("a user's list in Redis", () => {
     const user = nextUser++;
     const lists = createListStore(redis, keys);
     await load(user, [], null);
-    await lists.apply("like", user, [change(7n, true, 30n)]);
-    await lists.apply("like", user, [change(7n, false, 40n)]);
+    await lists.apply("like", user, [change(7n, true, 30n)], false);
+    await lists.apply("like", user, [change(7n, false, 40n)], false);
     // The like's persisted write comes last (its batch committed first, but reached Redis after the unlike's).
-    await lists.apply("like", user, [change(7n, false, 40n)]);
-    await lists.apply("like", user, [change(7n, true, 30n)]);
+    await lists.apply("like", user, [change(7n, false, 40n)], true);
+    await lists.apply("like", user, [change(7n, true, 30n)], true);
     expect(await ids(user)).toEqual([]);
-    await lists.apply("like", user, [change(7n, true, 50n)]);
+    await lists.apply("like", user, [change(7n, true, 50n)], false);
     expect(await ids(user)).toEqual([7n]);
   });
 
@@ -65,7 +65,7 @@ describe("a user's list in Redis", () => {
     const user = nextUser++;
     const lists = createListStore(redis, keys);
     await load(user, [], null);
-    await lists.apply("like", user, Array.from({ length: 150 }, (_, i) => change(BigInt(i + 1), true, BigInt(1000 + i))));
+    await lists.apply("like", user, Array.from({ length: 150 }, (_, i) => change(BigInt(i + 1), true, BigInt(1000 + i))), false);
     const list = await lists.read("like", user);
     expect(list?.entries).toHaveLength(100);
     expect(list?.entries[0]).toEqual({ targetId: 150n, at: at(1149) });
@@ -77,12 +77,32 @@ describe("a user's list in Redis", () => {
     const lists = createListStore(redis, keys);
     await load(user, [], null);
     for (let from = 0; from < 10_500; from += 1_500) {
-      await lists.apply("like", user, Array.from({ length: 1_500 }, (_, i) => change(BigInt(from + i + 1), true, BigInt(from + i + 1))));
+      await lists.apply("like", user, Array.from({ length: 1_500 }, (_, i) => change(BigInt(from + i + 1), true, BigInt(from + i + 1))), false);
     }
     const list = keys.list("like", user);
     expect(await redis.hlen(list.recent)).toBeLessThanOrEqual(10_000);
     expect(await redis.zcard(list.entries)).toBeLessThanOrEqual(100);
     expect(await lists.read("like", user)).toBeNull();
+  });
+
+  it("when a change is not committed yet, then its record outlives the two minutes, and once every record is committed they expire two minutes later", async () => {
+    const user = nextUser++;
+    const lists = createListStore(redis, keys);
+    const recent = keys.list("like", user).recent;
+    await lists.apply("like", user, [change(8n, true, 70n), change(9n, true, 71n)], false);
+    expect(await redis.pttl(recent)).toBeGreaterThan(86_000_000);
+    // One of the two committed: the other still holds the records open.
+    await lists.apply("like", user, [change(8n, true, 70n)], true);
+    expect(await redis.pttl(recent)).toBeGreaterThan(86_000_000);
+    await lists.apply("like", user, [change(9n, true, 71n)], true);
+    expect(await redis.pttl(recent)).toBeLessThanOrEqual(120_000);
+    // A newer change from the API opens them again; its commit (arriving twice) closes them.
+    await lists.apply("like", user, [change(9n, false, 80n)], false);
+    expect(await redis.pttl(recent)).toBeGreaterThan(86_000_000);
+    await lists.apply("like", user, [change(9n, false, 80n)], true);
+    await lists.apply("like", user, [change(9n, false, 80n)], true);
+    expect(await redis.pttl(recent)).toBeLessThanOrEqual(120_000);
+    expect([...(await lists.recent("like", user)).keys()].sort()).toEqual([8n, 9n]);
   });
 
   it("when a list is held, then its horizon expires a minute before its entries, and reads keep both", async () => {
