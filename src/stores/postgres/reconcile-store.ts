@@ -76,7 +76,8 @@ function newestVersions(types: readonly string[], ids: readonly string[]): Prism
  */
 async function recountDerived(tx: Client, target: Target, names: readonly CounterName[]): Promise<CounterValue[]> {
   const values: CounterValue[] = [];
-  for (const name of names) {
+  // In the order a persist batch locks counter rows (relation-history-store.ts), so the two never wait on each other in a cycle.
+  for (const name of [...names].sort((a, b) => a.localeCompare(b))) {
     await tx.$executeRaw`
       INSERT INTO counters (target_type, target_id, name, value, seq) VALUES (${target.type}, ${target.id}, ${name}, 0, 0)
       ON CONFLICT DO NOTHING`;
@@ -347,7 +348,8 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
                       SELECT author_id::text FROM ${Prisma.raw(target.type === "post" ? "posts" : "comments")} WHERE id = ${target.id}`).map((r) => BigInt(r.author_id))
                   : [];
             const values: CounterValue[] = [];
-            for (const user of new Set(credited)) values.push(...(await recountDerived(tx, { type: "user", id: user }, [credit.name])));
+            const inLockOrder = [...new Set(credited)].sort((a, b) => `user:${a}`.localeCompare(`user:${b}`));
+            for (const user of inLockOrder) values.push(...(await recountDerived(tx, { type: "user", id: user }, [credit.name])));
             return values;
           });
       }
