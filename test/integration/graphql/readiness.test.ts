@@ -20,10 +20,13 @@ async function apiReadiness(overrides: Record<string, string> = {}) {
   return compose(config, clients, silentLogger).readiness;
 }
 
-/** Asks until `done` holds (a connection is made in the background), returning the last report. */
+/**
+ * Asks until `done` holds (a connection is made in the background, and RabbitMQ may still be
+ * starting after a file that restarted it), returning the last report.
+ */
 async function readinessUntil(readiness: () => Promise<ReadinessReport>, done: (report: ReadinessReport) => boolean): Promise<ReadinessReport> {
   let report = await readiness();
-  for (let i = 0; i < 50 && !done(report); i++) {
+  for (let i = 0; i < 200 && !done(report); i++) {
     await new Promise((resolve) => setTimeout(resolve, 100));
     report = await readiness();
   }
