@@ -160,7 +160,11 @@ export async function verify(input: CheckInput): Promise<Verdict> {
       if (problems.length > 0) {
         const expected = allowed.size > 1 ? "either" : allowed.has(true) ? "liked" : "not liked";
         lost.push(`user ${userId} post ${post.id}: expected ${expected}; ${problems.join(", ")}; history: ${pair.describe()}`);
-        if (input.expectedLoss && pair.lastCertainMs < input.expectedLoss.backMs && (!r.held || inRedis === inDb)) expectedLost++;
+        // Lost with Redis: a state acknowledged before Redis came back, or sent before it died (the old Redis may have
+        // run it and answered it, later than the restart when the API was slow to pass the answer on).
+        const loss = input.expectedLoss;
+        const sentToLostRedis = loss !== undefined && (pair.lastCertainMs < loss.backMs || pair.lastCertainSentMs < loss.crashMs);
+        if (sentToLostRedis && (!r.held || inRedis === inDb)) expectedLost++;
       }
       if (occurrences > 1) {
         doubled.push(`user ${userId} is in ${occurrences} membership shards of post ${post.id}`);

@@ -44,6 +44,8 @@ export class PairHistory {
   private pending = false;
   /** When the certain state was last established, ms since the load started (0 = the initial state). */
   private certainSinceMs = 0;
+  /** When the operation that established it was sent. */
+  private certainSentMs = 0;
 
   constructor(
     readonly userId: string,
@@ -76,6 +78,7 @@ export class PairHistory {
       this.acknowledged = stateOf(kind);
       this.pending = false;
       this.certainSinceMs = endMs;
+      this.certainSentMs = startMs;
     } else if (outcome.kind === "unanswered") {
       this.pin = kind;
       this.pending = true;
@@ -92,6 +95,11 @@ export class PairHistory {
   /** When the state the check expects was acknowledged (ms since the load started; 0 = never touched). */
   get lastCertainMs(): number {
     return this.certainSinceMs;
+  }
+
+  /** When the operation that gave the expected state was sent (ms since the load started; 0 = never touched). */
+  get lastCertainSentMs(): number {
+    return this.certainSentMs;
   }
 
   /** Acknowledged answers whose `changed` contradicts the state known before them. */
