@@ -61,6 +61,13 @@ export interface ViewServiceOptions {
 /** Posts loaded back into Redis at once by one flush: each rebuild holds a PostgreSQL connection. */
 const rebuildsAtOnce = 8;
 
+/**
+ * Posts' views in flight to Redis at once. A flush of views spread over 10,000
+ * posts sent whole queues 10,000 script calls ahead of every other request on
+ * the connection; sent this many at a time, other requests pass between them.
+ */
+const sendsAtOnce = 256;
+
 export class ViewsNotLoadedError extends Error {
   override readonly name = "ViewsNotLoadedError";
   constructor(target: Target) {
@@ -137,10 +144,11 @@ export function createViewService(options: ViewServiceOptions): ViewService {
     for (const { id } of fresh) waiting.delete(id);
     const batch = [...again, ...fresh];
     inFlight = batch.length;
+    const sendSlots = pLimit(sendsAtOnce);
     try {
       await Promise.all(
         batch.map((flush) =>
-          send(flush).catch((error: unknown) => {
+          sendSlots(() => send(flush)).catch((error: unknown) => {
             if (Date.now() - flush.since < retryForMs) retrying.set(flush.id, flush);
             else options.onViewsLost?.(flush.count, error);
             options.onFlushFailure?.(error);
