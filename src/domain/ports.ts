@@ -246,13 +246,13 @@ export interface ListChange {
   readonly at: Date;
 }
 
-/** A user's list as Redis holds it. */
 /** The newest change of a target in a user's list that Redis keeps a record of. */
 export interface RecentChange {
   readonly member: boolean;
   readonly at: Date;
 }
 
+/** A user's list as Redis holds it. */
 export interface HeldList {
   /** Its newest entries, newest first, all newer than `horizon`. */
   readonly entries: readonly ListPosition[];

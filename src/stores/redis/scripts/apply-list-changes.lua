@@ -18,10 +18,14 @@
   and expires a day after its last write while any is, two minutes after once
   none is. Past those two minutes a change's writes have long arrived (one case
   aside: a like whose write was held back longer than that by a stalled client,
-  after a later unlike of the same post, is listed until that post's next change
-  or the list's next load). At most `recentCapacity` posts are recorded: a user
-  past that many changes before the records expire has the list and its records
-  dropped, to be loaded again from PostgreSQL when next read, so no key outgrows
+  after a later unlike of the same post, is listed until that post's next
+  change). A record of a change that never commits (Redis lost it with its
+  outbox, or a write from the API arrived after the records expired) keeps the
+  count above zero, and the hash a day after its last write instead of two
+  minutes. At most `recentCapacity` fields are kept: a user past that many
+  changes before the records expire has the list dropped, to be loaded again
+  from PostgreSQL when next read, with the records of committed changes; those
+  PostgreSQL may lack stay unless they alone fill the hash, so no key outgrows
   the bound on any key.
 
   Records are written whether or not Redis holds the list, so a list loaded
@@ -63,6 +67,11 @@ for i = 3, #ARGV, 5 do
   end
 end
 
+-- Whether a record's change may not be committed yet ('epoch:micros:state:ms:0').
+local function isPending(record)
+  return string.match(record, '^%d+:%d+:[01]:%d+:0$') ~= nil
+end
+
 local horizonValue = redis.call('GET', KEYS[2])
 local held = horizonValue ~= false
 local wroteRecent = false
@@ -70,10 +79,10 @@ local pendingDelta = 0
 for i = 3, #ARGV, 5 do
   local id, state, epoch, micros, at = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
   local record = redis.call('HGET', KEYS[3], id)
-  local rEpoch, rMicros, rRest = string.match(record or '', '^(%d+):(%d+):(.*)$')
+  local rEpoch, rMicros = string.match(record or '', '^(%d+):(%d+):')
   rEpoch, rMicros = tonumber(rEpoch), tonumber(rMicros)
   -- A record without the flag predates it: taken as committed, so it holds nothing open.
-  local rPending = rRest ~= nil and string.match(rRest, ':0$') ~= nil
+  local rPending = record and isPending(record)
   local newer = not rEpoch or epoch > rEpoch or (epoch == rEpoch and micros > rMicros)
   local raw = redis.call('ZSCORE', KEYS[1], id)
   local score = raw and tonumber(raw)
@@ -82,16 +91,32 @@ for i = 3, #ARGV, 5 do
   end
   if not newer and rPending and committed == '1' and epoch == rEpoch and micros == rMicros then
     -- PostgreSQL now holds the change this record speaks for.
-    redis.call('HSET', KEYS[3], id, (string.gsub(record, ':0$', ':1')))
+    redis.call('HSET', KEYS[3], id, string.sub(record, 1, -2) .. '1')
     pendingDelta = pendingDelta - 1
     wroteRecent = true
   end
   if newer and not record and redis.call('HLEN', KEYS[3]) >= recentCapacity then
-    -- Too many changes to keep apart from PostgreSQL: start again from it when next read.
-    redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+    -- Too many changes to keep apart from PostgreSQL: the list starts again from it when next
+    -- read, and the records of changes it holds go; those it may lack stay, unless they alone
+    -- fill the hash.
+    redis.call('DEL', KEYS[1], KEYS[2])
     held = false
     horizonValue = false
-    pendingDelta = 0
+    local all = redis.call('HGETALL', KEYS[3])
+    local stillPending = 0
+    for j = 1, #all, 2 do
+      if all[j] ~= pendingField then
+        if isPending(all[j + 1]) then
+          stillPending = stillPending + 1
+        else
+          redis.call('HDEL', KEYS[3], all[j])
+        end
+      end
+    end
+    if stillPending >= recentCapacity - 1 then
+      redis.call('DEL', KEYS[3])
+      pendingDelta = 0
+    end
   end
   if newer then
     redis.call('HSET', KEYS[3], id, ARGV[i + 2] .. ':' .. ARGV[i + 3] .. ':' .. state .. ':' .. ARGV[i + 4] .. ':' .. committed)

@@ -105,6 +105,24 @@ describe("a user's list in Redis", () => {
     expect([...(await lists.recent("like", user)).keys()].sort()).toEqual([8n, 9n]);
   });
 
+  it("when the records overflow, then those of committed changes go and those PostgreSQL may lack stay", async () => {
+    const user = nextUser++;
+    const lists = createListStore(redis, keys);
+    await load(user, [], null);
+    for (let from = 0; from < 9_990; from += 1_998) {
+      await lists.apply("like", user, Array.from({ length: 1_998 }, (_, i) => change(BigInt(from + i + 1), true, BigInt(from + i + 1))), true);
+    }
+    // Unlikes PostgreSQL has not committed yet, then more committed changes than the hash may hold.
+    await lists.apply("like", user, [change(3n, false, 20_000n), change(4n, false, 20_001n)], false);
+    await lists.apply("like", user, Array.from({ length: 100 }, (_, i) => change(BigInt(30_000 + i), true, BigInt(30_000 + i))), true);
+    const recent = await lists.recent("like", user);
+    expect(recent.get(3n)).toEqual({ member: false, at: at(20_000) });
+    expect(recent.get(4n)).toEqual({ member: false, at: at(20_001) });
+    expect(recent.size).toBeLessThan(200);
+    expect(await redis.hlen(keys.list("like", user).recent)).toBeLessThanOrEqual(10_000);
+    expect(await lists.read("like", user)).toBeNull();
+  });
+
   it("when a list is held, then its horizon expires a minute before its entries, and reads keep both", async () => {
     const user = nextUser++;
     const lists = createListStore(redis, keys);
