@@ -113,6 +113,8 @@ export function createViewService(options: ViewServiceOptions): ViewService {
   const rebuildSlots = pLimit(rebuildsAtOnce);
   let flushing: Promise<void> | null = null;
   let closed = false;
+  /** When shutdown stops sending: a send not started by then fails at once, and its views are reported lost. */
+  let stopSendingAt = Number.POSITIVE_INFINITY;
 
   /** Adds one post's views in Redis, loading the post there first when it is not held. */
   async function send({ id, count, seq, since }: PostFlush): Promise<void> {
@@ -145,19 +147,19 @@ export function createViewService(options: ViewServiceOptions): ViewService {
     const batch = [...again, ...fresh];
     inFlight = batch.length;
     const sendSlots = pLimit(sendsAtOnce);
-    try {
-      await Promise.all(
-        batch.map((flush) =>
-          sendSlots(() => send(flush)).catch((error: unknown) => {
+    const sendInTime = (flush: PostFlush) =>
+      Date.now() < stopSendingAt ? send(flush) : Promise.reject(new ViewsGivenUpError("the process shut down before they were sent"));
+    await Promise.all(
+      batch.map((flush) =>
+        sendSlots(() => sendInTime(flush))
+          .catch((error: unknown) => {
             if (Date.now() - flush.since < retryForMs) retrying.set(flush.id, flush);
             else options.onViewsLost?.(flush.count, error);
             options.onFlushFailure?.(error);
-          }),
-        ),
-      );
-    } finally {
-      inFlight = 0;
-    }
+          })
+          .finally(() => inFlight--),
+      ),
+    );
   }
 
   const flush = (): Promise<void> => {
@@ -191,9 +193,10 @@ export function createViewService(options: ViewServiceOptions): ViewService {
     async close() {
       closed = true;
       if (timer) clearInterval(timer);
+      stopSendingAt = Date.now() + closeWithinMs;
       await flushing;
       // A retried post's newer views go in the flush after the retry's, so one flush is not always enough.
-      for (const deadline = Date.now() + closeWithinMs; (waiting.size > 0 || retrying.size > 0) && Date.now() < deadline; ) {
+      while ((waiting.size > 0 || retrying.size > 0) && Date.now() < stopSendingAt) {
         await flush();
         if (retrying.size > 0) await sleep(100);
       }
