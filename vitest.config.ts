@@ -10,6 +10,7 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/setup/global.ts"],
+    setupFiles: ["test/setup/per-file.ts"],
     // Files run one after another: several stop or count a shared service
     // (Redis round trips, broker restarts), which parallel files would disturb.
     fileParallelism: false,

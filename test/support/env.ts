@@ -10,8 +10,11 @@ import { createRedisClient, type RedisClient } from "../../src/stores/redis/clie
 
 export const silentLogger = pino({ level: "silent" });
 
+/** Every configuration this test file made: test/setup/per-file.ts removes their RabbitMQ queues after it. */
+export const testConfigs: Config[] = [];
+
 export function testConfig(overrides: Record<string, string> = {}): Config {
-  return loadConfig({
+  const config = loadConfig({
     ...process.env,
     REDIS_URL: inject("redisUrl"),
     REDIS_CLUSTER_NODES: "",
@@ -24,6 +27,8 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     LOG_LEVEL: "silent",
     ...overrides,
   });
+  testConfigs.push(config);
+  return config;
 }
 
 export function openDatabase(config = testConfig()): Database {
