@@ -46,6 +46,13 @@ export default async function setup(project: TestProject): Promise<() => void> {
   const clusterPort = Number(process.env.TEST_CLUSTER_PORT ?? 7101);
   execFileSync("bash", ["scripts/redis-cluster.sh", "start", String(clusterPort)], { stdio: "inherit" });
 
+  // Tests stand in for users with small made-up ids (1, 2, … up to some tens of thousands) where
+  // only an id matters; users the suite registers get ids far above them, so none inherits
+  // the likes or lists a made-up user left in the database or in Redis.
+  execFileSync("psql", [process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/likes_test", "-qAtc", "SELECT setval('users_id_seq', GREATEST((SELECT last_value FROM users_id_seq), 1000000000))"], {
+    stdio: "pipe",
+  });
+
   project.provide("redisUrl", `redis://127.0.0.1:${port}`);
   project.provide("redisPort", port);
   project.provide("clusterNodes", [0, 1, 2].map((i) => `127.0.0.1:${clusterPort + i}`));
