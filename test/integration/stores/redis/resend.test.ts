@@ -10,7 +10,7 @@ import { createMembershipStore } from "../../../../src/stores/redis/membership-s
 import { createViewStore } from "../../../../src/stores/redis/view-store.js";
 import type { Catalog } from "../../../../src/domain/catalog.js";
 import type { CounterService } from "../../../../src/domain/counters.js";
-import { createViewService } from "../../../../src/domain/views.js";
+import { createViewService, type ViewServiceOptions } from "../../../../src/domain/views.js";
 import { openRedis } from "../../../support/env.js";
 import { startTcpProxy, type TcpProxy } from "../../../support/tcp-proxy.js";
 
@@ -60,6 +60,19 @@ async function knownPost(): Promise<LikeableTarget> {
   const target: LikeableTarget = { type: "post", id: nextId++ };
   await createCounterStore(direct, keys).init(target, { like: 0 }, 1n);
   return target;
+}
+
+/**
+ * A view service whose Redis client goes through the proxy and gives up on a command after
+ * 300 ms, as REDIS_COMMAND_TIMEOUT_MS would. Its catalog says every post exists; no store
+ * behaviour is stood in for.
+ */
+async function viewServiceThroughProxy(options: Partial<ViewServiceOptions> = {}) {
+  const timing = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
+  timing.on("error", () => undefined);
+  const catalog = { posts: async (ids: readonly bigint[]) => ids.map((id) => ({ id, authorId: 1n, title: "t", body: "b", createdAt: new Date() })) };
+  const views = createViewService({ store: createViewStore(timing, keys), catalog: catalog as unknown as Catalog, counters: {} as CounterService, ...options });
+  return { views, disconnect: () => timing.disconnect() };
 }
 
 describe("writes re-sent after a lost reply", () => {
@@ -145,18 +158,8 @@ describe("writes re-sent after a lost reply", () => {
 
   it("when a flush of views times out while Redis stalls and runs it afterwards, then the view service retries it under its number and the views count once", async () => {
     const target = await knownPost();
-    // A client that gives up on a command after 300 ms, as REDIS_COMMAND_TIMEOUT_MS would, through the proxy.
-    const timing = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
-    timing.on("error", () => undefined);
-    // The view service asks its catalog whether posts exist; this post does. No store behaviour is stood in for.
-    const catalog = { posts: async (ids: readonly bigint[]) => ids.map((id) => ({ id, authorId: 1n, title: "t", body: "b", createdAt: new Date() })) };
     const failures: unknown[] = [];
-    const views = createViewService({
-      store: createViewStore(timing, keys),
-      catalog: catalog as unknown as Catalog,
-      counters: {} as CounterService,
-      onFlushFailure: (error) => failures.push(error),
-    });
+    const { views, disconnect } = await viewServiceThroughProxy({ onFlushFailure: (error) => failures.push(error) });
     try {
       expect(await views.record([target.id, target.id, target.id])).toBe(3);
       // Nothing passes: the flush's command waits in front of Redis, and the client gives up on it.
@@ -176,23 +179,14 @@ describe("writes re-sent after a lost reply", () => {
     } finally {
       proxy.resume();
       await views.close();
-      timing.disconnect();
+      disconnect();
     }
   });
 
   it("when the process shuts down while Redis is unreachable, then shutdown keeps flushing for its limit, reports the views lost and takes no more", async () => {
     const target = await knownPost();
-    const timing = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
-    timing.on("error", () => undefined);
-    const catalog = { posts: async (ids: readonly bigint[]) => ids.map((id) => ({ id, authorId: 1n, title: "t", body: "b", createdAt: new Date() })) };
     const lost: number[] = [];
-    const views = createViewService({
-      store: createViewStore(timing, keys),
-      catalog: catalog as unknown as Catalog,
-      counters: {} as CounterService,
-      closeWithinMs: 1_000,
-      onViewsLost: (count) => lost.push(count),
-    });
+    const { views, disconnect } = await viewServiceThroughProxy({ closeWithinMs: 1_000, onViewsLost: (count) => lost.push(count) });
     try {
       await views.record([target.id, target.id, target.id, target.id]);
       proxy.refuse();
@@ -207,24 +201,15 @@ describe("writes re-sent after a lost reply", () => {
       expect([null, "4"]).toContain(await direct.hget(keys.counters(target), "read"));
     } finally {
       proxy.resume();
-      timing.disconnect();
+      disconnect();
     }
   });
 
   it("when Redis refuses a flush for longer than the service retries it, then the views are reported lost and never sent again, so none counts twice", async () => {
     const target = await knownPost();
-    const timing = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
-    timing.on("error", () => undefined);
-    const catalog = { posts: async (ids: readonly bigint[]) => ids.map((id) => ({ id, authorId: 1n, title: "t", body: "b", createdAt: new Date() })) };
     const lost: number[] = [];
     // No time to retry in: the first attempt times out (300 ms) past the window.
-    const views = createViewService({
-      store: createViewStore(timing, keys),
-      catalog: catalog as unknown as Catalog,
-      counters: {} as CounterService,
-      retryForMs: 200,
-      onViewsLost: (count) => lost.push(count),
-    });
+    const { views, disconnect } = await viewServiceThroughProxy({ retryForMs: 200, onViewsLost: (count) => lost.push(count) });
     try {
       await views.record([target.id, target.id, target.id]);
       proxy.stall();
@@ -239,7 +224,7 @@ describe("writes re-sent after a lost reply", () => {
     } finally {
       proxy.resume();
       await views.close();
-      timing.disconnect();
+      disconnect();
     }
   });
 });
