@@ -49,6 +49,20 @@ export function rebuildGeneration(members: readonly bigint[], capacity: number):
   throw new Error(`${members.length} members do not fit the membership shards of one target.`);
 }
 
+/** What a replay script's status says of the replay. */
+function replayOutcome(script: string, status: number, target: Target): "replayed" | "unchanged" | "tooLate" {
+  switch (status) {
+    case ScriptStatus.Applied:
+      return "replayed";
+    case ScriptStatus.Unchanged:
+      return "unchanged";
+    case ScriptStatus.TooLate:
+      return "tooLate";
+    default:
+      throw toError(script, status, target);
+  }
+}
+
 export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCapacity = defaultShardCapacity): RebuildStore {
   /** Everything of a target besides its counter hash: rebuild records and shards of generations 0..upTo of each relation. */
   const recordsAndShards = (target: Target, upTo: number) => [
@@ -149,29 +163,11 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
         userId.toString(), member ? "1" : "0", epoch.toString(), micros.toString(), shardCapacity, intoEpoch.toString(),
         relations[relation].counter, relationLayouts[relation].generationField,
       );
-      switch (status) {
-        case ScriptStatus.Applied:
-          return "replayed";
-        case ScriptStatus.Unchanged:
-          return "unchanged";
-        case ScriptStatus.TooLate:
-          return "tooLate";
-        default:
-          throw toError("replay-change", status, target);
-      }
+      return replayOutcome("replay-change", status, target);
     },
     async replayViews({ target, epoch, total, intoEpoch }) {
       const [status] = await redis.replayViews(keys.counters(target), keys.viewsReplayed(target), epoch.toString(), total, intoEpoch.toString());
-      switch (status) {
-        case ScriptStatus.Applied:
-          return "replayed";
-        case ScriptStatus.Unchanged:
-          return "unchanged";
-        case ScriptStatus.TooLate:
-          return "tooLate";
-        default:
-          throw toError("replay-views", status, target);
-      }
+      return replayOutcome("replay-views", status, target);
     },
     evict: (target, persistedVersion) => evict(target, splitVersion(persistedVersion), false),
     // Above every epoch a version can name, so the version check never keeps the target.
