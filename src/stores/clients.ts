@@ -17,6 +17,8 @@ export interface Clients {
   readonly redis: RedisClient;
   /** A Redis connection of the outbox relay's own, since its reads block; null unless asked for. */
   readonly relayRedis: RedisClient | null;
+  /** A Redis connection that hears counts change (sharded pub/sub), for live counts; null unless asked for. */
+  readonly subscriberRedis: RedisClient | null;
   /** Null unless asked for. */
   readonly rabbit: Connection | null;
   /** Per client, a call that resolves when it answers: what readiness asks. */
@@ -38,6 +40,8 @@ export interface ClientNeeds {
   readonly watchRabbit?: boolean;
   /** The relay's own Redis connection, for the pipeline. */
   readonly relay?: boolean;
+  /** A subscribing Redis connection, for live counts (an API process). */
+  readonly subscriber?: boolean;
   /** Called for every SQL statement answered, with how long PostgreSQL took (metrics; tests count queries with it). */
   readonly onSqlQuery?: (durationMs: number) => void;
   /** Called for every command the request-serving Redis client got a reply (or error) to, with its round trip. */
@@ -82,8 +86,8 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     closers.push(() => db.$disconnect());
     await db.$connect();
 
-    const connectRedis = async (commandTimeoutMs: number | undefined) => {
-      const client = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes, commandTimeoutMs });
+    const connectRedis = async (commandTimeoutMs: number | undefined, subscriber = false) => {
+      const client = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes, commandTimeoutMs, subscriber });
       client.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
       closers.push(async () => void (await client.quit().catch(() => client.disconnect())));
       await client.connect();
@@ -95,6 +99,7 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     // The relay's reads block, and after an outage one read can return a large backlog that takes
     // longer than a request's timeout to arrive: a timeout there would repeat the same read forever.
     const relayRedis = needs.relay ? await connectRedis(undefined) : null;
+    const subscriberRedis = needs.subscriber ? await connectRedis(config.redisCommandTimeoutMs, true) : null;
 
     let rabbit: Connection | null = null;
     let watched: Connection | null = null;
@@ -118,7 +123,7 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
         rabbitmq: async () => (watched?.ready ? null : "RabbitMQ is not connected: likes wait in the outbox until it is"),
       }),
     });
-    return { db, redis, relayRedis, rabbit, probes, advisories, close };
+    return { db, redis, relayRedis, subscriberRedis, rabbit, probes, advisories, close };
   } catch (error) {
     await close();
     throw error;

@@ -13,6 +13,8 @@ export interface RedisConnectionOptions {
    * Blocking reads must block for less.
    */
   readonly commandTimeoutMs?: number;
+  /** A connection that only subscribes (sharded pub/sub): on a cluster, one subscriber per master. */
+  readonly subscriber?: boolean;
 }
 
 /** A client with the service's scripts defined. */
@@ -28,8 +30,9 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
           // each tick's commands per node, which is what a batch read needs there.
           // It would group the scripts that take their key count first by the count.
           {
-            enableAutoPipelining: true,
+            enableAutoPipelining: !options.subscriber,
             autoPipeliningIgnoredCommands: [...variableKeyCommands],
+            shardedSubscribers: options.subscriber ?? false,
             lazyConnect: true,
             // RESP2 as on a standalone Redis: under RESP3 (ioredis 6's default) an XREADGROUP
             // reply arrives as a flattened map, not the list of [stream, entries] the outbox reads.

@@ -5,7 +5,8 @@
   which grows under the row's lock, so in commit order), kept in the field
   's:<counter>': a value is taken only with a sequence number at least as high
   as the one held, so a repeated or late write cannot move a counter twice or
-  backwards, and the stores agree once the latest write arrived.
+  backwards, and the stores agree once the latest write arrived. A value that
+  moved is announced to live subscribers as a like is (includes/append-event.lua).
 
   A missing hash stays missing: creating it here would hold these counters
   alone and make the target look known with every other count at zero.
@@ -34,11 +35,16 @@ end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return { TARGET_ABSENT }
 end
+local moved = false
 for i = 1, n, 3 do
   local seqField = seqFieldPrefix .. ARGV[i]
   local held = tonumber(redis.call('HGET', KEYS[1], seqField) or '-1')
   if tonumber(ARGV[i + 2]) >= held then
+    moved = moved or redis.call('HGET', KEYS[1], ARGV[i]) ~= ARGV[i + 1]
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1], seqField, ARGV[i + 2])
   end
+end
+if moved then
+  redis.call('SPUBLISH', KEYS[1], '')
 end
 return { APPLIED }

@@ -3,8 +3,10 @@
 import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LikeableTarget, MalformedOutboxEntry, OutboxEntry, Target } from "../../../../src/domain/model.js";
+import { createCountChanges } from "../../../../src/stores/redis/count-changes.js";
 import { decodeTargetLines, createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { parseCounterHash } from "../../../../src/stores/redis/counter-hash.js";
+import { createRedisClient } from "../../../../src/stores/redis/client.js";
 import { createRedisKeys, type RedisKeys } from "../../../../src/stores/redis/keys.js";
 import { createLease } from "../../../../src/stores/redis/lease-store.js";
 import { createListStore } from "../../../../src/stores/redis/list-store.js";
@@ -93,6 +95,33 @@ describe("scripts on a Redis Cluster", () => {
     expect(views.every((v) => v?.viewerIn.like === true && v.viewerIn.collect === true && v.counts.like === 40 && v.counts.collect === 30)).toBe(true);
     const notCollected = await counters.view(posts, { names: ["collect"], relations: ["like", "collect"], viewerId: 45n });
     expect(notCollected.every((v) => v?.viewerIn.like === true && v.viewerIn.collect === false)).toBe(true);
+  });
+
+  it("when posts on every master are liked, viewed and mirrored, then a sharded subscriber hears each change of the posts it listens to, and none of those it ignored", async () => {
+    const counters = createCounterStore(cluster, keys);
+    const memberships = createMembershipStore(cluster, keys, 16);
+    const views = createViewStore(cluster, keys);
+    const posts = spread(9);
+    expect(await mastersOf(posts)).toEqual(new Set([0, 1, 2]));
+    await Promise.all(posts.map((t) => counters.init(t, { like: 0 })));
+    const subscriber = createRedisClient({ url: "redis://unused", clusterNodes: clients.config.redisClusterNodes, subscriber: true });
+    await subscriber.connect();
+    try {
+      const changes = createCountChanges(subscriber, keys);
+      const heard: string[] = [];
+      changes.onChange((target) => heard.push(target ? `${target.type}:${target.id}` : "resync"));
+      await changes.listen(posts);
+      const [ignored, ...listened] = posts as [Target, ...Target[]];
+      await changes.ignore([ignored]);
+      await Promise.all(posts.map((t) => memberships.add("like", t, 7n)));
+      await Promise.all(posts.map((t) => views.add(t, 3, { sender: "cluster-test", seq: 1 })));
+      await counters.mirror(posts.map((t) => ({ target: t, name: "comment" as const, value: 4, seq: 1n })));
+      const expected = listened.flatMap((t) => Array.from({ length: 3 }, () => `post:${t.id}`)).sort();
+      for (let i = 0; i < 50 && heard.length < expected.length; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect([...heard].sort()).toEqual(expected);
+    } finally {
+      subscriber.disconnect();
+    }
   });
 
   it("when users on every master are followed and unfollowed, then followers count and each follower is found", async () => {

@@ -14,6 +14,12 @@
     a membership change: r relation tag (absent: a like), u user, s state after
       the change (1 member, 0 not), a author ('' when unknown);
     views (k 'v'): n views added, o the epoch's views counted so far.
+
+  Each change is also announced on sharded pub/sub, on a channel named as the
+  counter hash (same slot, so the script stays one-slot on a cluster): API
+  processes with live subscribers of the target hear it and read its counts
+  (src/stores/redis/count-changes.ts). The message is empty; a channel nobody
+  listens to costs Redis a lookup.
 ]]
 --@include hash-fields
 
@@ -35,6 +41,7 @@ local function appendEvent(counters, outbox, targetType, targetId, user, state, 
   redis.call('XADD', outbox, '*',
     't', targetType, 'i', targetId, 'r', relationTag, 'u', user, 's', state, 'e', epoch, 'v', version,
     'a', redis.call('HGET', counters, authorField) or '', 'ts', ms)
+  redis.call('SPUBLISH', counters, '')
   return epoch, version
 end
 
@@ -42,4 +49,5 @@ local function appendViews(counters, outbox, targetType, targetId, added, total)
   local epoch, version, ms = nextVersion(counters)
   redis.call('XADD', outbox, '*',
     't', targetType, 'i', targetId, 'k', 'v', 'n', added, 'o', total, 'e', epoch, 'v', version, 'ts', ms)
+  redis.call('SPUBLISH', counters, '')
 end

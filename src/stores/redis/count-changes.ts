@@ -1,0 +1,37 @@
+// Hears that targets' counts changed: every script that changes a target's
+// counts announces it on sharded pub/sub, on a channel named as the target's
+// counter hash (scripts/includes/append-event.lua, mirror-counters.lua). Sharded
+// channels live in the slot of their name, so on a cluster a message goes only to
+// the node holding the target, not to every node as a plain PUBLISH would.
+import type { CountChanges } from "../../domain/ports.js";
+import type { Target } from "../../domain/model.js";
+import type { RedisClient } from "./client.js";
+import type { RedisKeys } from "./keys.js";
+
+/**
+ * `subscriber` is a connection of its own (a subscribing connection takes no
+ * other commands): on a cluster, one with `shardedSubscribers`. Its owner closes it.
+ */
+export function createCountChanges(subscriber: RedisClient, keys: RedisKeys): CountChanges {
+  let handler: (target: Target | null) => void = () => {};
+  subscriber.on("smessage", (channel: string) => {
+    const target = keys.parseCounters(channel);
+    if (target) handler(target);
+  });
+  // ioredis subscribes again after a reconnect; what changed while it was away was not heard.
+  let connectedBefore = false;
+  subscriber.on("ready", () => {
+    if (connectedBefore) handler(null);
+    connectedBefore = true;
+  });
+  // One channel a command: on a cluster the channels of one SSUBSCRIBE must share a slot.
+  const each = (targets: readonly Target[], command: (channel: string) => Promise<unknown>) =>
+    Promise.all(targets.map((target) => command(keys.counters(target)))).then(() => undefined);
+  return {
+    listen: (targets) => each(targets, (channel) => subscriber.ssubscribe(channel)),
+    ignore: (targets) => each(targets, (channel) => subscriber.sunsubscribe(channel)),
+    onChange(next) {
+      handler = next;
+    },
+  };
+}
