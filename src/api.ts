@@ -17,6 +17,7 @@ const shutdown = onTermination(logger);
 const metrics = config.metricsPort === 0 ? null : createApiMetrics();
 const clients = await openClients(config, logger, {
   watchRabbit: true,
+  subscriber: true,
   ...(metrics && { onSqlQuery: metrics.observeSqlQuery, onRedisCommand: metrics.observeRedisCommand }),
 });
 shutdown.add(() => clients.close());
@@ -47,6 +48,7 @@ const api = await serveGraphQL(app.services, {
   port: config.port,
   keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs,
   corsOrigins: config.corsOrigins,
+  live: config.live,
   ...(metrics && { metrics }),
   ...(tracing && { plugins: [tracing.plugin] }),
 });

@@ -7,6 +7,7 @@ import { createContentService } from "./domain/content.js";
 import { createCounterService } from "./domain/counters.js";
 import { createTokenService } from "./domain/identity.js";
 import { createListService } from "./domain/lists.js";
+import { createLiveCounts } from "./domain/live-counts.js";
 import { createMembershipService } from "./domain/memberships.js";
 import { createChangePersistence } from "./domain/persistence.js";
 import type { MessageBus } from "./domain/ports.js";
@@ -28,6 +29,7 @@ import { createUserStore } from "./stores/postgres/user-store.js";
 import { createMessageBus } from "./stores/rabbitmq/message-bus.js";
 import { createTopology } from "./stores/rabbitmq/topology.js";
 import { createCounterStore } from "./stores/redis/counter-store.js";
+import { createCountChanges } from "./stores/redis/count-changes.js";
 import { isRedisUnavailable } from "./stores/redis/client.js";
 import { createRedisKeys } from "./stores/redis/keys.js";
 import { createLease } from "./stores/redis/lease-store.js";
@@ -40,7 +42,7 @@ import { createRedisReconcileStore } from "./stores/redis/reconcile-store.js";
 import { createViewStore } from "./stores/redis/view-store.js";
 
 /** The clients compose() uses; the pipeline and reconcile passes also need RabbitMQ, and the pipeline the relay's Redis. */
-export type ComposedClients = Pick<Clients, "db" | "redis"> & Partial<Pick<Clients, "rabbit" | "relayRedis" | "probes" | "advisories">>;
+export type ComposedClients = Pick<Clients, "db" | "redis"> & Partial<Pick<Clients, "rabbit" | "relayRedis" | "subscriberRedis" | "probes" | "advisories">>;
 
 export interface App {
   /** The use cases the API serves. */
@@ -126,6 +128,16 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       counters,
       findPost: (id) => findOne(catalog.posts, id),
       findComment: (id) => findOne(catalog.comments, id),
+    }),
+    ...(clients.subscriberRedis && {
+      live: createLiveCounts({
+        changes: createCountChanges(clients.subscriberRedis, keys),
+        read: async (targets) => (await counters.view(targets, null)).map((view) => view.counts),
+        intervalMs: config.live.intervalMs,
+        maxPosts: config.live.maxPosts,
+        onReadFailure: (err) => logger.warn({ err }, "live counts could not be read from Redis; read again in a second"),
+        onListenFailure: (err) => logger.warn({ err }, "Redis did not take an unsubscribe of live counts"),
+      }),
     }),
   };
 

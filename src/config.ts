@@ -56,6 +56,17 @@ const schema = z.object({
   VIEWS_FLUSH_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1_000),
   // Posts with views waiting that make a process flush at once.
   VIEWS_FLUSH_POSTS: z.coerce.number().int().min(1).max(100_000).default(1_000),
+  // Live counts (graphql-ws): the shortest time between two messages about one post.
+  LIVE_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(1_000),
+  // WebSocket connections one API process keeps at most; more are refused at the upgrade (HTTP 503).
+  LIVE_MAX_CONNECTIONS: positiveInt(10_000),
+  // Subscriptions one connection may hold at once (each watches at most 100 posts).
+  LIVE_MAX_SUBSCRIPTIONS: positiveInt(10),
+  // Distinct posts one API process watches at most, over all its subscriptions.
+  LIVE_MAX_POSTS: positiveInt(100_000),
+  // A client that has not taken a message this long, or lets more than LIVE_MAX_BUFFERED_BYTES wait, is dropped.
+  LIVE_SEND_TIMEOUT_MS: positiveInt(5_000),
+  LIVE_MAX_BUFFERED_BYTES: positiveInt(1024 * 1024),
   // When the worker runs a reconcile pass: a cron expression, or "off".
   RECONCILE_CRON: z.string().default("0 3 * * *"),
   RECONCILE_BATCH_SIZE: positiveInt(200),
@@ -120,6 +131,14 @@ export interface Config {
   readonly postgresStatementTimeoutMs: number;
   readonly readinessTimeoutMs: number;
   readonly views: { readonly flushIntervalMs: number; readonly flushPosts: number };
+  readonly live: {
+    readonly intervalMs: number;
+    readonly maxConnections: number;
+    readonly maxSubscriptions: number;
+    readonly maxPosts: number;
+    readonly sendTimeoutMs: number;
+    readonly maxBufferedBytes: number;
+  };
   readonly amqpUrl: string;
   readonly jwtSecret: string;
   readonly port: number;
@@ -206,6 +225,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     postgresStatementTimeoutMs: e.POSTGRES_STATEMENT_TIMEOUT_MS,
     readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
     views: { flushIntervalMs: e.VIEWS_FLUSH_INTERVAL_MS, flushPosts: e.VIEWS_FLUSH_POSTS },
+    live: {
+      intervalMs: e.LIVE_INTERVAL_MS,
+      maxConnections: e.LIVE_MAX_CONNECTIONS,
+      maxSubscriptions: e.LIVE_MAX_SUBSCRIPTIONS,
+      maxPosts: e.LIVE_MAX_POSTS,
+      sendTimeoutMs: e.LIVE_SEND_TIMEOUT_MS,
+      maxBufferedBytes: e.LIVE_MAX_BUFFERED_BYTES,
+    },
     amqpUrl: e.AMQP_URL,
     jwtSecret: e.JWT_SECRET,
     port: e.PORT,

@@ -52,8 +52,10 @@ export const RequestErrorCode = {
   PERSISTED_QUERY_HASH_MISMATCH: "PERSISTED_QUERY_HASH_MISMATCH",
   /** The persisted query extension names a version other than 1. */
   PERSISTED_QUERY_VERSION_UNSUPPORTED: "PERSISTED_QUERY_VERSION_UNSUPPORTED",
-  /** A subscription sent over plain HTTP; subscriptions need a WebSocket connection. */
+  /** A subscription sent over plain HTTP (subscriptions need a WebSocket connection), or a query or mutation sent over WebSocket. */
   OPERATION_NOT_SUPPORTED: "OPERATION_NOT_SUPPORTED",
+  /** A WebSocket connection asked for more subscriptions at once than LIVE_MAX_SUBSCRIPTIONS. */
+  TOO_MANY_SUBSCRIPTIONS: "TOO_MANY_SUBSCRIPTIONS",
 } as const;
 
 export type RequestErrorCode = (typeof RequestErrorCode)[keyof typeof RequestErrorCode];

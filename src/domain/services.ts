@@ -4,6 +4,7 @@ import type { ContentService } from "./content.js";
 import type { CounterService } from "./counters.js";
 import type { TokenService } from "./identity.js";
 import type { ListService } from "./lists.js";
+import type { LiveCounts } from "./live-counts.js";
 import type { MembershipService } from "./memberships.js";
 import type { RateLimits } from "./rate-limits.js";
 import type { UserService } from "./users.js";
@@ -19,4 +20,6 @@ export interface Services {
   readonly tokens: TokenService;
   readonly users: UserService;
   readonly rateLimits: RateLimits;
+  /** Counts sent to subscribers as they change; absent where no subscribing Redis connection was opened. */
+  readonly live?: LiveCounts;
 }

@@ -5,11 +5,12 @@ import type { GraphQLSchema } from "graphql";
 import { Mutation } from "./resolvers/mutation.js";
 import { Query } from "./resolvers/query.js";
 import { DateTime } from "./resolvers/scalars.js";
+import { Subscription } from "./resolvers/subscription.js";
 import { Comment, CommentCounts, Post, PostCounts, User, UserCounts } from "./resolvers/types.js";
 
 export const typeDefs = readFileSync(new URL("../../schema.graphql", import.meta.url), "utf8");
 
-export const resolvers = { DateTime, Query, Mutation, Post, PostCounts, Comment, CommentCounts, User, UserCounts };
+export const resolvers = { DateTime, Query, Mutation, Subscription, Post, PostCounts, Comment, CommentCounts, User, UserCounts };
 
 export function createSchema(): GraphQLSchema {
   return makeExecutableSchema({ typeDefs, resolvers });

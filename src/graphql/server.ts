@@ -15,6 +15,7 @@ import { createContext, type Context } from "./context.js";
 import { createFormatError } from "./format-error.js";
 import { installHttpErrorHandlers } from "./http-errors.js";
 import { jitGateway } from "./jit-executor.js";
+import { attachLiveServer, type LiveServer } from "./live-server.js";
 import { createRequestLimitsPlugin, type RequestLimitsOptions } from "./limits/request-limits-plugin.js";
 import { chargeOperation, rateLimitPlugin } from "./rate-limit-plugin.js";
 import { operationFactsPlugin, type OperationFacts } from "./operation-facts.js";
@@ -43,12 +44,22 @@ export interface GraphQLServerOptions {
   readonly metrics?: ApiMetrics;
   /** More Apollo plugins (tracing). */
   readonly plugins?: readonly ApolloServerPlugin<Context>[];
+  /** Bounds of subscriptions over WebSocket (LIVE_* settings); served when the services have live counts. */
+  readonly live?: {
+    readonly maxConnections: number;
+    readonly maxSubscriptions: number;
+    readonly sendTimeoutMs: number;
+    readonly maxBufferedBytes: number;
+    readonly keepAliveMs?: number;
+  };
 }
 
 export interface ServingApi {
   /** Where GraphQL is served: `${url}graphql`. */
   readonly url: string;
-  /** Stops taking requests and lets those in flight finish. */
+  /** Subscriptions over WebSocket, when served. */
+  readonly live: LiveServer | null;
+  /** Closes WebSocket connections (1001), stops taking requests and lets those in flight finish. */
   close(): Promise<void>;
 }
 
@@ -105,6 +116,7 @@ export async function serveGraphQL(
       maxAge: 600,
     });
   }
+  const formatError = createFormatError(options.logger, options.isUnavailable);
   const apollo = new ApolloServer<Context>({
     gateway: jitGateway(schema),
     introspection: options.introspection,
@@ -113,7 +125,7 @@ export async function serveGraphQL(
     includeStacktraceInErrorResponses: false,
     // The entry point owns signals and closes everything in order; Apollo's own handler would race it.
     stopOnTerminationSignals: false,
-    formatError: createFormatError(options.logger, options.isUnavailable),
+    formatError,
     // A bound on document size: no legitimate query of this schema comes near it.
     parseOptions: { maxTokens: 5_000 },
     plugins: [
@@ -147,8 +159,22 @@ export async function serveGraphQL(
       return context;
     },
   });
+  // Upgrades to WebSocket on /graphql go to graphql-ws; Fastify never sees them.
+  const live =
+    services.live && options.live
+      ? attachLiveServer(http.server, { schema, services, logger: options.logger, limits: options.limits, formatError, isUnavailable: options.isUnavailable, ...options.live })
+      : null;
   await http.listen({ host: options.host, port: options.port });
   const address = http.server.address();
   const port = typeof address === "object" && address ? address.port : options.port;
-  return { url: `http://${options.host}:${port}/`, close: () => apollo.stop() };
+  return {
+    url: `http://${options.host}:${port}/`,
+    live,
+    async close() {
+      // Upgraded sockets would keep the HTTP server from closing: they go first.
+      await live?.close();
+      services.live?.close();
+      await apollo.stop();
+    },
+  };
 }

@@ -3,7 +3,9 @@ import type { ApolloServerPlugin } from "@apollo/server";
 import type { Logger } from "pino";
 import { compose } from "../../src/compose.js";
 import type { Config } from "../../src/config.js";
+import type { Services } from "../../src/domain/services.js";
 import type { ApiMetrics } from "../../src/graphql/api-metrics.js";
+import type { LiveServer } from "../../src/graphql/live-server.js";
 import type { Context } from "../../src/graphql/context.js";
 import { serveGraphQL } from "../../src/graphql/server.js";
 import { openClients } from "../../src/stores/clients.js";
@@ -13,6 +15,9 @@ export interface TestApi {
   readonly config: Config;
   readonly url: string;
   readonly gql: ReturnType<typeof graphqlClient>;
+  readonly services: Services;
+  /** Subscriptions over WebSocket. */
+  readonly live: LiveServer | null;
   /** SQL statements the API has sent since it started. */
   sqlQueries(): number;
   close(): Promise<void>;
@@ -32,6 +37,7 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
   const metrics = options.metrics;
   let queries = 0;
   const clients = await openClients(config, logger, {
+    subscriber: true,
     onSqlQuery: (durationMs) => {
       queries++;
       metrics?.observeSqlQuery(durationMs);
@@ -50,6 +56,7 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
     port: config.port,
     keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs,
     corsOrigins: config.corsOrigins,
+    live: config.live,
     ...(metrics && { metrics }),
     ...(options.plugins && { plugins: options.plugins }),
   });
@@ -57,6 +64,8 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
     config,
     url: api.url,
     gql: graphqlClient(api.url),
+    services: app.services,
+    live: api.live,
     sqlQueries: () => queries,
     async close() {
       await api.close();

@@ -1,0 +1,263 @@
+// Subscriptions over WebSocket: the graphql-ws protocol (graphql-transport-ws)
+// on the HTTP server's own port and /graphql path.
+//
+// graphql-ws's server core speaks the protocol; the socket glue is written here
+// rather than taken from its `useServer`, because that glue logs to the console,
+// has no bound on connections, and waits forever on a client that stopped reading.
+// Here a message not taken within LIVE_SEND_TIMEOUT_MS, or more than
+// LIVE_MAX_BUFFERED_BYTES waiting for one client, drops that client: graphql-ws
+// sends one message of a subscription at a time and waits for it to be written,
+// so what one client can hold is at most a message per subscription, plus the
+// newest counts of each of its posts (src/domain/live-counts.ts).
+import type { IncomingMessage, Server } from "node:http";
+import type { Duplex } from "node:stream";
+import {
+  createSourceEventStream,
+  execute,
+  getOperationAST,
+  GraphQLError,
+  OperationTypeNode,
+  parse,
+  validate,
+  type DocumentNode,
+  type ExecutionArgs,
+  type ExecutionResult,
+  type GraphQLFormattedError,
+  type GraphQLSchema,
+} from "graphql";
+import { CloseCode, handleProtocols, makeServer, type Context as SocketContext } from "graphql-ws";
+import type { Logger } from "pino";
+import { WebSocketServer, type WebSocket } from "ws";
+import type { Viewer } from "../domain/identity.js";
+import type { Services } from "../domain/services.js";
+import { RequestErrorCode } from "../errors.js";
+import { createLoaders } from "./loaders.js";
+import type { Context } from "./context.js";
+import { createRequestLimitsCheck, type RequestLimits } from "./limits/request-limits-plugin.js";
+
+export interface LiveServerOptions {
+  readonly schema: GraphQLSchema;
+  readonly services: Services;
+  readonly logger: Logger;
+  readonly limits: RequestLimits & { readonly bodyBytes: number };
+  readonly formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
+  readonly isUnavailable: (error: unknown) => boolean;
+  readonly maxConnections: number;
+  readonly maxSubscriptions: number;
+  readonly sendTimeoutMs: number;
+  readonly maxBufferedBytes: number;
+  /** How often a connection is pinged; one that does not answer within the same time is dropped. Default 12 s. */
+  readonly keepAliveMs?: number;
+}
+
+export interface LiveServer {
+  /** Open WebSocket connections. */
+  connections(): number;
+  /** Clients dropped for not taking their messages, since start. */
+  droppedSlow(): number;
+  /** Bytes written to connections that their clients have not taken yet (what slow clients hold in this process). */
+  bufferedBytes(): number;
+  /** Closes every connection with 1001 (going away), ending its subscriptions; stragglers are cut after a second. */
+  close(): Promise<void>;
+}
+
+interface Extra {
+  readonly socket: WebSocket;
+  readonly request: IncomingMessage;
+  viewer: Viewer | null;
+}
+
+/** The close code for a client that did not take its messages in time (RFC 6455: "try again later"). */
+const slowClientClose = 1013;
+
+function refusal(message: string, code: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code } });
+}
+
+/** The bearer token of a connection: `connectionParams.authorization` ("Bearer …") or `connectionParams.token`. */
+function tokenOf(params: Readonly<Record<string, unknown>> | undefined): string | null | undefined {
+  const header = params?.authorization ?? params?.Authorization;
+  if (typeof header === "string") return /^Bearer\s+(\S+)$/i.exec(header)?.[1] ?? null;
+  if (typeof params?.token === "string") return params.token;
+  return undefined;
+}
+
+/**
+ * Runs a subscription as graphql-js does, except that each event executes with
+ * fresh loaders: a context lives as long as the subscription, and loaders kept
+ * across events would answer every event with the first one's counts.
+ */
+async function subscribeWithFreshLoaders(args: ExecutionArgs): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
+  const source = await createSourceEventStream(args);
+  if (!(Symbol.asyncIterator in source)) return source;
+  const base = args.contextValue as Context;
+  const events = source[Symbol.asyncIterator]();
+  const results: AsyncIterableIterator<ExecutionResult> = {
+    async next() {
+      const event = await events.next();
+      if (event.done) return { done: true, value: undefined };
+      const contextValue: Context = { ...base, loaders: createLoaders(base.services, base.viewer) };
+      return { done: false, value: await execute({ ...args, rootValue: event.value, contextValue }) };
+    },
+    // Not an async generator: one suspended in `await events.next()` could not be returned until an event came.
+    async return() {
+      await events.return?.();
+      return { done: true, value: undefined };
+    },
+    [Symbol.asyncIterator]() {
+      return results;
+    },
+  };
+  return results;
+}
+
+export function attachLiveServer(http: Server, options: LiveServerOptions): LiveServer {
+  const { schema, services, logger, limits } = options;
+  const keepAliveMs = options.keepAliveMs ?? 12_000;
+  const checkLimits = createRequestLimitsCheck(schema, limits);
+  let droppedSlow = 0;
+  const formatAll = (errors: readonly GraphQLError[]) => errors.map((error) => options.formatError(error.toJSON(), error));
+
+  const protocol = makeServer<Record<string, unknown> | undefined, Extra>({
+    schema,
+    // The client has this long after connecting to send its connection_init.
+    connectionInitWaitTimeout: 5_000,
+    async onConnect(ctx: SocketContext<Record<string, unknown> | undefined, Extra>) {
+      const token = tokenOf(ctx.connectionParams);
+      if (token === undefined) return true;
+      const problem = (message: string) => {
+        ctx.extra.socket.close(CloseCode.Unauthorized, `UNAUTHENTICATED: ${message}`.slice(0, 120));
+        return false;
+      };
+      if (token === null) return problem('connectionParams.authorization must be "Bearer <token>".');
+      try {
+        const authentication = await services.users.authenticate(token);
+        if ("problem" in authentication) return problem(authentication.problem);
+        ctx.extra.viewer = authentication.viewer;
+        return true;
+      } catch (error) {
+        if (!options.isUnavailable(error)) throw error;
+        ctx.extra.socket.close(slowClientClose, "SERVICE_UNAVAILABLE: the service could not check the token in time; retry shortly.");
+        return false;
+      }
+    },
+    onSubscribe(ctx, _id, payload) {
+      if (Object.keys(ctx.subscriptions).length > options.maxSubscriptions) {
+        return [refusal(`A connection holds at most ${options.maxSubscriptions} subscriptions at once; complete one first.`, RequestErrorCode.TOO_MANY_SUBSCRIPTIONS)];
+      }
+      let document: DocumentNode;
+      try {
+        document = parse(payload.query, { maxTokens: 5_000 });
+      } catch (error) {
+        return [refusal((error as Error).message, "GRAPHQL_PARSE_FAILED")];
+      }
+      const invalid = validate(schema, document);
+      if (invalid.length > 0) return invalid.map((error) => refusal(error.message, "GRAPHQL_VALIDATION_FAILED"));
+      const operation = getOperationAST(document, payload.operationName);
+      if (!operation) return [refusal("Name one operation of the document in operationName.", "OPERATION_RESOLUTION_FAILURE")];
+      if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
+        return [refusal("Only subscriptions are served over WebSocket; send queries and mutations over HTTP.", RequestErrorCode.OPERATION_NOT_SUPPORTED)];
+      }
+      const variables = payload.variables ?? {};
+      try {
+        checkLimits({ document, operation, operationName: payload.operationName ?? undefined, variables });
+      } catch (error) {
+        if (error instanceof GraphQLError) return [error];
+        throw error;
+      }
+      const viewer = ctx.extra.viewer ?? null;
+      const contextValue: Context = { viewer, tokenProblem: null, clientIp: ctx.extra.request.socket.remoteAddress ?? "unknown", loaders: createLoaders(services, viewer), services };
+      return { schema, document, operationName: payload.operationName ?? null, variableValues: variables, contextValue };
+    },
+    subscribe: subscribeWithFreshLoaders,
+    onNext: (_ctx, _id, _payload, _args, result) => (result.errors ? { ...result, errors: formatAll(result.errors) } : undefined),
+    onError: (_ctx, _id, _payload, errors) => formatAll(errors),
+  });
+
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: limits.bodyBytes, handleProtocols: (offered) => handleProtocols(offered) });
+
+  /** Drops a client that does not take its messages: its socket and whatever waits for it go at once. */
+  function dropSlow(socket: WebSocket, why: string): void {
+    if (socket.readyState === socket.CLOSED) return;
+    droppedSlow++;
+    logger.info({ why, buffered: socket.bufferedAmount }, "a live client that did not take its messages was dropped");
+    socket.terminate();
+  }
+
+  function send(socket: WebSocket, data: string): Promise<void> {
+    if (socket.readyState !== socket.OPEN) return Promise.resolve();
+    if (socket.bufferedAmount > options.maxBufferedBytes) {
+      dropSlow(socket, `more than ${options.maxBufferedBytes} bytes waited`);
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        dropSlow(socket, `a message waited more than ${options.sendTimeoutMs} ms`);
+        resolve();
+      }, options.sendTimeoutMs);
+      socket.send(data, () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  sockets.on("connection", (socket: WebSocket, request: IncomingMessage) => {
+    const extra: Extra = { socket, request, viewer: null };
+    socket.on("error", (err) => logger.debug({ err }, "live connection error"));
+    let awaitingPong = false;
+    socket.on("pong", () => (awaitingPong = false));
+    const ping = setInterval(() => {
+      if (awaitingPong) return dropSlow(socket, `no pong within ${keepAliveMs} ms`);
+      awaitingPong = true;
+      socket.ping();
+    }, keepAliveMs);
+    const closed = protocol.opened(
+      {
+        protocol: socket.protocol,
+        send: (data) => send(socket, data),
+        close: (code, reason) => socket.close(code, reason),
+        onMessage: (handle) =>
+          socket.on("message", (data: Buffer, isBinary: boolean) => {
+            handle(isBinary ? "" : data.toString("utf8")).catch((err: unknown) => {
+              logger.error({ err }, "internal error while handling a live message");
+              socket.close(CloseCode.InternalServerError, "Internal server error");
+            });
+          }),
+      },
+      extra,
+    );
+    socket.once("close", (code, reason) => {
+      clearInterval(ping);
+      closed(code, reason.toString("utf8")).catch((err: unknown) => logger.warn({ err }, "live connection did not close cleanly"));
+    });
+  });
+
+  const refuseUpgrade = (socket: Duplex, status: string) => {
+    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  };
+  http.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const path = request.url?.split("?")[0];
+    if (path !== "/graphql") return refuseUpgrade(socket, "404 Not Found");
+    if (sockets.clients.size >= options.maxConnections) return refuseUpgrade(socket, "503 Service Unavailable");
+    sockets.handleUpgrade(request, socket, head, (ws) => sockets.emit("connection", ws, request));
+  });
+
+  return {
+    connections: () => sockets.clients.size,
+    droppedSlow: () => droppedSlow,
+    bufferedBytes: () => [...sockets.clients].reduce((sum, socket) => sum + socket.bufferedAmount, 0),
+    async close() {
+      for (const socket of sockets.clients) socket.close(1001, "Going away");
+      const cutAt = setTimeout(() => {
+        for (const socket of sockets.clients) socket.terminate();
+      }, 1_000);
+      await new Promise<void>((resolve) => sockets.close(() => resolve()));
+      await new Promise<void>((resolve) => {
+        const wait = () => (sockets.clients.size === 0 ? resolve() : setTimeout(wait, 20));
+        wait();
+      });
+      clearTimeout(cutAt);
+    },
+  };
+}

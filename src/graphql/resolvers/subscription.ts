@@ -1,0 +1,63 @@
+// Subscriptions, served over WebSocket (live-server.ts). Each event carries the
+// counts that changed, primed into the event's loaders so the selection reads
+// them without another round trip.
+import { parseId } from "../../domain/ids.js";
+import type { CountStream } from "../../domain/live-counts.js";
+import type { Counts, Post } from "../../domain/model.js";
+import { badInput, DomainError, ErrorCode, notFound } from "../../errors.js";
+import type { Context } from "../context.js";
+
+export const maxPostsPerSubscription = 100;
+
+export interface PostCountsEvent {
+  readonly post: Post;
+  readonly counts: Counts;
+}
+
+/** The stream's updates as events of their posts; ending it ends the stream at once, even while it waits. */
+function asEvents(stream: CountStream, posts: ReadonlyMap<bigint, Post>): AsyncIterableIterator<PostCountsEvent> {
+  const events: AsyncIterableIterator<PostCountsEvent> = {
+    async next() {
+      for (;;) {
+        const update = await stream.next();
+        if (update.done) return { done: true, value: undefined };
+        const post = posts.get(update.value.postId);
+        if (post) return { done: false, value: { post, counts: update.value.counts } };
+      }
+    },
+    async return() {
+      await stream.return?.();
+      return { done: true, value: undefined };
+    },
+    [Symbol.asyncIterator]() {
+      return events;
+    },
+  };
+  return events;
+}
+
+export const Subscription = {
+  postCounts: {
+    async subscribe(_: unknown, args: { postIds: string[] }, ctx: Context): Promise<AsyncIterableIterator<PostCountsEvent>> {
+      const live = ctx.services.live;
+      if (!live) throw new DomainError(ErrorCode.SERVICE_UNAVAILABLE, "This process does not serve live counts.");
+      if (args.postIds.length === 0) throw badInput("postIds", "Name at least one post.");
+      if (args.postIds.length > maxPostsPerSubscription) {
+        throw badInput("postIds", `postCounts takes at most ${maxPostsPerSubscription} ids; got ${args.postIds.length}. Subscribe again for the rest.`);
+      }
+      const ids = [...new Set(args.postIds.map((id) => parseId(id, "postIds")))];
+      const rows = await ctx.services.catalog.posts(ids);
+      const posts = new Map<bigint, Post>();
+      ids.forEach((id, i) => {
+        const row = rows[i];
+        if (!row) throw notFound("post", id);
+        posts.set(id, row);
+      });
+      return asEvents(await live.watch(ids), posts);
+    },
+    resolve(event: PostCountsEvent, _: unknown, ctx: Context): Post {
+      ctx.loaders.views.set({ type: "post", id: event.post.id }, { counts: event.counts, viewerIn: {} });
+      return event.post;
+    },
+  },
+};

@@ -1,0 +1,226 @@
+// Live counts over graphql-ws: a real client on the API's /graphql WebSocket
+// receives its posts' counts as they change, coalesced to one message an interval
+// per post, from changes made through any API process.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Database } from "../../../src/stores/postgres/database.js";
+import { startTestApi, type TestApi } from "../../support/api.js";
+import { codesOf, createUsers, dataOf, openDatabase, type TestUser } from "../../support/env.js";
+import { liveClient, type Received } from "../../support/live.js";
+import { eventually } from "../../support/pipeline.js";
+import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
+import { startTcpProxy } from "../../support/tcp-proxy.js";
+
+interface PostCounts {
+  postCounts: { id: string; counts: { likes: number; reads: number; comments: number; collects: number }; viewerHasLiked?: boolean };
+}
+
+const postCounts = `subscription($ids: [ID!]!) { postCounts(postIds: $ids) { id counts { likes reads comments collects } } }`;
+const likePost = `mutation($id: ID!) { likePost(postId: $id) { changed } }`;
+
+let api: TestApi;
+let db: Database;
+let author: TestUser;
+let users: TestUser[];
+
+async function newPost(body = "b"): Promise<string> {
+  return (await api.services.content.createPost(author.id, "live", body)).id.toString();
+}
+
+async function like(postId: string, user: TestUser): Promise<void> {
+  dataOf(await api.gql(likePost, { id: postId }, user.token));
+}
+
+const messagesOf = (received: readonly Received<PostCounts>[], postId: string) => received.filter((m) => m.data?.postCounts.id === postId);
+const lastLikes = (received: readonly Received<PostCounts>[], postId: string) => messagesOf(received, postId).at(-1)?.data?.postCounts.counts.likes;
+
+/** Waits until this API process listens to `posts` posts. */
+const watching = (target: TestApi, posts: number) =>
+  eventually(async () => target.services.live?.stats().posts === posts, 5_000, () => JSON.stringify(target.services.live?.stats()));
+
+beforeAll(async () => {
+  api = await startTestApi();
+  db = openDatabase(api.config);
+  [author, ...users] = (await createUsers(db, api.config, 41)) as [TestUser, ...TestUser[]];
+});
+afterAll(async () => {
+  await api.close();
+  await db.$disconnect();
+});
+
+describe("postCounts over graphql-ws", () => {
+  it("when a watched post takes a burst of likes, then the subscriber gets its counts coalesced to at most one message a second, ending at the final count, and nothing about posts it did not ask for", async () => {
+    const [hot, calm, other] = [await newPost(), await newPost(), await newPost()];
+    const client = liveClient(api.url);
+    try {
+      await client.connected;
+      const subscription = client.subscribe<PostCounts>(postCounts, { ids: [hot, calm] });
+      await watching(api, 2);
+      const startedAt = Date.now();
+      // Four waves of ten likes, 600 ms apart: changes keep coming for about two seconds.
+      for (let wave = 0; wave < 4; wave++) {
+        await Promise.all(users.slice(wave * 10, wave * 10 + 10).map((user) => like(hot, user)));
+        if (wave === 1) await like(calm, users[0] as TestUser);
+        await Promise.all(users.slice(wave * 2, wave * 2 + 2).map((user) => like(other, user)));
+        await new Promise((resolve) => setTimeout(resolve, 600));
+      }
+      await eventually(async () => lastLikes(subscription.received, hot) === 40 && lastLikes(subscription.received, calm) === 1, 5_000, () =>
+        JSON.stringify(subscription.received.map((m) => m.data)),
+      );
+      const hotMessages = messagesOf(subscription.received, hot);
+      const gaps = hotMessages.slice(1).map((m, i) => m.at - (hotMessages[i] as Received<PostCounts>).at);
+      // One message per interval at most (a little slack for the timers), so far fewer than 40.
+      expect(Math.min(...gaps)).toBeGreaterThanOrEqual(900);
+      expect(hotMessages.length).toBeLessThanOrEqual(Math.ceil((Date.now() - startedAt) / 1000) + 1);
+      expect(hotMessages.length).toBeGreaterThanOrEqual(2);
+      // Counts only grow through the burst, and every message carries every count.
+      const likes = hotMessages.map((m) => m.data?.postCounts.counts.likes ?? -1);
+      expect(likes).toEqual([...likes].sort((x, y) => x - y));
+      expect(hotMessages[0]?.data?.postCounts.counts).toMatchObject({ reads: 0, comments: 0, collects: 0 });
+      expect(messagesOf(subscription.received, other)).toEqual([]);
+      expect(subscription.received.every((m) => m.errors.length === 0)).toBe(true);
+      subscription.stop();
+      await watching(api, 0);
+    } finally {
+      await client.dispose();
+    }
+  });
+
+  it("when the connection carries a token, then viewer fields answer for that user; a bad token closes the connection with 4401", async () => {
+    const post = await newPost();
+    const viewer = users[5] as TestUser;
+    const client = liveClient(api.url, { authorization: `Bearer ${viewer.token}` });
+    try {
+      await client.connected;
+      const subscription = client.subscribe<PostCounts>(`subscription($ids: [ID!]!) { postCounts(postIds: $ids) { id viewerHasLiked counts { likes } } }`, { ids: [post] });
+      await watching(api, 1);
+      await like(post, viewer);
+      await eventually(async () => subscription.received.length > 0, 5_000, () => "no message");
+      expect(subscription.received[0]?.data).toEqual({ postCounts: { id: post, viewerHasLiked: true, counts: { likes: 1 } } });
+    } finally {
+      await client.dispose();
+    }
+    const refused = liveClient(api.url, { authorization: "Bearer not-a-token" });
+    const { code, reason } = await refused.closed;
+    expect(code).toBe(4401);
+    expect(reason).toMatch(/^UNAUTHENTICATED/);
+  });
+
+  it("when a subscription asks for too many, unknown or malformed posts, or a query comes over the socket, then each is refused with its code and the connection stays usable", async () => {
+    const post = await newPost();
+    const client = liveClient(api.url);
+    try {
+      await client.connected;
+      const codes = async (query: string, variables: Record<string, unknown>) => {
+        const subscription = client.subscribe<PostCounts>(query, variables);
+        await subscription.ended;
+        return subscription.received.flatMap((m) => m.errors.map((e) => e.extensions?.code));
+      };
+      expect(await codes(postCounts, { ids: Array.from({ length: 101 }, (_, i) => String(i + 1)) })).toEqual(["BAD_USER_INPUT"]);
+      expect(await codes(postCounts, { ids: [] })).toEqual(["BAD_USER_INPUT"]);
+      expect(await codes(postCounts, { ids: ["01"] })).toEqual(["BAD_USER_INPUT"]);
+      expect(await codes(postCounts, { ids: [post, "9100000000000000007"] })).toEqual(["NOT_FOUND"]);
+      expect(await codes(`query { feed(first: 1) { edges { cursor } } }`, {})).toEqual(["OPERATION_NOT_SUPPORTED"]);
+      expect(await codes(`subscription { postCounts(postIds: ["1"]) { nope } }`, {})).toEqual(["GRAPHQL_VALIDATION_FAILED"]);
+      const open = Array.from({ length: api.config.live.maxSubscriptions }, () => client.subscribe<PostCounts>(postCounts, { ids: [post] }));
+      await watching(api, 1);
+      expect(await codes(postCounts, { ids: [post] })).toEqual(["TOO_MANY_SUBSCRIPTIONS"]);
+      for (const subscription of open) subscription.stop();
+      await watching(api, 0);
+    } finally {
+      await client.dispose();
+    }
+  });
+
+  it("when a subscription is sent over plain HTTP, then it is OPERATION_NOT_SUPPORTED, not an internal error", async () => {
+    const response = await api.gql(postCounts, { ids: ["1"] });
+    expect(codesOf(response)).toEqual(["OPERATION_NOT_SUPPORTED"]);
+  });
+});
+
+describe("postCounts across API processes", () => {
+  let other: ServiceProcess;
+  beforeAll(async () => {
+    other = await startServiceProcess(api.config, { PIPELINE: "off", WEB_CONCURRENCY: "1", REDIS_DURABILITY: "volatile" });
+  }, 60_000);
+  afterAll(async () => {
+    await other.stop("SIGTERM");
+  });
+
+  it("when a post is liked through one API process, then a subscriber connected to another process receives the new counts", async () => {
+    const post = await newPost();
+    const client = liveClient(other.url);
+    try {
+      await client.connected;
+      const subscription = client.subscribe<PostCounts>(postCounts, { ids: [post] });
+      // The other process cannot be asked when it listens: users like, one a turn, until a message arrives.
+      let likers = 0;
+      await eventually(
+        async () => {
+          if (subscription.received.length === 0) await like(post, users[likers++] as TestUser);
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          return subscription.received.length > 0;
+        },
+        10_000,
+        () => `no message on the other process; it logged:\n${other.output().split("\n").filter((l) => !l.includes("\"component\":\"request\"")).slice(-15).join("\n")}`,
+      );
+      await Promise.all(users.slice(likers, likers + 5).map((user) => like(post, user)));
+      await eventually(async () => lastLikes(subscription.received, post) === likers + 5, 5_000, () => JSON.stringify(subscription.received.map((m) => m.data)));
+    } finally {
+      await client.dispose();
+    }
+  });
+
+  it("when the process stops, then its WebSocket clients are closed with 1001 (going away)", async () => {
+    const client = liveClient(other.url);
+    await client.connected;
+    const code = await other.stop("SIGTERM");
+    expect(code).toBe(0);
+    expect((await client.closed).code).toBe(1001);
+  });
+});
+
+describe("a slow subscriber", () => {
+  it("when a client stops reading while its posts keep changing, then the server drops it and releases what it held, instead of holding more and more for it", async () => {
+    const slowApi = await startTestApi({ LIVE_INTERVAL_MS: "100", LIVE_SEND_TIMEOUT_MS: "1000", LIVE_MAX_BUFFERED_BYTES: "65536", VIEWS_FLUSH_INTERVAL_MS: "50" });
+    const proxy = await startTcpProxy({ host: "127.0.0.1", port: Number(new URL(slowApi.url).port) }, "http");
+    // Big posts, so that what the client does not read fills the sockets' buffers within a second or two.
+    const body = "x".repeat(20_000);
+    const posts = await Promise.all(Array.from({ length: 100 }, () => newPost(body)));
+    const client = liveClient(proxy.url.replace(/\/?$/, "/"));
+    let flooding = true;
+    try {
+      await client.connected;
+      const subscription = client.subscribe<{ postCounts: { id: string; body: string } }>(`subscription($ids: [ID!]!) { postCounts(postIds: $ids) { id body counts { reads } } }`, {
+        ids: posts,
+      });
+      await watching(slowApi, 100);
+      const flood = (async () => {
+        while (flooding) {
+          await slowApi.gql(`mutation($ids: [ID!]!) { recordViews(postIds: $ids) }`, { ids: posts });
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      })();
+      await eventually(async () => subscription.received.length > 0, 5_000, () => "no message before the stall");
+      proxy.stall();
+      // What waits in the server for the client, sampled until it is dropped.
+      let mostHeld = 0;
+      const sampler = setInterval(() => (mostHeld = Math.max(mostHeld, slowApi.live?.bufferedBytes() ?? 0)), 20);
+      await eventually(async () => slowApi.live?.droppedSlow() === 1, 20_000, () => `not dropped; ${slowApi.live?.connections()} connections`);
+      clearInterval(sampler);
+      expect(slowApi.live?.connections()).toBe(0);
+      // The subscription let go of its posts: nothing is read or held for the dropped client.
+      await watching(slowApi, 0);
+      expect(slowApi.services.live?.stats().streams).toBe(0);
+      flooding = false;
+      await flood;
+      // At most the bound and the one message that crossed it, though the posts changed ten times a second each.
+      expect(mostHeld).toBeLessThanOrEqual(65_536 + 25_000);
+    } finally {
+      flooding = false;
+      proxy.resume();
+      await client.dispose();
+      await proxy.close();
+      await slowApi.close();
+    }
+  });
+});
