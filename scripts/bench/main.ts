@@ -5,6 +5,9 @@
 //   feed100, like-hot, like-spread, mixed,  over HTTP, against the service as `npm start`
 //   collect-hot, follow-hot, views-hot,     runs it and against the API alone (PIPELINE=off)
 //   views-hot-batched
+//   live-hot                                1,000 graphql-ws subscribers of the hot post while it takes
+//                                           2,000 likes/s for 10 s: lag from like to message, messages per
+//                                           subscriber per second, API CPU; not run unless named
 //   memory                                  Redis memory of the warmed data set
 //   persist                                 outbox → RabbitMQ → PostgreSQL in a worker process
 //   reconcile                               rebuild and a full reconcile pass over 1,000,000 likes
@@ -39,6 +42,7 @@ import { freshVhost } from "./rabbitmq.js";
 import { reconcileScenario } from "./reconcile.js";
 import { addComments, measureNested, type NestedFigures } from "./nested.js";
 import { loadBigTarget, reconcileBigPass } from "./reconcile-big.js";
+import { liveHot, type LiveFigures } from "./live.js";
 import {
   collectHot,
   connections,
@@ -57,7 +61,7 @@ import {
 } from "./scenarios.js";
 
 const httpScenarios = ["feed100", "like-hot", "like-spread", "mixed", "collect-hot", "follow-hot", "views-hot", "views-hot-batched"] as const;
-const all = [...httpScenarios, "memory", "nested", "persist", "reconcile", "reconcile-big"] as const;
+const all = [...httpScenarios, "live-hot", "memory", "nested", "persist", "reconcile", "reconcile-big"] as const;
 type Scenario = (typeof all)[number];
 
 const { values: flags, positionals } = parseArgs({
@@ -137,8 +141,9 @@ const sql = await prepareDatabase(databaseUrl);
 const amqp = freshVhost(config.amqpUrl, flags.database);
 const results: HttpFigures[] = [];
 const viewResults: ViewsFigures[] = [];
+const liveResults: LiveFigures[] = [];
 try {
-  const wantsHttp = httpScenarios.some((s) => chosen.has(s));
+  const wantsHttp = httpScenarios.some((s) => chosen.has(s)) || chosen.has("live-hot");
   if (wantsHttp || chosen.has("memory") || chosen.has("nested")) {
     const bar = progressBar(`loading the ${shape.name} data set into PostgreSQL (COPY), likes`);
     const data = await loadDataset(sql, shape, (done, total) => bar.update(done, total));
@@ -220,45 +225,70 @@ try {
               : await mixed(ctx);
             results.push(figures);
           }
+          if (chosen.has("live-hot")) {
+            console.error(`live-hot (${ctx.mode}): 1,000 subscribers, 2,000 likes/s ...`);
+            liveResults.push(await liveHot(ctx, { subscribers: 1_000, likesPerSecond: 2_000, seconds: durationSeconds }));
+          }
         } finally {
           await service.stop();
         }
       }
 
-      console.error("raw Redis: like script and pipelines of 100 HGETALL (redis-benchmark) ...");
-      const rawLikes = rawLikeScript(redis);
-      const rawFeeds = await rawFeedPipelines(redis, data.postIds);
-      console.log(`\nThe service over HTTP on the ${shape.name} data set, ${connections} connections, this machine (load generator, service, Redis, RabbitMQ and PostgreSQL share its cores):`);
-      console.table(results.map((r) => ({
-        scenario: r.scenario,
-        mode: r.mode,
-        "req/s": r.requestsPerSecond,
-        "p50 ms": r.p50Ms,
-        "p99 ms": r.p99Ms,
-        "max ms": r.maxMs,
-        failures: r.failures,
-        exact: r.exact,
-        "API CPU ms/req": r.apiCpuMsPerRequest,
-        "pipeline CPU ms/req": r.pipelineCpuMsPerRequest,
-        "RabbitMQ CPU ms/req": r.rabbitmqCpuMsPerRequest,
-        "PostgreSQL CPU ms/req": r.postgresCpuMsPerRequest,
-        "load CPU ms/req": r.loadCpuMsPerRequest,
-        "Redis cmds/req": r.redisCommandsPerRequest,
-        "round trips/req": r.redisRoundTripsPerRequest,
-        "Redis bytes/req": r.redisBytesPerRequest,
-        "Redis CPU µs/req": r.redisCpuUsPerRequest,
-      })));
-      console.log(`\nRedis alone, same run (redis-benchmark, ${connections} connections): ${rawLikes.toLocaleString()} like scripts/s, ${rawFeeds.toLocaleString()} pipelines of 100 HGETALL/s`);
-      for (const v of viewResults) {
-        console.log(
-          `  ${v.http.scenario} (${v.http.mode}): ${v.hotViewsPerSecond.toLocaleString()} views/s of the hot post counted (${v.http.requestsPerSecond.toLocaleString()} requests/s of ${v.perRequest}), ` +
-            `${v.redisScriptsPerSecond} Redis script calls/s (the flushes of every post viewed), exact: ${v.http.exact}`,
-        );
+      if (liveResults.length > 0) {
+        console.log(`\nLive counts (graphql-ws): subscribers of the hot post while it takes likes at a fixed rate; lag from a like's answer to each subscriber's first message holding it:`);
+        console.table(liveResults.map((l) => ({
+          mode: l.mode,
+          subscribers: l.subscribers,
+          "likes/s": l.likesPerSecond,
+          likes: l.likes,
+          failures: l.failures,
+          "like p50/p99 ms": `${l.likeP50Ms} / ${l.likeP99Ms}`,
+          "lag p50 ms": l.lagP50Ms,
+          "lag p99 ms": l.lagP99Ms,
+          "lag max ms": l.lagMaxMs,
+          "msgs/subscriber/s": l.messagesPerSubscriberSecond,
+          "min gap ms": l.minGapMs,
+          "likes never shown": l.missedBySubscribers,
+          "API CPU (cores)": l.apiCores,
+          "load CPU (cores)": l.loadCores,
+        })));
       }
-      for (const r of results) {
-        const membership = ["like-hot", "like-spread", "collect-hot", "follow-hot"].includes(r.scenario);
-        const [ceiling, what] = membership ? [rawLikes, "like scripts"] : r.scenario === "feed100" ? [rawFeeds, "pipelines of 100 HGETALL"] : [null, ""];
-        if (ceiling) console.log(`  ${r.scenario} (${r.mode}): ${r.requestsPerSecond.toLocaleString()} req/s = ${((100 * r.requestsPerSecond) / ceiling).toFixed(1)}% of Redis alone's ${what}`);
+      if (results.length > 0) {
+        console.error("raw Redis: like script and pipelines of 100 HGETALL (redis-benchmark) ...");
+        const rawLikes = rawLikeScript(redis);
+        const rawFeeds = await rawFeedPipelines(redis, data.postIds);
+        console.log(`\nThe service over HTTP on the ${shape.name} data set, ${connections} connections, this machine (load generator, service, Redis, RabbitMQ and PostgreSQL share its cores):`);
+        console.table(results.map((r) => ({
+          scenario: r.scenario,
+          mode: r.mode,
+          "req/s": r.requestsPerSecond,
+          "p50 ms": r.p50Ms,
+          "p99 ms": r.p99Ms,
+          "max ms": r.maxMs,
+          failures: r.failures,
+          exact: r.exact,
+          "API CPU ms/req": r.apiCpuMsPerRequest,
+          "pipeline CPU ms/req": r.pipelineCpuMsPerRequest,
+          "RabbitMQ CPU ms/req": r.rabbitmqCpuMsPerRequest,
+          "PostgreSQL CPU ms/req": r.postgresCpuMsPerRequest,
+          "load CPU ms/req": r.loadCpuMsPerRequest,
+          "Redis cmds/req": r.redisCommandsPerRequest,
+          "round trips/req": r.redisRoundTripsPerRequest,
+          "Redis bytes/req": r.redisBytesPerRequest,
+          "Redis CPU µs/req": r.redisCpuUsPerRequest,
+        })));
+        console.log(`\nRedis alone, same run (redis-benchmark, ${connections} connections): ${rawLikes.toLocaleString()} like scripts/s, ${rawFeeds.toLocaleString()} pipelines of 100 HGETALL/s`);
+        for (const v of viewResults) {
+          console.log(
+            `  ${v.http.scenario} (${v.http.mode}): ${v.hotViewsPerSecond.toLocaleString()} views/s of the hot post counted (${v.http.requestsPerSecond.toLocaleString()} requests/s of ${v.perRequest}), ` +
+              `${v.redisScriptsPerSecond} Redis script calls/s (the flushes of every post viewed), exact: ${v.http.exact}`,
+          );
+        }
+        for (const r of results) {
+          const membership = ["like-hot", "like-spread", "collect-hot", "follow-hot"].includes(r.scenario);
+          const [ceiling, what] = membership ? [rawLikes, "like scripts"] : r.scenario === "feed100" ? [rawFeeds, "pipelines of 100 HGETALL"] : [null, ""];
+          if (ceiling) console.log(`  ${r.scenario} (${r.mode}): ${r.requestsPerSecond.toLocaleString()} req/s = ${((100 * r.requestsPerSecond) / ceiling).toFixed(1)}% of Redis alone's ${what}`);
+        }
       }
     }
   }

@@ -49,7 +49,7 @@ export interface LiveCountsOptions {
 
 interface WatchedPost {
   readonly streams: Set<Stream>;
-  /** When its counts were last read (ms); 0 before the first read. */
+  /** When its counts last came back from a read (ms); 0 before the first read. */
   readAt: number;
   /** A change was heard that no read started since has seen. */
   changed: boolean;
@@ -161,15 +161,16 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
     const ids = [...due].filter((id) => watched.get(id)?.changed);
     due.clear();
     if (ids.length === 0) return;
-    const startedAt = Date.now();
     const entries = ids.map((id) => watched.get(id) as WatchedPost);
     for (const entry of entries) {
       entry.changed = false;
       entry.reading = true;
-      entry.readAt = startedAt;
     }
     try {
       const counts = await read(ids.map(post));
+      // The interval runs from when the counts went out, so a slow read cannot bring two messages closer.
+      const readAt = Date.now();
+      for (const entry of entries) entry.readAt = readAt;
       ids.forEach((id, i) => {
         const entry = watched.get(id);
         const value = counts[i];
@@ -177,7 +178,11 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
       });
     } catch (error) {
       // Read again after the interval: the change is still to be told.
-      for (const entry of entries) entry.changed = true;
+      const failedAt = Date.now();
+      for (const entry of entries) {
+        entry.changed = true;
+        entry.readAt = failedAt;
+      }
       options.onReadFailure?.(error);
     } finally {
       ids.forEach((id, i) => {

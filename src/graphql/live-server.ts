@@ -83,21 +83,45 @@ function tokenOf(params: Readonly<Record<string, unknown>> | undefined): string 
 }
 
 /**
+ * What identifies the result of an operation for an event: the document, its
+ * variables and the viewer. Kept per subscription's base context.
+ */
+const operationKeys = new WeakMap<Context, string>();
+
+/**
+ * Results per event and operation: a thousand subscribers of a hot post who sent
+ * the same selection (and have no viewer, or the same) share one execution of it
+ * per event rather than making a thousand. Events are shared objects per read
+ * (resolvers/subscription.ts), and go once the last subscriber took them.
+ */
+const sharedResults = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
+
+/**
  * Runs a subscription as graphql-js does, except that each event executes with
- * fresh loaders: a context lives as long as the subscription, and loaders kept
- * across events would answer every event with the first one's counts.
+ * fresh loaders (a context lives as long as the subscription, and loaders kept
+ * across events would answer every event with the first one's counts), and that
+ * one execution per event serves every subscription with the same operation.
  */
 async function subscribeWithFreshLoaders(args: ExecutionArgs): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
   const source = await createSourceEventStream(args);
   if (!(Symbol.asyncIterator in source)) return source;
   const base = args.contextValue as Context;
+  const key = operationKeys.get(base);
   const events = source[Symbol.asyncIterator]();
+  const executeFor = (event: unknown): Promise<ExecutionResult> => {
+    const contextValue: Context = { ...base, loaders: createLoaders(base.services, base.viewer) };
+    return Promise.resolve(execute({ ...args, rootValue: event, contextValue }));
+  };
   const results: AsyncIterableIterator<ExecutionResult> = {
     async next() {
       const event = await events.next();
       if (event.done) return { done: true, value: undefined };
-      const contextValue: Context = { ...base, loaders: createLoaders(base.services, base.viewer) };
-      return { done: false, value: await execute({ ...args, rootValue: event.value, contextValue }) };
+      if (key === undefined || typeof event.value !== "object" || event.value === null) return { done: false, value: await executeFor(event.value) };
+      let byOperation = sharedResults.get(event.value);
+      if (!byOperation) sharedResults.set(event.value, (byOperation = new Map<string, Promise<ExecutionResult>>()));
+      let result = byOperation.get(key);
+      if (!result) byOperation.set(key, (result = executeFor(event.value)));
+      return { done: false, value: await result };
     },
     // Not an async generator: one suspended in `await events.next()` could not be returned until an event came.
     async return() {
@@ -167,6 +191,7 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
       }
       const viewer = ctx.extra.viewer ?? null;
       const contextValue: Context = { viewer, tokenProblem: null, clientIp: ctx.extra.request.socket.remoteAddress ?? "unknown", loaders: createLoaders(services, viewer), services };
+      operationKeys.set(contextValue, JSON.stringify([payload.query, payload.operationName ?? null, variables, viewer?.userId.toString() ?? null]));
       return { schema, document, operationName: payload.operationName ?? null, variableValues: variables, contextValue };
     },
     subscribe: subscribeWithFreshLoaders,

@@ -14,6 +14,13 @@ export interface PostCountsEvent {
   readonly counts: Counts;
 }
 
+/**
+ * One event per read of a post's counts, whichever subscriptions it goes to: every
+ * subscriber of the post gets the same object, so the execution of one selection
+ * can be shared by all who sent it (live-server.ts).
+ */
+const eventsOfReads = new WeakMap<Counts, PostCountsEvent>();
+
 /** The stream's updates as events of their posts; ending it ends the stream at once, even while it waits. */
 function asEvents(stream: CountStream, posts: ReadonlyMap<bigint, Post>): AsyncIterableIterator<PostCountsEvent> {
   const events: AsyncIterableIterator<PostCountsEvent> = {
@@ -21,8 +28,12 @@ function asEvents(stream: CountStream, posts: ReadonlyMap<bigint, Post>): AsyncI
       for (;;) {
         const update = await stream.next();
         if (update.done) return { done: true, value: undefined };
+        const { counts } = update.value;
         const post = posts.get(update.value.postId);
-        if (post) return { done: false, value: { post, counts: update.value.counts } };
+        if (!post) continue;
+        let event = eventsOfReads.get(counts);
+        if (!event) eventsOfReads.set(counts, (event = { post, counts }));
+        return { done: false, value: event };
       }
     },
     async return() {
