@@ -33,7 +33,11 @@ export async function startServiceProcess(config: Config, env: Record<string, st
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start:\n${output}`)), 30_000);
+    const timer = setTimeout(() => {
+      // A service that did not start in time must not outlive the test.
+      child.kill("SIGKILL");
+      reject(new Error(`service did not start:\n${output}`));
+    }, 30_000);
     child.once("exit", (code) => reject(new Error(`service exited with ${code}:\n${output}`)));
     child.stdout?.on("data", () => {
       const match = /"url":"(http:[^"]+)graphql"/.exec(output);
