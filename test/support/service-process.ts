@@ -35,7 +35,7 @@ export async function startServiceProcess(config: Config, env: Record<string, st
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       // A service that did not start in time must not outlive the test.
-      child.kill("SIGKILL");
+      child.kill("SIGTERM");
       reject(new Error(`service did not start:\n${output}`));
     }, 30_000);
     child.once("exit", (code) => reject(new Error(`service exited with ${code}:\n${output}`)));
