@@ -2,7 +2,7 @@
 // code, rate-limited requests, and the latency of the Redis commands and SQL
 // statements they cost. Label values are bounded whatever clients send: an
 // attacker choosing operation names must not grow the registry without end.
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { OperationFacts } from "./operation-facts.js";
 import type { HttpFacts } from "./request-log.js";
 
@@ -19,6 +19,16 @@ export interface ApiMetrics {
   readonly observeRedisCommand: (command: string, durationMs: number) => void;
   /** Records one SQL statement, as long as PostgreSQL took to answer it. */
   readonly observeSqlQuery: (durationMs: number) => void;
+  /** Reports live counts' connections, subscriptions and watched posts, read at each scrape. */
+  readonly watchLive: (read: () => LiveFacts) => void;
+  /** Records one live client dropped for not taking its messages. */
+  readonly observeDroppedClient: () => void;
+}
+
+export interface LiveFacts {
+  readonly connections: number;
+  readonly subscriptions: number;
+  readonly posts: number;
 }
 
 /** Seconds: from a cached feed read (sub-millisecond) to a request a timeout ends. */
@@ -70,6 +80,24 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
     buckets: storeBuckets,
     registers: [registry],
   });
+  const droppedClients = new Counter({
+    name: "likes_live_clients_dropped_total",
+    help: "WebSocket clients dropped for not taking their messages in time",
+    registers: [registry],
+  });
+  let live: (() => LiveFacts) | null = null;
+  const liveGauge = (name: string, help: string, pick: (facts: LiveFacts) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        if (live) this.set(pick(live()));
+      },
+    });
+  liveGauge("likes_live_connections", "Open WebSocket connections", (f) => f.connections);
+  liveGauge("likes_live_subscriptions", "Live subscriptions", (f) => f.subscriptions);
+  liveGauge("likes_live_posts_watched", "Distinct posts the process watches for its subscribers", (f) => f.posts);
   const knownNames = new Set<string>();
   const knownCodes = new Set<string>();
 
@@ -104,5 +132,9 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
     observeSqlQuery: (durationMs) => {
       sqlDuration.observe(durationMs / 1000);
     },
+    watchLive: (read) => {
+      live = read;
+    },
+    observeDroppedClient: () => droppedClients.inc(),
   };
 }

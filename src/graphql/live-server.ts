@@ -48,6 +48,8 @@ export interface LiveServerOptions {
   readonly maxBufferedBytes: number;
   /** How often a connection is pinged; one that does not answer within the same time is dropped. Default 12 s. */
   readonly keepAliveMs?: number;
+  /** Called for each client dropped for not taking its messages (metrics). */
+  readonly onDroppedClient?: () => void;
 }
 
 export interface LiveServer {
@@ -205,6 +207,7 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
   function dropSlow(socket: WebSocket, why: string): void {
     if (socket.readyState === socket.CLOSED) return;
     droppedSlow++;
+    options.onDroppedClient?.();
     logger.info({ why, buffered: socket.bufferedAmount }, "a live client that did not take its messages was dropped");
     socket.terminate();
   }

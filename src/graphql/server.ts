@@ -162,8 +162,21 @@ export async function serveGraphQL(
   // Upgrades to WebSocket on /graphql go to graphql-ws; Fastify never sees them.
   const live =
     services.live && options.live
-      ? attachLiveServer(http.server, { schema, services, logger: options.logger, limits: options.limits, formatError, isUnavailable: options.isUnavailable, ...options.live })
+      ? attachLiveServer(http.server, {
+          schema,
+          services,
+          logger: options.logger,
+          limits: options.limits,
+          formatError,
+          isUnavailable: options.isUnavailable,
+          ...options.live,
+          ...(options.metrics && { onDroppedClient: options.metrics.observeDroppedClient }),
+        })
       : null;
+  if (live && services.live && options.metrics) {
+    const counts = services.live;
+    options.metrics.watchLive(() => ({ connections: live.connections(), subscriptions: counts.stats().streams, posts: counts.stats().posts }));
+  }
   await http.listen({ host: options.host, port: options.port });
   const address = http.server.address();
   const port = typeof address === "object" && address ? address.port : options.port;

@@ -2,6 +2,7 @@
 // receives its posts' counts as they change, coalesced to one message an interval
 // per post, from changes made through any API process.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApiMetrics } from "../../../src/graphql/api-metrics.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
 import { codesOf, createUsers, dataOf, openDatabase, type TestUser } from "../../support/env.js";
@@ -181,7 +182,9 @@ describe("postCounts across API processes", () => {
 
 describe("a slow subscriber", () => {
   it("when a client stops reading while its posts keep changing, then the server drops it and releases what it held, instead of holding more and more for it", async () => {
-    const slowApi = await startTestApi({ LIVE_INTERVAL_MS: "100", LIVE_SEND_TIMEOUT_MS: "1000", LIVE_MAX_BUFFERED_BYTES: "65536", VIEWS_FLUSH_INTERVAL_MS: "50" });
+    const metrics = createApiMetrics();
+    const slowApi = await startTestApi({ LIVE_INTERVAL_MS: "100", LIVE_SEND_TIMEOUT_MS: "1000", LIVE_MAX_BUFFERED_BYTES: "65536", VIEWS_FLUSH_INTERVAL_MS: "50" }, { metrics });
+    const metric = async (name: string) => (await metrics.registry.getSingleMetric(name)?.get())?.values[0]?.value;
     const proxy = await startTcpProxy({ host: "127.0.0.1", port: Number(new URL(slowApi.url).port) }, "http");
     // Big posts, so that what the client does not read fills the sockets' buffers within a second or two.
     const body = "x".repeat(20_000);
@@ -194,6 +197,7 @@ describe("a slow subscriber", () => {
         ids: posts,
       });
       await watching(slowApi, 100);
+      expect([await metric("likes_live_connections"), await metric("likes_live_subscriptions"), await metric("likes_live_posts_watched")]).toEqual([1, 1, 100]);
       const flood = (async () => {
         while (flooding) {
           await slowApi.gql(`mutation($ids: [ID!]!) { recordViews(postIds: $ids) }`, { ids: posts });
@@ -211,6 +215,7 @@ describe("a slow subscriber", () => {
       // The subscription let go of its posts: nothing is read or held for the dropped client.
       await watching(slowApi, 0);
       expect(slowApi.services.live?.stats().streams).toBe(0);
+      expect([await metric("likes_live_clients_dropped_total"), await metric("likes_live_connections")]).toEqual([1, 0]);
       flooding = false;
       await flood;
       // At most the bound and the one message that crossed it, though the posts changed ten times a second each.
