@@ -59,6 +59,9 @@ interface WatchedPost {
 
 const post = (id: bigint): Target => ({ type: "post", id });
 
+/** Posts read in one round trip at most, a feed page's worth. */
+const readSlice = 100;
+
 /** One subscription: the newest counts of each of its posts not yet taken, and when each post was last sent. */
 class Stream implements CountStream {
   private readonly waiting = new Map<bigint, Counts>();
@@ -167,7 +170,10 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
       entry.reading = true;
     }
     try {
-      const counts = await read(ids.map(post));
+      // After a reconnect every watched post is due at once: read in slices, not one pipeline of all.
+      const slices: bigint[][] = [];
+      for (let i = 0; i < ids.length; i += readSlice) slices.push(ids.slice(i, i + readSlice));
+      const counts = (await Promise.all(slices.map((slice) => read(slice.map(post))))).flat();
       // The interval runs from when the counts went out, so a slow read cannot bring two messages closer.
       const readAt = Date.now();
       for (const entry of entries) entry.readAt = readAt;
