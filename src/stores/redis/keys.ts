@@ -1,7 +1,8 @@
 // Every Redis key is built here and nowhere else (Lua scripts receive theirs in KEYS).
 //
 // Layout (p = partition of the target, a hash tag so one target's keys share a slot):
-//   cnt:{p}:<type>:<id>            hash: all counters of the target, plus bookkeeping fields
+//   cnt:{p}:<type>:<id>            hash: all counters of the target, plus bookkeeping fields; the same name
+//                                  is the sharded pub/sub channel announcing that its counts changed (count-changes.ts)
 //   lk:{p}:<type>:<id>:<g>:<s>     set: likers in membership generation g, shard s (other
 //                                  relations: their own prefix, relations.ts; cl collectors, fw followers)
 //   ob:{p}                         stream: outbox of changes in partition p, read by the relay
