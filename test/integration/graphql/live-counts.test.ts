@@ -10,6 +10,7 @@ import { liveClient, type Received } from "../../support/live.js";
 import { eventually } from "../../support/pipeline.js";
 import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
 import { startTcpProxy } from "../../support/tcp-proxy.js";
+import WebSocket from "ws";
 
 interface PostCounts {
   postCounts: { id: string; counts: { likes: number; reads: number; comments: number; collects: number }; viewerHasLiked?: boolean };
@@ -119,6 +120,9 @@ describe("postCounts over graphql-ws", () => {
       expect(await codes(postCounts, { ids: Array.from({ length: 101 }, (_, i) => String(i + 1)) })).toEqual(["BAD_USER_INPUT"]);
       expect(await codes(postCounts, { ids: [] })).toEqual(["BAD_USER_INPUT"]);
       expect(await codes(postCounts, { ids: ["01"] })).toEqual(["BAD_USER_INPUT"]);
+      expect(await codes(postCounts, { ids: [{ not: "an id" }] })).toEqual(["BAD_USER_INPUT"]);
+      expect(await codes(postCounts, { ids: [post, "a\u0000"] })).toEqual(["BAD_USER_INPUT"]);
+      expect(await codes(`subscription { postCounts(postIds: ["1"]) { id } `, {})).toEqual(["GRAPHQL_PARSE_FAILED"]);
       expect(await codes(postCounts, { ids: [post, "9100000000000000007"] })).toEqual(["NOT_FOUND"]);
       expect(await codes(`query { feed(first: 1) { edges { cursor } } }`, {})).toEqual(["OPERATION_NOT_SUPPORTED"]);
       expect(await codes(`subscription { postCounts(postIds: ["1"]) { nope } }`, {})).toEqual(["GRAPHQL_VALIDATION_FAILED"]);
@@ -130,6 +134,27 @@ describe("postCounts over graphql-ws", () => {
     } finally {
       await client.dispose();
     }
+  });
+
+  it("when a client sends what the protocol does not allow, then its connection is closed with the protocol's code and the server goes on serving", async () => {
+    /** Opens a raw socket, sends `frames` and answers the close code. */
+    const closeCodeAfter = async (frames: (string | Buffer)[], protocol = "graphql-transport-ws") => {
+      const socket = new WebSocket(new URL("graphql", api.url).toString().replace(/^http/, "ws"), protocol);
+      socket.on("error", () => {});
+      const closed = new Promise<number>((resolve) => socket.on("close", (code) => resolve(code)));
+      const opened = await Promise.race([new Promise<true>((resolve) => socket.on("open", () => resolve(true))), closed.then(() => false)]);
+      if (opened) for (const frame of frames) socket.send(frame);
+      return closed;
+    };
+    expect(await closeCodeAfter(["not json"])).toBe(4400);
+    expect(await closeCodeAfter([JSON.stringify({ type: "subscribe", id: "1", payload: { query: postCounts } })])).toBe(4401);
+    expect(await closeCodeAfter([JSON.stringify({ type: "connection_init" }), JSON.stringify({ type: "connection_init" })])).toBe(4429);
+    expect(await closeCodeAfter([Buffer.alloc(api.config.limits.bodyBytes + 1, 1)])).toBe(1009);
+    // The retired subscriptions-transport-ws protocol: no protocol agreed, so the client gives up the handshake.
+    expect(await closeCodeAfter([JSON.stringify({ type: "connection_init" })], "graphql-ws")).toBe(1006);
+    const client = liveClient(api.url);
+    await client.connected;
+    await client.dispose();
   });
 
   it("when a subscription is sent over plain HTTP, then it is OPERATION_NOT_SUPPORTED, not an internal error", async () => {
