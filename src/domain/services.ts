@@ -5,6 +5,7 @@ import type { CounterService } from "./counters.js";
 import type { TokenService } from "./identity.js";
 import type { ListService } from "./lists.js";
 import type { MembershipService } from "./memberships.js";
+import type { RankingService } from "./rankings.js";
 import type { RateLimits } from "./rate-limits.js";
 import type { UserService } from "./users.js";
 import type { ViewService } from "./views.js";
@@ -19,4 +20,5 @@ export interface Services {
   readonly tokens: TokenService;
   readonly users: UserService;
   readonly rateLimits: RateLimits;
+  readonly rankings: RankingService;
 }
