@@ -152,10 +152,26 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     return pending;
   };
 
-  const viewOfType = (targets: readonly Target[], viewerId: bigint | null, asked: readonly Relation[] | undefined) => {
+  // Anonymous reads of the same targets while one is in flight join it rather than send
+  // another: every anonymous hotPosts request asks the counts of the same 100 posts. Each
+  // still gets counts read live, at most one round trip before it asked; a viewer's reads
+  // (memberships, their own changes) never share.
+  const anonymousReads = new Map<string, Promise<(TargetView | null)[]>>();
+  const viewOfType = async (targets: readonly Target[], viewerId: bigint | null, asked: readonly Relation[] | undefined): Promise<(TargetView | null)[]> => {
     const type = (targets[0] as Target).type;
-    const relations = viewerId === null ? [] : relationsOf(type).filter((r) => !asked || asked.includes(r));
-    return counterStore.view(targets, { names: counterNames[type], relations, viewerId });
+    if (viewerId !== null) {
+      const relations = relationsOf(type).filter((r) => !asked || asked.includes(r));
+      return counterStore.view(targets, { names: counterNames[type], relations, viewerId });
+    }
+    let key = type as string;
+    for (const t of targets) key += `,${t.id}`;
+    let pending = anonymousReads.get(key);
+    if (!pending) {
+      pending = counterStore.view(targets, { names: counterNames[type], relations: [], viewerId: null }).finally(() => anonymousReads.delete(key));
+      anonymousReads.set(key, pending);
+    }
+    // A copy: callers fill in what they rebuild.
+    return [...(await pending)];
   };
 
   /** One store read per type (all in the same round trip), in the order given. */
