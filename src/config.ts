@@ -56,7 +56,7 @@ const schema = z.object({
   // API processes may answer a window's post ids from memory for up to RANKING_CACHE_MS (0: never).
   RANKING_REFRESH_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
   RANKING_REFRESH_GAP_MS: z.coerce.number().int().min(0).max(60_000).default(250),
-  RANKING_CACHE_MS: z.coerce.number().int().min(0).max(500).default(0),
+  RANKING_CACHE_MS: z.coerce.number().int().min(0).max(500).default(250),
   // Views wait in an API process at most this long before they go to Redis (what a crash of the process may lose).
   VIEWS_FLUSH_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1_000),
   // Posts with views waiting that make a process flush at once.
