@@ -475,6 +475,19 @@ export function windowBuckets(window: BucketedWindow, nowMs: number): number[] {
   return starts;
 }
 
+/**
+ * The buckets of each span whose rows Redis keeps at `nowMs`: those its window sums, and
+ * the next one, for a like stamped by a clock a little ahead of this process's.
+ */
+export function keptBuckets(nowMs: number): ReadonlyMap<BucketSpan, ReadonlySet<number>> {
+  return new Map(
+    bucketedWindowNames.map((w) => {
+      const { span } = bucketedWindows[w];
+      return [span, new Set([bucketStart(span, nowMs) + bucketSpanMs[span], ...windowBuckets(w, nowMs)])];
+    }),
+  );
+}
+
 /** When a bucket has left its window for good: its end plus the window's length. */
 export function bucketLeavesAt(span: BucketSpan, startMs: number): number {
   return startMs + bucketSpanMs[span] + bucketedWindows[windowOfSpan(span)].lengthMs;

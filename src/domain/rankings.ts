@@ -37,6 +37,8 @@ export interface RankingServiceDeps {
   readonly now?: () => number;
 }
 
+const windows: readonly HotWindow[] = ["HOUR", "DAY", "WEEK", "ALL"];
+
 export function createRankingService({ store, cacheMs, now = Date.now }: RankingServiceDeps): RankingService {
   // Per window, the best `hotPostsLimit` ids and when they were asked for: one read serves every call within cacheMs.
   const held = new Map<HotWindow, { readonly atMs: number; readonly ids: Promise<bigint[]> }>();
@@ -45,6 +47,8 @@ export function createRankingService({ store, cacheMs, now = Date.now }: Ranking
       if (!Number.isInteger(first) || first < 1 || first > hotPostsLimit) {
         throw badInput("first", `first must be an integer from 1 to ${hotPostsLimit}; got ${first}.`);
       }
+      // GraphQL admits an explicit null for the window.
+      if (!windows.includes(window)) throw badInput("window", `window must be one of ${windows.join(", ")}; got ${String(window)}.`);
       if (cacheMs <= 0) return store.top(window, first);
       const t = now();
       let entry = held.get(window);

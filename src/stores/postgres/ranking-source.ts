@@ -1,6 +1,6 @@
 // The hot ranking's truth in PostgreSQL: like_buckets (written by the persist batch,
 // relation-history-store.ts) and the posts' like counters.
-import { bucketedWindowNames, bucketedWindows, bucketSpans, windowBuckets, type BucketCount, type BucketSpan } from "../../domain/model.js";
+import { bucketSpans, keptBuckets, type BucketCount, type BucketSpan } from "../../domain/model.js";
 import type { RankingSource } from "../../domain/ports.js";
 import { toCounterValue, type CounterRow } from "./counter-sql.js";
 import type { Database } from "./database.js";
@@ -8,7 +8,7 @@ import type { Database } from "./database.js";
 export function createRankingSource(db: Database): RankingSource {
   return {
     async best(nowMs, limit) {
-      const live = bucketedWindowNames.flatMap((w) => windowBuckets(w, nowMs).map((startMs) => ({ span: bucketedWindows[w].span, startMs })));
+      const live = [...keptBuckets(nowMs)].flatMap(([span, starts]) => [...starts].map((startMs) => ({ span, startMs })));
       // One statement: per bucket, a walk down its (span, bucket, likes, target_id) index. The rows
       // last written down to 0 come too, so their seqs keep a late older write from bringing them back.
       const rows = await db.$queryRaw<{ span: string; start_ms: string; target_id: string; likes: number; seq: string }[]>`

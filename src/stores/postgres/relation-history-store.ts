@@ -1,12 +1,10 @@
 import { Prisma } from "../../generated/prisma/client.js";
 import {
-  bucketedWindowNames,
-  bucketedWindows,
   bucketRetentionMs,
   bucketSpans,
   bucketStart,
+  keptBuckets,
   relations,
-  windowBuckets,
   type BucketCount,
   type BucketSpan,
   type CommittedChange,
@@ -90,7 +88,7 @@ async function rankPosts(tx: Transaction, deltas: readonly BucketDelta[], curren
       ON CONFLICT (span, bucket, target_id) DO UPDATE
         SET likes = like_buckets.likes + EXCLUDED.likes, seq = nextval('like_buckets_seq')`;
   }
-  const live = new Map(bucketedWindowNames.map((w) => [bucketedWindows[w].span, new Set(windowBuckets(w, nowMs))]));
+  const live = keptBuckets(nowMs);
   const wanted = new Map<string, { span: BucketSpan; startMs: number; postId: bigint }>();
   const want = (span: BucketSpan, startMs: number, postId: bigint) => {
     if (live.get(span)?.has(startMs)) wanted.set(`${span}:${startMs}:${postId}`, { span, startMs, postId });

@@ -1,7 +1,7 @@
 // The hot ranking in Redis (keys.ts, "hot:{hot}:…"): a sorted set per time bucket
 // and for ALL, written by mirror-ranking.lua from what PostgreSQL committed, and a
 // sorted set per window that refresh-ranking.lua sums from its buckets.
-import { bucketedWindowNames, bucketedWindows, bucketLeavesAt, rankingCapacity, windowBuckets, type BucketSpan } from "../../domain/model.js";
+import { bucketedWindowNames, bucketedWindows, bucketLeavesAt, keptBuckets, rankingCapacity, windowBuckets, type BucketSpan } from "../../domain/model.js";
 import type { RankingStore } from "../../domain/ports.js";
 import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
@@ -27,7 +27,7 @@ export function createRankingStore(redis: RedisClient, keys: RedisKeys, capacity
     },
     async mirror(ranked, nowMs) {
       const byBucket = new Map<string, { span: BucketSpan; startMs: number; triples: (string | number)[] }>();
-      const live = new Map(bucketedWindowNames.map((w) => [bucketedWindows[w].span, new Set(windowBuckets(w, nowMs))]));
+      const live = keptBuckets(nowMs);
       for (const b of ranked.buckets) {
         if (!live.get(b.span)?.has(b.startMs)) continue;
         const key = `${b.span}:${b.startMs}`;
