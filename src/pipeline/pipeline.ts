@@ -13,7 +13,7 @@ import { serveMetrics } from "../metrics-endpoint.js";
 import { createPipelineMetrics, type PipelineMetrics } from "./metrics.js";
 import { startOutboxRelay } from "./outbox-relay.js";
 import { startPersistConsumer } from "./persist-consumer.js";
-import { startRankingRefresh } from "./ranking-refresh.js";
+import { startRankingRefresh, type RankingRefresh } from "./ranking-refresh.js";
 import type { ReconcileSummary } from "./reconcile-pass.js";
 import { scheduleReconcile } from "./reconcile-schedule.js";
 import { startRepairConsumer } from "./repair-consumer.js";
@@ -51,24 +51,15 @@ export interface RunningPipeline {
 
 export async function startPipeline(parts: PipelineParts, settings: PipelineSettings, logger: Logger, hooks: PipelineHooks = {}): Promise<RunningPipeline> {
   const metrics = createPipelineMetrics();
-  const ranking = parts.rankings
-    ? startRankingRefresh({
-        refresher: parts.rankings,
-        logger: logger.child({ part: "ranking" }),
-        intervalMs: settings.ranking?.refreshMs ?? 10_000,
-        minGapMs: settings.ranking?.refreshGapMs ?? 250,
-      })
-    : null;
-  // A batch that moved likes of posts has the windows summed again soon after.
-  const persistence: ChangePersistence = ranking
-    ? {
-        async persist(changes) {
-          const applied = await parts.persistence.persist(changes);
-          if (applied.ranked.buckets.length > 0 || applied.ranked.totals.length > 0) ranking.nudge();
-          return applied;
-        },
-      }
-    : parts.persistence;
+  // Started once the consumers are; a batch that moved likes of posts has the windows summed again soon after.
+  let ranking: RankingRefresh | null = null;
+  const persistence: ChangePersistence = {
+    async persist(changes) {
+      const applied = await parts.persistence.persist(changes);
+      if (applied.ranked.buckets.length > 0 || applied.ranked.totals.length > 0) ranking?.nudge();
+      return applied;
+    },
+  };
   const persisting = {
     persistence,
     bucket: createTokenBucket(settings.persist.maxEventsPerSecond, settings.persist.batchSize),
@@ -102,6 +93,14 @@ export async function startPipeline(parts: PipelineParts, settings: PipelineSett
     warnLength: settings.relay.outboxWarnLength,
   });
   const repairs = startRepairConsumer({ bus: parts.bus, repairs: parts.repairs, metrics, logger: logger.child({ part: "repairs" }) });
+  ranking = parts.rankings
+    ? startRankingRefresh({
+        refresher: parts.rankings,
+        logger: logger.child({ part: "ranking" }),
+        intervalMs: settings.ranking?.refreshMs ?? 10_000,
+        minGapMs: settings.ranking?.refreshGapMs ?? 250,
+      })
+    : null;
   const schedule = settings.reconcile.cron
     ? scheduleReconcile({ cron: settings.reconcile.cron, lease: parts.reconcileLease, run: parts.reconcile, metrics, logger: logger.child({ part: "reconcile" }) })
     : null;

@@ -62,6 +62,8 @@ describe("hotPosts", () => {
     expect(codesOf(await api.gql(hotPosts, { window: "DAY", first: 1_000_000 }))).toEqual(["QUERY_TOO_COSTLY"]);
     expect(codesOf(await api.gql(hotPosts, { window: "YEAR", first: 5 }))).toEqual(["BAD_USER_INPUT"]);
     expect(codesOf(await api.gql(`{ hotPosts(window: YEAR) { id } }`))).toEqual(["GRAPHQL_VALIDATION_FAILED"]);
+    expect(codesOf(await api.gql(`{ hotPosts(window: null) { id } }`))).toEqual(["BAD_USER_INPUT"]);
+    expect(codesOf(await api.gql(`{ hotPosts(first: null) { id } }`))).toEqual(["BAD_USER_INPUT"]);
     expect(codesOf(await api.gql(`{ hotPosts(first: 5000000000) { id } }`))).not.toContain("INTERNAL_SERVER_ERROR");
   });
 });
