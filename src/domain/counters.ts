@@ -152,10 +152,11 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     return pending;
   };
 
-  // Anonymous reads of the same targets while one is in flight join it rather than send
-  // another: every anonymous hotPosts request asks the counts of the same 100 posts. Each
-  // still gets counts read live, at most one round trip before it asked; a viewer's reads
-  // (memberships, their own changes) never share.
+  // Anonymous reads of the same targets asked in the same tick share one store read (every
+  // anonymous hotPosts request asks the counts of the same 100 posts). A tick's reads leave
+  // Redis together at its end, so each is sent after every caller sharing it asked: as live
+  // as a read of its own, never an answer from before a caller heard of a change. A viewer's
+  // reads (memberships, their own changes) never share.
   const anonymousReads = new Map<string, Promise<(TargetView | null)[]>>();
   const viewOfType = async (targets: readonly Target[], viewerId: bigint | null, asked: readonly Relation[] | undefined): Promise<(TargetView | null)[]> => {
     const type = (targets[0] as Target).type;
@@ -167,8 +168,9 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     for (const t of targets) key += `,${t.id}`;
     let pending = anonymousReads.get(key);
     if (!pending) {
-      pending = counterStore.view(targets, { names: counterNames[type], relations: [], viewerId: null }).finally(() => anonymousReads.delete(key));
+      pending = counterStore.view(targets, { names: counterNames[type], relations: [], viewerId: null });
       anonymousReads.set(key, pending);
+      process.nextTick(() => anonymousReads.delete(key));
     }
     // A copy: callers fill in what they rebuild.
     return [...(await pending)];
