@@ -11,6 +11,7 @@ import { createLiveCounts } from "./domain/live-counts.js";
 import { createMembershipService } from "./domain/memberships.js";
 import { createChangePersistence } from "./domain/persistence.js";
 import type { MessageBus } from "./domain/ports.js";
+import { createRankingRefresher, createRankingService, type RankingRefresher } from "./domain/rankings.js";
 import { createRateLimits } from "./domain/rate-limits.js";
 import { createRepairService } from "./domain/repairs.js";
 import { createReadiness, outboxBacklog, type Readiness } from "./domain/readiness.js";
@@ -23,6 +24,7 @@ import { isStoreUnavailable, type Clients } from "./stores/clients.js";
 import { createCommentStore } from "./stores/postgres/comment-store.js";
 import { createRelationHistoryStore } from "./stores/postgres/relation-history-store.js";
 import { createPostStore } from "./stores/postgres/post-store.js";
+import { createRankingSource } from "./stores/postgres/ranking-source.js";
 import { createDatabaseReconcileStore } from "./stores/postgres/reconcile-store.js";
 import { createSnapshotStore } from "./stores/postgres/snapshot-store.js";
 import { createUserStore } from "./stores/postgres/user-store.js";
@@ -36,6 +38,7 @@ import { createLease } from "./stores/redis/lease-store.js";
 import { createListStore } from "./stores/redis/list-store.js";
 import { createMembershipStore } from "./stores/redis/membership-store.js";
 import { createOutboxStore } from "./stores/redis/outbox-store.js";
+import { createRankingStore } from "./stores/redis/ranking-store.js";
 import { createRateBudgetStore } from "./stores/redis/rate-budget-store.js";
 import { createRebuildStore } from "./stores/redis/rebuild-store.js";
 import { createRedisReconcileStore } from "./stores/redis/reconcile-store.js";
@@ -53,6 +56,8 @@ export interface App {
   readonly readiness: Readiness;
   /** Starts the persistence pipeline on its own message bus; closing it closes the bus too. */
   startPipeline(hooks?: PipelineHooks): Promise<RunningPipeline>;
+  /** The hot ranking's refresh and rebuild, as the pipeline runs them. */
+  readonly rankings: RankingRefresher;
   /** One full reconcile pass; its repairs are published for a running pipeline to apply. */
   reconcileOnce(onProgress?: (progress: ReconcileProgress) => void): Promise<ReconcileSummary>;
 }
@@ -70,6 +75,8 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const rebuilds = createRebuildStore(redis, keys);
   const redisReconcile = createRedisReconcileStore(redis, keys);
   const listStore = createListStore(redis, keys);
+  const rankingStore = createRankingStore(redis, keys);
+  const rankings = createRankingRefresher({ store: rankingStore, source: createRankingSource(db), lease: createLease(redis, keys.ranking.lock) });
 
   const catalog = createCatalog({ users, posts, comments });
   const snapshots = createSnapshotStore(db);
@@ -122,6 +129,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     }),
     users: createUserService({ users, tokens, counters, catalog, rateLimits }),
     rateLimits,
+    rankings: createRankingService({ store: rankingStore, cacheMs: config.ranking.cacheMs }),
     content: createContentService({
       posts,
       comments,
@@ -175,6 +183,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       outbox: outboxBacklog(() => backlog.length(), config.relay.outboxWarnLength),
       ...clients.advisories?.(),
     }),
+    rankings,
     async startPipeline(hooks) {
       if (!clients.relayRedis) throw new Error("The pipeline needs the relay's own Redis client: open the clients with { relay: true }.");
       const bus = openBus();
@@ -189,6 +198,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
             snapshots,
             counters: counterStore,
             lists: listStore,
+            rankings: rankingStore,
             afterCommit: hooks?.afterDatabaseCommit,
             isRedisUnavailable,
           }),
@@ -196,6 +206,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
           reconcileLease: createLease(redis, keys.reconcileLock()),
           reconcile: () => reconcileWith(bus),
           databaseAnswers: () => db.$queryRaw`SELECT 1`.then(() => true, () => false),
+          rankings,
         },
         config,
         pipelineLogger,

@@ -52,6 +52,11 @@ const schema = z.object({
   // Outbox entries pending longer than this on a relay that stopped are taken over.
   RELAY_CLAIM_IDLE_MS: positiveInt(30_000),
   OUTBOX_WARN_LENGTH: positiveInt(10_000),
+  // Hot ranking: workers sum its windows at least this often (and after batches, at most once per gap);
+  // API processes may answer a window's post ids from memory for up to RANKING_CACHE_MS (0: never).
+  RANKING_REFRESH_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  RANKING_REFRESH_GAP_MS: z.coerce.number().int().min(0).max(60_000).default(250),
+  RANKING_CACHE_MS: z.coerce.number().int().min(0).max(500).default(250),
   // Views wait in an API process at most this long before they go to Redis (what a crash of the process may lose).
   VIEWS_FLUSH_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1_000),
   // Posts with views waiting that make a process flush at once.
@@ -167,6 +172,11 @@ export interface Config {
     readonly claimIdleMs: number;
     readonly outboxWarnLength: number;
   };
+  readonly ranking: {
+    readonly refreshMs: number;
+    readonly refreshGapMs: number;
+    readonly cacheMs: number;
+  };
   readonly reconcile: {
     readonly cron: string | null;
     readonly batchSize: number;
@@ -257,6 +267,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       claimIdleMs: e.RELAY_CLAIM_IDLE_MS,
       outboxWarnLength: e.OUTBOX_WARN_LENGTH,
     }),
+    ranking: Object.freeze({ refreshMs: e.RANKING_REFRESH_MS, refreshGapMs: e.RANKING_REFRESH_GAP_MS, cacheMs: e.RANKING_CACHE_MS }),
     reconcile: Object.freeze({
       cron: e.RECONCILE_CRON === "off" ? null : e.RECONCILE_CRON,
       batchSize: e.RECONCILE_BATCH_SIZE,

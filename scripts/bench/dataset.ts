@@ -94,7 +94,7 @@ export async function loadDataset(sql: pg.Client, shape: DatasetShape, progress:
   for (let k = 1; k <= shape.posts; k++) likes += likersOf(shape, k);
 
   await sql.query("SET synchronous_commit = off");
-  await sql.query("TRUNCATE users, posts, comments, likes, collects, follows, relation_versions, view_totals, target_epochs, counters RESTART IDENTITY");
+  await sql.query("TRUNCATE users, posts, comments, likes, collects, follows, relation_versions, view_totals, target_epochs, counters, like_buckets RESTART IDENTITY");
   await copyRows(sql, "users", ["id", "username", "email", "password_hash", "created_at"], function* () {
     const created = new Date(start - dayMs).toISOString();
     for (let u = 1; u <= users; u++) yield `${u}\tbench_${u}\tbench_${u}@example.com\tscrypt$00$00\t${created}`;
@@ -132,9 +132,16 @@ export async function loadDataset(sql: pg.Client, shape: DatasetShape, progress:
     SELECT 'post', target_id, 'like', count(*) FROM likes GROUP BY target_id
     UNION ALL SELECT 'user', p.author_id, 'likesReceived', count(*) FROM likes l JOIN posts p ON p.id = l.target_id GROUP BY p.author_id
     UNION ALL SELECT 'user', author_id, 'posts', count(*) FROM posts GROUP BY author_id`);
+  // The hot ranking's buckets, as the persist batches would have left them (and as migration 0005 backfills).
+  await sql.query(`
+    INSERT INTO like_buckets (span, bucket, target_id, likes)
+    SELECT s.span, to_timestamp(floor(extract(epoch FROM l.created_at) / s.seconds) * s.seconds), l.target_id, count(*)
+    FROM likes l CROSS JOIN (VALUES ('m5', 300), ('h1', 3600), ('h6', 21600)) AS s(span, seconds)
+    WHERE l.target_type = 'post' AND l.created_at > now() - interval '8 days'
+    GROUP BY 1, 2, 3`);
   await sql.query("SELECT setval(pg_get_serial_sequence('users', 'id'), $1), setval(pg_get_serial_sequence('posts', 'id'), $2)", [users, shape.posts]);
   // Vacuumed now, so autovacuum does not wake up on a million new rows during a measurement.
-  await sql.query("VACUUM (ANALYZE) users, posts, likes, relation_versions, counters");
+  await sql.query("VACUUM (ANALYZE) users, posts, likes, relation_versions, counters, like_buckets");
 
   const ids = (from: number, count: number) => Array.from({ length: count }, (_, i) => BigInt(from + i));
   return {

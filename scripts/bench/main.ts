@@ -4,7 +4,7 @@
 // figures and same-run ratios to Redis alone. Scenarios:
 //   feed100, like-hot, like-spread, mixed,  over HTTP, against the service as `npm start`
 //   collect-hot, follow-hot, views-hot,     runs it and against the API alone (PIPELINE=off)
-//   views-hot-batched
+//   views-hot-batched, hot-posts
 //   live-hot                                1,000 graphql-ws subscribers of the hot post while it takes
 //                                           2,000 likes/s for 10 s: lag from like to message, messages per
 //                                           subscriber per second, API CPU; not run unless named
@@ -49,6 +49,7 @@ import {
   feed100,
   followHot,
   FreshPairs,
+  hotPosts,
   likeHot,
   likeSpread,
   mixed,
@@ -60,7 +61,7 @@ import {
   type ViewsFigures,
 } from "./scenarios.js";
 
-const httpScenarios = ["feed100", "like-hot", "like-spread", "mixed", "collect-hot", "follow-hot", "views-hot", "views-hot-batched"] as const;
+const httpScenarios = ["feed100", "like-hot", "like-spread", "mixed", "collect-hot", "follow-hot", "views-hot", "views-hot-batched", "hot-posts"] as const;
 const all = [...httpScenarios, "live-hot", "memory", "nested", "persist", "reconcile", "reconcile-big"] as const;
 type Scenario = (typeof all)[number];
 
@@ -109,7 +110,8 @@ function progressBar(label: string) {
 /** Fills the empty private Redis from PostgreSQL through the service's own rebuild, as a new Redis fills in production. */
 async function warmRedis(redis: PrivateRedis, data: Dataset): Promise<number> {
   const db = createDatabase({ url: databaseUrl, poolSize: 8 });
-  const services = compose(loadConfig({ ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redis.url }), { db, redis: redis.client }, createLogger("warn", "bench")).services;
+  const app = compose(loadConfig({ ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redis.url }), { db, redis: redis.client }, createLogger("warn", "bench"));
+  const services = app.services;
   const targets: Target[] = [
     ...data.postIds.map((id): Target => ({ type: "post", id })),
     ...data.likerIds.map((id): Target => ({ type: "user", id })),
@@ -122,6 +124,8 @@ async function warmRedis(redis: PrivateRedis, data: Dataset): Promise<number> {
   }
   bar.update(targets.length, targets.length);
   bar.stop();
+  // The hot ranking, rebuilt from PostgreSQL as a worker does when Redis lacks it.
+  await app.rankings.refresh();
   await db.$disconnect();
   return (Date.now() - started) / 1000;
 }
@@ -222,6 +226,7 @@ try {
               : scenario === "collect-hot" ? await collectHot(ctx, hotLikes)
               : scenario === "follow-hot" ? await followHot(ctx, hotLikes)
               : scenario === "like-spread" ? await likeSpread(ctx)
+              : scenario === "hot-posts" ? await hotPosts(ctx)
               : await mixed(ctx);
             results.push(figures);
           }

@@ -314,6 +314,32 @@ export async function feed100(ctx: ScenarioContext): Promise<HttpFigures> {
   return { ...(await run({ scenario: "feed100", mode: ctx.mode, service: ctx.service, redis: ctx.redis, durationSeconds: ctx.durationSeconds, request })), exact: "n/a" };
 }
 
+const hotPostsBody = JSON.stringify({ query: "{ hotPosts(first: 100, window: DAY) { id title counts { likes reads comments collects } } }" });
+
+/**
+ * hotPosts(first: 100, window: DAY) with every count, anonymous: the ranking's ids
+ * from Redis, the posts from the catalog, their counts read live per request.
+ */
+export async function hotPosts(ctx: ScenarioContext): Promise<HttpFigures> {
+  const request = () => ({ body: hotPostsBody, token: "" });
+  await warmUp(ctx, request);
+  let full = 0;
+  let answered = 0;
+  const figures = await run({
+    scenario: "hot-posts",
+    mode: ctx.mode,
+    service: ctx.service,
+    redis: ctx.redis,
+    durationSeconds: ctx.durationSeconds,
+    request,
+    onAnswered: (body) => {
+      answered++;
+      if (body.split('"counts"').length - 1 === 100) full++;
+    },
+  });
+  return { ...figures, exact: full === answered ? "n/a (100 posts every answer)" : `NO: ${answered - full} of ${answered} answers without 100 posts` };
+}
+
 const none = async (pairs: readonly Pair[]) => pairs.map(() => false);
 
 /** Users who have liked nothing like post 1, the hottest post, each once: `likes` of them (as many as the duration would take, about). */

@@ -152,10 +152,28 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     return pending;
   };
 
-  const viewOfType = (targets: readonly Target[], viewerId: bigint | null, asked: readonly Relation[] | undefined) => {
+  // Anonymous reads of the same targets asked in the same tick share one store read (every
+  // anonymous hotPosts request asks the counts of the same 100 posts). A tick's reads leave
+  // Redis together at its end, so each is sent after every caller sharing it asked: as live
+  // as a read of its own, never an answer from before a caller heard of a change. A viewer's
+  // reads (memberships, their own changes) never share.
+  const anonymousReads = new Map<string, Promise<(TargetView | null)[]>>();
+  const viewOfType = async (targets: readonly Target[], viewerId: bigint | null, asked: readonly Relation[] | undefined): Promise<(TargetView | null)[]> => {
     const type = (targets[0] as Target).type;
-    const relations = viewerId === null ? [] : relationsOf(type).filter((r) => !asked || asked.includes(r));
-    return counterStore.view(targets, { names: counterNames[type], relations, viewerId });
+    if (viewerId !== null) {
+      const relations = relationsOf(type).filter((r) => !asked || asked.includes(r));
+      return counterStore.view(targets, { names: counterNames[type], relations, viewerId });
+    }
+    let key = type as string;
+    for (const t of targets) key += `,${t.id}`;
+    let pending = anonymousReads.get(key);
+    if (!pending) {
+      pending = counterStore.view(targets, { names: counterNames[type], relations: [], viewerId: null });
+      anonymousReads.set(key, pending);
+      process.nextTick(() => anonymousReads.delete(key));
+    }
+    // A copy: callers fill in what they rebuild.
+    return [...(await pending)];
   };
 
   /** One store read per type (all in the same round trip), in the order given. */

@@ -19,6 +19,9 @@
 //   wrote it right after the change, and it is written again here with the
 //   committed change, so a write the API missed is healed; each write applies
 //   only when newer than what the list knows (apply-list-changes.lua).
+// - The hot ranking (src/domain/rankings.ts) lives in a slot of its own: it takes the
+//   like counts per time bucket and in all of every post the batch's likes name, as
+//   PostgreSQL committed them, absolute values with sequence numbers.
 import {
   listedRelations,
   targetKey,
@@ -30,7 +33,7 @@ import {
   type RelationChange,
   type ViewChange,
 } from "./model.js";
-import type { CounterStore, ListChange, ListStore, RebuildStore, RelationHistoryStore, SnapshotStore } from "./ports.js";
+import type { CounterStore, ListChange, ListStore, RankingStore, RebuildStore, RelationHistoryStore, SnapshotStore } from "./ports.js";
 
 /**
  * The newest change per (target, relation, user): what a batch must apply. Older
@@ -77,6 +80,8 @@ export interface ChangePersistenceDeps {
   readonly snapshots: Pick<SnapshotStore, "sawCommit">;
   readonly counters: CounterStore;
   readonly lists: ListStore;
+  /** The hot ranking in Redis; without it, batches leave the ranking alone. */
+  readonly rankings?: Pick<RankingStore, "mirror">;
   /** Runs right after PostgreSQL committed a batch, before Redis hears of it (tests inject crashes here). */
   readonly afterCommit?: (applied: AppliedChanges) => Promise<void>;
   /** Whether an error says Redis did not answer, rather than refused a command. */
@@ -87,7 +92,7 @@ const isListed = (change: RelationChange): change is RelationChange & { relation
   (listedRelations as readonly string[]).includes(change.relation) && change.target.type === "post";
 
 export function createChangePersistence(deps: ChangePersistenceDeps): ChangePersistence {
-  const { history, rebuilds, snapshots, counters, lists, afterCommit, isRedisUnavailable } = deps;
+  const { history, rebuilds, snapshots, counters, lists, rankings, afterCommit, isRedisUnavailable } = deps;
   /**
    * Replays into rebuilt targets the committed changes and views their rebuild's
    * snapshot did not see. Given every change that is its pair's newest in
@@ -141,6 +146,7 @@ export function createChangePersistence(deps: ChangePersistenceDeps): ChangePers
           applied.credits.length ? counters.mirror(applied.credits) : undefined,
           replayIntoRebuilt(applied.current, applied.views),
           settleLists(applied.current),
+          rankings && (applied.ranked.buckets.length > 0 || applied.ranked.totals.length > 0) ? rankings.mirror(applied.ranked, Date.now()) : undefined,
         ])
       ).flatMap((outcome) => (outcome.status === "rejected" ? [outcome.reason as unknown] : []));
       const refused = failures.find((error) => !isRedisUnavailable(error));

@@ -6,6 +6,7 @@ import type { TokenService } from "./identity.js";
 import type { ListService } from "./lists.js";
 import type { LiveCounts } from "./live-counts.js";
 import type { MembershipService } from "./memberships.js";
+import type { RankingService } from "./rankings.js";
 import type { RateLimits } from "./rate-limits.js";
 import type { UserService } from "./users.js";
 import type { ViewService } from "./views.js";
@@ -20,6 +21,7 @@ export interface Services {
   readonly tokens: TokenService;
   readonly users: UserService;
   readonly rateLimits: RateLimits;
+  readonly rankings: RankingService;
   /** Counts sent to subscribers as they change; absent where no subscribing Redis connection was opened. */
   readonly live?: LiveCounts;
 }

@@ -7,11 +7,13 @@ import type { Config } from "../config.js";
 import type { Change } from "../domain/model.js";
 import type { ChangePersistence } from "../domain/persistence.js";
 import type { Lease, MessageBus, Outbox } from "../domain/ports.js";
+import type { RankingRefresher } from "../domain/rankings.js";
 import type { RepairService } from "../domain/repairs.js";
 import { serveMetrics } from "../metrics-endpoint.js";
 import { createPipelineMetrics, type PipelineMetrics } from "./metrics.js";
 import { startOutboxRelay } from "./outbox-relay.js";
 import { startPersistConsumer } from "./persist-consumer.js";
+import { startRankingRefresh, type RankingRefresh } from "./ranking-refresh.js";
 import type { ReconcileSummary } from "./reconcile-pass.js";
 import { scheduleReconcile } from "./reconcile-schedule.js";
 import { startRepairConsumer } from "./repair-consumer.js";
@@ -28,9 +30,11 @@ export interface PipelineParts {
   readonly reconcile: () => Promise<ReconcileSummary>;
   /** Whether PostgreSQL answers at all: tells an outage from a change that cannot be applied. */
   readonly databaseAnswers: () => Promise<boolean>;
+  /** Sums the hot ranking's windows (and rebuilds it when Redis lost it). */
+  readonly rankings?: RankingRefresher;
 }
 
-export type PipelineSettings = Pick<Config, "persist" | "relay" | "reconcile" | "host" | "metricsPort">;
+export type PipelineSettings = Pick<Config, "persist" | "relay" | "reconcile" | "host" | "metricsPort"> & Partial<Pick<Config, "ranking">>;
 
 export interface PipelineHooks {
   /** Runs after a batch was applied to PostgreSQL and Redis, before its messages are acked. */
@@ -47,8 +51,17 @@ export interface RunningPipeline {
 
 export async function startPipeline(parts: PipelineParts, settings: PipelineSettings, logger: Logger, hooks: PipelineHooks = {}): Promise<RunningPipeline> {
   const metrics = createPipelineMetrics();
+  // Started once the consumers are; a batch that moved likes of posts has the windows summed again soon after.
+  let ranking: RankingRefresh | null = null;
+  const persistence: ChangePersistence = {
+    async persist(changes) {
+      const applied = await parts.persistence.persist(changes);
+      if (applied.ranked.buckets.length > 0 || applied.ranked.totals.length > 0) ranking?.nudge();
+      return applied;
+    },
+  };
   const persisting = {
-    persistence: parts.persistence,
+    persistence,
     bucket: createTokenBucket(settings.persist.maxEventsPerSecond, settings.persist.batchSize),
     metrics,
     logger: logger.child({ part: "persist" }),
@@ -80,6 +93,14 @@ export async function startPipeline(parts: PipelineParts, settings: PipelineSett
     warnLength: settings.relay.outboxWarnLength,
   });
   const repairs = startRepairConsumer({ bus: parts.bus, repairs: parts.repairs, metrics, logger: logger.child({ part: "repairs" }) });
+  ranking = parts.rankings
+    ? startRankingRefresh({
+        refresher: parts.rankings,
+        logger: logger.child({ part: "ranking" }),
+        intervalMs: settings.ranking?.refreshMs ?? 10_000,
+        minGapMs: settings.ranking?.refreshGapMs ?? 250,
+      })
+    : null;
   const schedule = settings.reconcile.cron
     ? scheduleReconcile({ cron: settings.reconcile.cron, lease: parts.reconcileLease, run: parts.reconcile, metrics, logger: logger.child({ part: "reconcile" }) })
     : null;
@@ -91,6 +112,7 @@ export async function startPipeline(parts: PipelineParts, settings: PipelineSett
       await relay.close();
       await consumer.close();
       await repairs.close();
+      await ranking?.close();
       await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
     },
   };

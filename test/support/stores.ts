@@ -51,7 +51,7 @@ export function useStores(assign: (stores: StoresWithAuthor) => void, options: {
     const db = openDatabase(config);
     const redis = await openRedis();
     if (options.fresh) {
-      await db.$executeRaw`TRUNCATE users, posts, comments, likes, collects, follows, relation_versions, view_totals, target_epochs, counters`;
+      await db.$executeRaw`TRUNCATE users, posts, comments, likes, collects, follows, relation_versions, view_totals, target_epochs, counters, like_buckets`;
       await redis.flushall();
     }
     const [author] = await createUsers(db, config, 1);

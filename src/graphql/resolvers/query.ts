@@ -1,4 +1,5 @@
 import { decodeCursor, parseId, parsePageSize } from "../../domain/ids.js";
+import type { HotWindow, Post } from "../../domain/model.js";
 import { badInput } from "../../errors.js";
 import type { GraphQLResolveInfo } from "graphql";
 import { idConnection } from "../connection.js";
@@ -28,5 +29,12 @@ export const Query = {
     const page = await ctx.services.content.feed(first, before);
     await prefetchCounts(ctx, info, "post", page.items.map((p) => p.id), ["edges", "node"]);
     return idConnection(page);
+  },
+  async hotPosts(_: unknown, args: { first: number; window: HotWindow }, ctx: Context, info: GraphQLResolveInfo) {
+    const ids = await ctx.services.rankings.hotPosts(args.window, args.first);
+    // A post is ranked only once PostgreSQL holds its likes, so its row exists.
+    const posts = (await ctx.services.catalog.posts(ids)).filter((p): p is Post => p !== null);
+    await prefetchCounts(ctx, info, "post", posts.map((p) => p.id));
+    return posts;
   },
 };

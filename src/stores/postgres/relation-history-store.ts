@@ -1,12 +1,19 @@
 import { Prisma } from "../../generated/prisma/client.js";
 import {
+  bucketRetentionMs,
+  bucketSpans,
+  bucketStart,
+  keptBuckets,
   relations,
+  type BucketCount,
+  type BucketSpan,
   type CommittedChange,
   type CommittedViews,
   type CounterDelta,
   type CounterName,
   type MemberPosition,
   type ListPosition,
+  type RankedLikes,
   type Relation,
   type RelationChange,
   type Target,
@@ -29,6 +36,87 @@ interface AdvancedRow {
 }
 
 type Transaction = Parameters<Parameters<Database["$transaction"]>[0]>[0];
+
+/** A row a relation statement inserted or deleted. */
+interface MovedRow {
+  target_type: string;
+  target_id: string;
+  user_id: string;
+  created_at: Date;
+}
+
+/** Likes a batch moves in one (span, bucket, post). */
+interface BucketDelta {
+  readonly span: BucketSpan;
+  readonly startMs: number;
+  readonly postId: bigint;
+  delta: number;
+}
+
+/** Adds a like given at `atMs` (or its removal) to its bucket of each span, unless PostgreSQL no longer keeps that bucket. */
+function countInBuckets(buckets: Map<string, BucketDelta>, postId: bigint, atMs: number, sign: number, nowMs: number): void {
+  if (atMs <= nowMs - bucketRetentionMs) return;
+  for (const span of bucketSpans) {
+    const startMs = bucketStart(span, atMs);
+    const key = `${span}:${startMs}:${postId}`;
+    const held = buckets.get(key);
+    if (held) held.delta += sign;
+    else buckets.set(key, { span, startMs, postId, delta: sign });
+  }
+}
+
+/**
+ * Moves the bucket rows by the likes really inserted and deleted (each write taking
+ * a new seq under the row's lock), then reads what the hot ranking mirrors for the
+ * posts the batch's like changes name, moved now or by an earlier delivery: the
+ * bucket of each like's time in each span (a like's row holds the change's time),
+ * every bucket still in its window for a post unliked (the deleted row's time is
+ * known only to the delivery that deleted it), and each post's like count.
+ */
+async function rankPosts(tx: Transaction, deltas: readonly BucketDelta[], current: readonly CommittedChange[], nowMs: number): Promise<RankedLikes> {
+  const moved = deltas.filter((d) => d.delta !== 0).sort((a, b) => a.span.localeCompare(b.span) || a.startMs - b.startMs || compare(a.postId, b.postId));
+  if (moved.length) {
+    // Sorted, so concurrent batches lock rows in one order. A row created by an unlike
+    // (a like PostgreSQL got without the pipeline, such as a repair's) may go below 0; Redis ranks only above 0.
+    await tx.$executeRaw`
+      INSERT INTO like_buckets (span, bucket, target_id, likes)
+      SELECT * FROM unnest(
+        ${moved.map((d) => d.span)}::text[],
+        ${moved.map((d) => new Date(d.startMs).toISOString())}::text[]::timestamptz[],
+        ${moved.map((d) => d.postId.toString())}::text[]::bigint[],
+        ${moved.map((d) => d.delta)}::int[])
+      ON CONFLICT (span, bucket, target_id) DO UPDATE
+        SET likes = like_buckets.likes + EXCLUDED.likes, seq = nextval('like_buckets_seq')`;
+  }
+  const live = keptBuckets(nowMs);
+  const wanted = new Map<string, { span: BucketSpan; startMs: number; postId: bigint }>();
+  const want = (span: BucketSpan, startMs: number, postId: bigint) => {
+    if (live.get(span)?.has(startMs)) wanted.set(`${span}:${startMs}:${postId}`, { span, startMs, postId });
+  };
+  const posts = new Map<bigint, Target>();
+  for (const { change } of current) {
+    if (change.relation !== "like" || change.target.type !== "post") continue;
+    posts.set(change.target.id, change.target);
+    for (const span of bucketSpans) {
+      if (change.member) want(span, bucketStart(span, change.at.getTime()), change.target.id);
+      else for (const startMs of live.get(span) ?? []) want(span, startMs, change.target.id);
+    }
+  }
+  if (posts.size === 0) return { buckets: [], totals: [] };
+  const keys = [...wanted.values()];
+  const rows = keys.length
+    ? await tx.$queryRaw<{ span: string; start_ms: string; target_id: string; likes: number; seq: string }[]>`
+        SELECT b.span, (extract(epoch FROM b.bucket) * 1000)::bigint::text AS start_ms, b.target_id::text AS target_id, b.likes, b.seq::text AS seq
+        FROM like_buckets b JOIN unnest(
+          ${keys.map((k) => k.span)}::text[],
+          ${keys.map((k) => new Date(k.startMs).toISOString())}::text[]::timestamptz[],
+          ${keys.map((k) => k.postId.toString())}::text[]::bigint[]) AS k(span, bucket, target_id)
+        ON b.span = k.span AND b.bucket = k.bucket AND b.target_id = k.target_id`
+    : [];
+  const buckets: BucketCount[] = rows.map((r) => ({ span: r.span as BucketSpan, startMs: Number(r.start_ms), postId: BigInt(r.target_id), likes: r.likes, seq: BigInt(r.seq) }));
+  const totals = (await tx.$queryRaw<CounterRow[]>(selectCounters([...posts.values()].map((target) => ({ target, name: "like" as const }))))).map(toCounterValue);
+  return { buckets, totals };
+}
 
 const compare = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
 const byKey = (a: RelationChange, b: RelationChange) =>
@@ -152,7 +240,7 @@ export function createRelationHistoryStore(db: Database): RelationHistoryStore {
       const changes = input.filter((c): c is RelationChange => c.kind === "relation").sort(byKey);
       const views = input.filter((c): c is ViewChange => c.kind === "views");
       if (changes.length === 0 && views.length === 0) {
-        return { inserted: 0, deleted: 0, superseded: 0, passed: [], current: [], views: [], deltas: [], credits: [] };
+        return { inserted: 0, deleted: 0, superseded: 0, passed: [], current: [], views: [], deltas: [], credits: [], ranked: { buckets: [], totals: [] } };
       }
       const byPair = new Map(changes.map((c) => [keyOf(c), c]));
 
@@ -204,6 +292,8 @@ export function createRelationHistoryStore(db: Database): RelationHistoryStore {
           };
           let inserted = 0;
           let deleted = 0;
+          const now = Date.now();
+          const buckets = new Map<string, BucketDelta>();
           for (const relation of Object.keys(relations) as Relation[]) {
             const t = relationTables[relation];
             const joins = passed.filter((c) => c.relation === relation && c.member);
@@ -211,7 +301,7 @@ export function createRelationHistoryStore(db: Database): RelationHistoryStore {
             const moved = [
               ...(joins.length
                 ? (
-                    await tx.$queryRaw<{ target_type: string; target_id: string; user_id: string }[]>`
+                    await tx.$queryRaw<MovedRow[]>`
                       INSERT INTO ${t.table} AS l (${t.insertColumns})
                       SELECT ${t.insertValues} FROM unnest(
                         ${joins.map((c) => c.target.type)}::text[],
@@ -219,19 +309,19 @@ export function createRelationHistoryStore(db: Database): RelationHistoryStore {
                         ${joins.map((c) => c.userId.toString())}::text[]::bigint[],
                         ${joins.map((c) => c.at.toISOString())}::text[]::timestamptz[]) AS k(target_type, target_id, user_id, created_at)
                       ON CONFLICT DO NOTHING
-                      RETURNING ${t.targetType("l")} AS target_type, ${t.targetId("l")}::text AS target_id, ${t.userId("l")}::text AS user_id`
+                      RETURNING ${t.targetType("l")} AS target_type, ${t.targetId("l")}::text AS target_id, ${t.userId("l")}::text AS user_id, l.created_at`
                   ).map((row) => ({ row, sign: 1 }))
                 : []),
               ...(leaves.length
                 ? (
-                    await tx.$queryRaw<{ target_type: string; target_id: string; user_id: string }[]>`
+                    await tx.$queryRaw<MovedRow[]>`
                       DELETE FROM ${t.table} l
                       USING unnest(
                         ${leaves.map((c) => c.target.type)}::text[],
                         ${leaves.map((c) => c.target.id.toString())}::text[]::bigint[],
                         ${leaves.map((c) => c.userId.toString())}::text[]::bigint[]) AS d(target_type, target_id, user_id)
                       WHERE ${t.targetType("l")} = d.target_type AND ${t.targetId("l")} = d.target_id AND ${t.userId("l")} = d.user_id
-                      RETURNING ${t.targetType("l")} AS target_type, ${t.targetId("l")}::text AS target_id, ${t.userId("l")}::text AS user_id`
+                      RETURNING ${t.targetType("l")} AS target_type, ${t.targetId("l")}::text AS target_id, ${t.userId("l")}::text AS user_id, l.created_at`
                   ).map((row) => ({ row, sign: -1 }))
                 : []),
             ];
@@ -241,6 +331,7 @@ export function createRelationHistoryStore(db: Database): RelationHistoryStore {
               add(target, counter, sign);
               const credited = credit.to === "member" ? BigInt(row.user_id) : byPair.get(pairKey(row.target_type, row.target_id, relation, row.user_id))?.authorId;
               if (credited) add({ type: "user", id: credited }, credit.name, sign);
+              if (relation === "like" && target.type === "post") countInBuckets(buckets, target.id, row.created_at.getTime(), sign, now);
               if (sign > 0) inserted++;
               else deleted++;
             }
@@ -257,6 +348,7 @@ export function createRelationHistoryStore(db: Database): RelationHistoryStore {
             if (user !== null) creditedNames.set(`${user}:${credit.name}`, { target: { type: "user", id: user }, name: credit.name });
           }
           const credits = creditedNames.size ? (await tx.$queryRaw<CounterRow[]>(selectCounters([...creditedNames.values()]))).map(toCounterValue) : [];
+          const ranked = await rankPosts(tx, [...buckets.values()], current, now);
           return {
             inserted,
             deleted,
@@ -266,6 +358,7 @@ export function createRelationHistoryStore(db: Database): RelationHistoryStore {
             views: committedViews,
             deltas: moved,
             credits,
+            ranked,
           };
         },
         { timeout: 60_000, maxWait: 10_000, isolationLevel: Prisma.TransactionIsolationLevel.ReadCommitted },

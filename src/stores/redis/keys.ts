@@ -21,13 +21,23 @@
 //   rif:{p}:<type>:<id>            string: versions at which reconcile passes found the target in flight, and how many in a row
 //   rl:{<budget>:<subject>}        string: a rate budget's theoretical arrival time (scripts/charge-budget.lua); its own slot
 //
+// The hot ranking (hotPosts) shares one hash tag, {hot}, so one script can union a
+// window's buckets; the pipeline writes it once per batch, never once per like:
+//   hot:{hot}:b:<span>:<start ms>  sorted set: a time bucket's top posts by likes given in it and standing
+//                                  (members: post ids zero-padded to 20 digits, so equal scores rank newest first)
+//   hot:{hot}:bs:<span>:<start ms> hash: per member of that bucket, the seq of the value held (scripts/mirror-ranking.lua)
+//   hot:{hot}:all, hot:{hot}:alls  sorted set and seq hash of the same kind: posts by like count (window ALL)
+//   hot:{hot}:w:<window>           sorted set: a window's ranking, the union of its buckets (scripts/refresh-ranking.lua)
+//   hot:{hot}:ready                string: set once the ranking was rebuilt from PostgreSQL; gone (a flush) means rebuild
+//   hot:{hot}:lock                 string: lock held by the process rebuilding the ranking
+//
 // Membership grows by generations instead of a fixed shard count, so small
 // targets use one small set and big ones never put more than
 // `shardCapacity` members in a key: generation g has FANOUT^g shards, and a
 // user's shard in it is hash(user) mod FANOUT^g. New members go to the newest
 // generation; a lookup checks generations 0..newest (see scripts/add-member.lua).
 import { createHash, randomBytes } from "node:crypto";
-import type { ListedRelation, Relation, Target, TargetType } from "../../domain/model.js";
+import type { BucketedWindow, BucketSpan, ListedRelation, Relation, Target, TargetType } from "../../domain/model.js";
 import { relationLayouts } from "./relations.js";
 
 export const membershipFanout = 8;
@@ -146,7 +156,27 @@ export interface RedisKeys {
   generationShards(relation: Relation, target: Target, generation: number): string[];
   /** A user's list of a relation: its entries, where its knowledge ends, its recent changes, the lock of its load. */
   list(relation: ListedRelation, userId: bigint): { readonly entries: string; readonly horizon: string; readonly recent: string; readonly lock: string };
+  /** The hot ranking's keys, all in one slot. */
+  readonly ranking: RankingKeys;
 }
+
+export interface RankingKeys {
+  /** A time bucket's ranking and its seq hash. */
+  bucket(span: BucketSpan, startMs: number): { readonly ranking: string; readonly seqs: string };
+  /** Posts by like count and its seq hash. */
+  readonly all: { readonly ranking: string; readonly seqs: string };
+  window(window: BucketedWindow): string;
+  readonly ready: string;
+  readonly lock: string;
+}
+
+const rankingKeys: RankingKeys = {
+  bucket: (span, startMs) => ({ ranking: `hot:{hot}:b:${span}:${startMs}`, seqs: `hot:{hot}:bs:${span}:${startMs}` }),
+  all: { ranking: "hot:{hot}:all", seqs: "hot:{hot}:alls" },
+  window: (window) => `hot:{hot}:w:${window}`,
+  ready: "hot:{hot}:ready",
+  lock: "hot:{hot}:lock",
+};
 
 /** Subjects used in a budget's key as they are: ids, IPv4 and IPv6 addresses, usernames. */
 const plainSubject = /^[A-Za-z0-9_.:-]{1,64}$/;
@@ -204,5 +234,6 @@ export function createRedisKeys(partitions: number): RedisKeys {
         lock: `${base("ulk", user)}:${tag}`,
       };
     },
+    ranking: rankingKeys,
   };
 }

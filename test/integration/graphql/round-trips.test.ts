@@ -3,6 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
+import { createRedisKeys } from "../../../src/stores/redis/keys.js";
+import { createRankingStore } from "../../../src/stores/redis/ranking-store.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
 import { createUsers, dataOf, openDatabase, openRedis, type TestUser } from "../../support/env.js";
 
@@ -102,6 +104,27 @@ describe("feed of 100 posts", () => {
     });
     expect(dataOf(response as NonNullable<typeof response>).posts[1]).toMatchObject({ viewerHasLiked: true, counts: { likes: 521 } });
     expect(again).toBe(1);
+  });
+
+  it("when hotPosts asks for 100 posts with every count, then it costs at most 2 Redis round trips (the ranking, the counts) and no SQL", async () => {
+    // The ALL ranking as the pipeline would mirror it, post i with i + 1 likes, in place of what earlier files left.
+    const { all } = createRedisKeys(api.config.redisPartitions).ranking;
+    await redis.del(all.ranking, all.seqs);
+    await createRankingStore(redis, createRedisKeys(api.config.redisPartitions)).mirror(
+      { buckets: [], totals: postIds.map((id, i) => ({ target: { type: "post", id: BigInt(id) }, name: "like", value: i + 1, seq: 1n })) },
+      Date.now(),
+    );
+    const hot = `{ hotPosts(first: 100, window: ALL) { id title counts { likes reads comments collects } } }`;
+    await api.gql(hot);
+    const sqlBefore = api.sqlQueries();
+    let response: Awaited<ReturnType<typeof api.gql<{ hotPosts: { id: string }[] }>>> | undefined;
+    const trips = await roundTrips(async () => {
+      response = await api.gql<{ hotPosts: { id: string }[] }>(hot);
+    });
+    expect(dataOf(response as NonNullable<typeof response>).hotPosts.map((p) => p.id)).toEqual([...postIds].reverse());
+    expect(trips).toBeGreaterThanOrEqual(1);
+    expect(trips).toBeLessThanOrEqual(2);
+    expect(api.sqlQueries() - sqlBefore).toBe(0);
   });
 
   it("when a viewer asks for users' counts and viewerFollows, then it costs one Redis round trip", async () => {

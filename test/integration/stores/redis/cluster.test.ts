@@ -2,7 +2,7 @@
 // clients the service opens in cluster mode (auto-pipelining on) and the stores built on them.
 import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LikeableTarget, MalformedOutboxEntry, OutboxEntry, Target } from "../../../../src/domain/model.js";
+import { bucketedWindowNames, bucketStart, bucketSpans, windowBuckets, windowOfSpan, type BucketCount, type LikeableTarget, type MalformedOutboxEntry, type OutboxEntry, type Target } from "../../../../src/domain/model.js";
 import { createCountChanges } from "../../../../src/stores/redis/count-changes.js";
 import { decodeTargetLines, createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { parseCounterHash } from "../../../../src/stores/redis/counter-hash.js";
@@ -13,6 +13,7 @@ import { createListStore } from "../../../../src/stores/redis/list-store.js";
 import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
 import { createOutboxStore } from "../../../../src/stores/redis/outbox-store.js";
 import { versionOf } from "../../../../src/stores/versions.js";
+import { createRankingStore } from "../../../../src/stores/redis/ranking-store.js";
 import { createRateBudgetStore } from "../../../../src/stores/redis/rate-budget-store.js";
 import { createRebuildStore } from "../../../../src/stores/redis/rebuild-store.js";
 import { createRedisReconcileStore } from "../../../../src/stores/redis/reconcile-store.js";
@@ -377,6 +378,32 @@ describe("scripts on a Redis Cluster", () => {
     for (let round = 0; round < 3; round++) expect(await charge()).toEqual(subjects.map(() => 0));
     const refused = await charge();
     expect(refused.every((waitMs) => waitMs > 0 && waitMs <= 20_000)).toBe(true);
+  });
+
+  it("when the hot ranking is mirrored, resent, refreshed and read, then its keys share one slot and each window sums its buckets", async () => {
+    const ranking = createRankingStore(cluster, keys);
+    const now = Date.now();
+    const k = keys.ranking;
+    const rankingKeys = [k.ready, k.lock, k.all.ranking, k.all.seqs, ...bucketedWindowNames.map((w) => k.window(w))];
+    for (const span of bucketSpans) for (const start of windowBuckets(windowOfSpan(span), now)) rankingKeys.push(k.bucket(span, start).ranking, k.bucket(span, start).seqs);
+    expect(new Set(await Promise.all(rankingKeys.map((key) => cluster.cluster("KEYSLOT", key)))).size).toBe(1);
+
+    // Before a rebuild marked it, the ranking is missing and nothing is summed.
+    expect(await ranking.refresh(now)).toBe("missing");
+    const counts = (postId: bigint, likes: number, seq: bigint, atMs = now): BucketCount[] =>
+      bucketSpans.map((span) => ({ span, startMs: bucketStart(span, atMs), postId, likes, seq }));
+    await ranking.mirror({ buckets: [...counts(7n, 3, 2n), ...counts(9n, 3, 1n), ...counts(5n, 4, 1n, now - 3 * 86_400_000)], totals: [{ target: { type: "post", id: 7n }, name: "like", value: 5, seq: 4n }] }, now);
+    // Resent and older writes: nothing moves.
+    await ranking.mirror({ buckets: [...counts(7n, 3, 2n), ...counts(7n, 10, 1n)], totals: [{ target: { type: "post", id: 7n }, name: "like", value: 50, seq: 3n }] }, now);
+    await ranking.markRebuilt();
+    expect(await ranking.refresh(now)).toBe("refreshed");
+    expect(await ranking.top("HOUR", 10)).toEqual([9n, 7n]);
+    expect(await ranking.top("WEEK", 10)).toEqual([5n, 9n, 7n]);
+    expect(await ranking.top("ALL", 10)).toEqual([7n]);
+    // A post unliked to 0 leaves.
+    await ranking.mirror({ buckets: counts(9n, 0, 5n), totals: [] }, now);
+    await ranking.refresh(now);
+    expect(await ranking.top("DAY", 10)).toEqual([7n]);
   });
 
   it("when the suite has run, then every script file is a defined command and ran on the cluster", async () => {
