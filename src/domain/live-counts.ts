@@ -11,6 +11,7 @@
 //
 // What each subscriber holds is bounded: at most the newest counts of each of its
 // posts, superseded in place while it is slow to take them.
+import { performance } from "node:perf_hooks";
 import { DomainError, ErrorCode } from "../errors.js";
 import type { Counts, Target } from "./model.js";
 import type { CountChanges } from "./ports.js";
@@ -55,9 +56,14 @@ interface WatchedPost {
   changed: boolean;
   reading: boolean;
   timer: NodeJS.Timeout | null;
+  /** Resolves once Redis confirmed the subscription; every stream of the post waits for it. */
+  listening: Promise<void>;
 }
 
 const post = (id: bigint): Target => ({ type: "post", id });
+
+/** A monotonic clock: a wall clock stepped back would hold every read and message for as long as the step. */
+const now = () => performance.now();
 
 /** Posts read in one round trip at most, a feed page's worth. */
 const readSlice = 100;
@@ -99,7 +105,7 @@ class Stream implements CountStream {
 
   async next(): Promise<IteratorResult<PostCountsUpdate>> {
     while (!this.closed) {
-      const taken = this.take(Date.now());
+      const taken = this.take(now());
       if (typeof taken !== "number") return { value: taken, done: false };
       await new Promise<void>((resolve) => {
         this.wake = resolve;
@@ -141,7 +147,7 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
 
   function schedule(postId: bigint, entry: WatchedPost): void {
     if (entry.reading || entry.timer || !entry.changed) return;
-    const wait = entry.readAt + intervalMs - Date.now();
+    const wait = entry.readAt + intervalMs - now();
     if (wait <= 0) {
       queueRead(postId);
       return;
@@ -173,9 +179,10 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
       // After a reconnect every watched post is due at once: read in slices, not one pipeline of all.
       const slices: bigint[][] = [];
       for (let i = 0; i < ids.length; i += readSlice) slices.push(ids.slice(i, i + readSlice));
-      const counts = (await Promise.all(slices.map((slice) => read(slice.map(post))))).flat();
+      const counts: Counts[] = [];
+      for (const slice of slices) counts.push(...(await read(slice.map(post))));
       // The interval runs from when the counts went out, so a slow read cannot bring two messages closer.
-      const readAt = Date.now();
+      const readAt = now();
       for (const entry of entries) entry.readAt = readAt;
       ids.forEach((id, i) => {
         const entry = watched.get(id);
@@ -184,7 +191,7 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
       });
     } catch (error) {
       // Read again after the interval: the change is still to be told.
-      const failedAt = Date.now();
+      const failedAt = now();
       for (const entry of entries) {
         entry.changed = true;
         entry.readAt = failedAt;
@@ -240,18 +247,29 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
       }
       const stream = new Stream(ids, intervalMs, release);
       streams.add(stream);
+      const listened = fresh.length > 0 ? changes.listen(fresh.map(post)) : Promise.resolve();
+      // Answered through `listening`; this keeps a failure from counting as unhandled meanwhile.
+      listened.catch(() => {});
+      const waits = new Set<Promise<void>>();
       for (const id of ids) {
         let entry = watched.get(id);
-        if (!entry) watched.set(id, (entry = { streams: new Set(), readAt: 0, changed: false, reading: false, timer: null }));
+        if (!entry) watched.set(id, (entry = { streams: new Set(), readAt: 0, changed: false, reading: false, timer: null, listening: listened }));
         entry.streams.add(stream);
+        waits.add(entry.listening);
       }
-      if (fresh.length > 0) {
-        try {
-          await changes.listen(fresh.map(post));
-        } catch (error) {
-          stream.end();
-          throw error;
+      try {
+        await Promise.all(waits);
+      } catch (error) {
+        // A post whose subscription Redis did not confirm is dropped with every stream watching it,
+        // rather than watched without being heard; the next subscription to it listens afresh.
+        for (const id of ids) {
+          const entry = watched.get(id);
+          if (!entry || (await entry.listening.then(() => true, () => false))) continue;
+          for (const other of [...entry.streams]) other.end();
+          watched.delete(id);
         }
+        stream.end();
+        throw error;
       }
       return stream;
     },

@@ -9,6 +9,7 @@
 // sends one message of a subscription at a time and waits for it to be written,
 // so what one client can hold is at most a message per subscription, plus the
 // newest counts of each of its posts (src/domain/live-counts.ts).
+import { createHash } from "node:crypto";
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import {
@@ -16,6 +17,7 @@ import {
   execute,
   getOperationAST,
   GraphQLError,
+  Kind,
   OperationTypeNode,
   parse,
   validate,
@@ -116,14 +118,20 @@ async function subscribeWithFreshLoaders(args: ExecutionArgs): Promise<AsyncIter
   };
   const results: AsyncIterableIterator<ExecutionResult> = {
     async next() {
-      const event = await events.next();
-      if (event.done) return { done: true, value: undefined };
-      if (key === undefined || typeof event.value !== "object" || event.value === null) return { done: false, value: await executeFor(event.value) };
-      let byOperation = sharedResults.get(event.value);
-      if (!byOperation) sharedResults.set(event.value, (byOperation = new Map<string, Promise<ExecutionResult>>()));
-      let result = byOperation.get(key);
-      if (!result) byOperation.set(key, (result = executeFor(event.value)));
-      return { done: false, value: await result };
+      try {
+        const event = await events.next();
+        if (event.done) return { done: true, value: undefined };
+        if (key === undefined || typeof event.value !== "object" || event.value === null) return { done: false, value: await executeFor(event.value) };
+        let byOperation = sharedResults.get(event.value);
+        if (!byOperation) sharedResults.set(event.value, (byOperation = new Map<string, Promise<ExecutionResult>>()));
+        let result = byOperation.get(key);
+        if (!result) byOperation.set(key, (result = executeFor(event.value)));
+        return { done: false, value: await result };
+      } catch (error) {
+        // graphql-ws does not return an iterator that threw: the stream is let go here.
+        await events.return?.();
+        throw error;
+      }
     },
     // Not an async generator: one suspended in `await events.next()` could not be returned until an event came.
     async return() {
@@ -184,6 +192,10 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
       if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
         return [refusal("Only subscriptions are served over WebSocket; send queries and mutations over HTTP.", RequestErrorCode.OPERATION_NOT_SUPPORTED)];
       }
+      // graphql-js validates such a document, then fails to run it for want of a root field.
+      if (operation.selectionSet.selections.some((selection) => (selection.directives?.length ?? 0) > 0 || selection.kind !== Kind.FIELD)) {
+        return [refusal("A subscription's root field is asked for directly: no fragments or directives on it.", "GRAPHQL_VALIDATION_FAILED")];
+      }
       const variables = payload.variables ?? {};
       try {
         checkLimits({ document, operation, operationName: payload.operationName ?? undefined, variables });
@@ -193,7 +205,9 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
       }
       const viewer = ctx.extra.viewer ?? null;
       const contextValue: Context = { viewer, tokenProblem: null, clientIp: ctx.extra.request.socket.remoteAddress ?? "unknown", loaders: createLoaders(services, viewer), services };
-      operationKeys.set(contextValue, JSON.stringify([payload.query, payload.operationName ?? null, variables, viewer?.userId.toString() ?? null]));
+      // A digest: the document may be 100 KB, and is held for as long as the subscription.
+      const key = JSON.stringify([payload.query, payload.operationName ?? null, variables, viewer?.userId.toString() ?? null]);
+      operationKeys.set(contextValue, createHash("sha256").update(key).digest("base64url"));
       return { schema, document, operationName: payload.operationName ?? null, variableValues: variables, contextValue };
     },
     subscribe: subscribeWithFreshLoaders,
@@ -236,7 +250,12 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
     let awaitingPong = false;
     socket.on("pong", () => (awaitingPong = false));
     const ping = setInterval(() => {
-      if (awaitingPong) return dropSlow(socket, `no pong within ${keepAliveMs} ms`);
+      if (awaitingPong) {
+        // A dead peer, not a slow reader: cut without counting it as dropped for slowness.
+        logger.debug("a live client did not answer a ping; its connection is cut");
+        socket.terminate();
+        return;
+      }
       awaitingPong = true;
       socket.ping();
     }, keepAliveMs);
@@ -248,8 +267,9 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
         onMessage: (handle) =>
           socket.on("message", (data: Buffer, isBinary: boolean) => {
             handle(isBinary ? "" : data.toString("utf8")).catch((err: unknown) => {
-              logger.error({ err }, "internal error while handling a live message");
-              socket.close(CloseCode.InternalServerError, "Internal server error");
+              // graphql-ws throws on messages a client may not send (next, error, connection_ack).
+              logger.warn({ err }, "a live message could not be handled; the connection is closed");
+              socket.close(CloseCode.BadRequest, "Bad request");
             });
           }),
       },
@@ -262,9 +282,12 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
   });
 
   const refuseUpgrade = (socket: Duplex, status: string) => {
-    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, () => socket.destroy());
   };
   http.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // Node takes its own error listener off an upgraded socket: a client that resets it
+    // before it is refused or handed to ws must not raise an unhandled error.
+    socket.on("error", () => socket.destroy());
     const path = request.url?.split("?")[0];
     if (path !== "/graphql") return refuseUpgrade(socket, "404 Not Found");
     if (sockets.clients.size >= options.maxConnections) return refuseUpgrade(socket, "503 Service Unavailable");

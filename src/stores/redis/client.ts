@@ -140,6 +140,9 @@ export function isRedisUnavailable(error: unknown): boolean {
     error.message.startsWith("None of startup nodes is available") ||
     error.message === "Connection is closed." ||
     error.message.startsWith("Stream isn't writeable") ||
+    // A cluster's sharded subscribers while its topology is being reset.
+    error.message.startsWith("No sharded subscriber for slot") ||
+    error.message.startsWith("No subscriber for the cluster") ||
     /^(connect )?(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE)/.test(error.message)
   );
 }

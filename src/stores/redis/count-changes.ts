@@ -18,12 +18,12 @@ export function createCountChanges(subscriber: RedisClient, keys: RedisKeys): Co
     const target = keys.parseCounters(channel);
     if (target) handler(target);
   });
-  // ioredis subscribes again after a reconnect; what changed while it was away was not heard.
-  let connectedBefore = false;
-  subscriber.on("ready", () => {
-    if (connectedBefore) handler(null);
-    connectedBefore = true;
-  });
+  // ioredis subscribes again after a reconnect; what changed while it was away was not heard,
+  // so every watched post is read again (harmless when it is the first connection: nothing
+  // is watched yet). On a cluster a shard's subscriber comes back on its own, without `ready`.
+  const resync = () => handler(null);
+  subscriber.on("ready", resync);
+  subscriber.on("subscribersReady", resync);
   // One channel a command: on a cluster the channels of one SSUBSCRIBE must share a slot.
   const each = (targets: readonly Target[], command: (channel: string) => Promise<unknown>) =>
     Promise.all(targets.map((target) => command(keys.counters(target)))).then(() => undefined);

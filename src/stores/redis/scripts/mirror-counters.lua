@@ -45,6 +45,6 @@ for i = 1, n, 3 do
   end
 end
 if moved then
-  redis.call('SPUBLISH', KEYS[1], '')
+  redis.pcall('SPUBLISH', KEYS[1], '')
 end
 return { APPLIED }

@@ -19,7 +19,8 @@
   counter hash (same slot, so the script stays one-slot on a cluster): API
   processes with live subscribers of the target hear it and read its counts
   (src/stores/redis/count-changes.ts). The message is empty; a channel nobody
-  listens to costs Redis a lookup.
+  listens to costs Redis a lookup. `pcall`: a Redis without sharded pub/sub (before
+  7.0) refuses SPUBLISH, and an announcement must never fail a write already made.
 ]]
 --@include hash-fields
 
@@ -41,7 +42,7 @@ local function appendEvent(counters, outbox, targetType, targetId, user, state, 
   redis.call('XADD', outbox, '*',
     't', targetType, 'i', targetId, 'r', relationTag, 'u', user, 's', state, 'e', epoch, 'v', version,
     'a', redis.call('HGET', counters, authorField) or '', 'ts', ms)
-  redis.call('SPUBLISH', counters, '')
+  redis.pcall('SPUBLISH', counters, '')
   return epoch, version
 end
 
@@ -49,5 +50,5 @@ local function appendViews(counters, outbox, targetType, targetId, added, total)
   local epoch, version, ms = nextVersion(counters)
   redis.call('XADD', outbox, '*',
     't', targetType, 'i', targetId, 'k', 'v', 'n', added, 'o', total, 'e', epoch, 'v', version, 'ts', ms)
-  redis.call('SPUBLISH', counters, '')
+  redis.pcall('SPUBLISH', counters, '')
 end
