@@ -71,8 +71,8 @@ interface Extra {
   viewer: Viewer | null;
 }
 
-/** The close code for a client that did not take its messages in time (RFC 6455: "try again later"). */
-const slowClientClose = 1013;
+/** RFC 6455 "try again later": the close code of a connection the service could not serve for a moment. */
+const tryAgainLater = 1013;
 
 function refusal(message: string, code: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code } });
@@ -171,7 +171,7 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
         return true;
       } catch (error) {
         if (!options.isUnavailable(error)) throw error;
-        ctx.extra.socket.close(slowClientClose, "SERVICE_UNAVAILABLE: the service could not check the token in time; retry shortly.");
+        ctx.extra.socket.close(tryAgainLater, "SERVICE_UNAVAILABLE: the service could not check the token in time; retry shortly.");
         return false;
       }
     },
