@@ -73,21 +73,30 @@ function countInBuckets(buckets: Map<string, BucketDelta>, postId: bigint, atMs:
  * every bucket still in its window for a post unliked (the deleted row's time is
  * known only to the delivery that deleted it), and each post's like count.
  */
-async function rankPosts(tx: Transaction, deltas: readonly BucketDelta[], current: readonly CommittedChange[], nowMs: number): Promise<RankedLikes> {
+async function rankPosts(
+  tx: Transaction,
+  deltas: readonly BucketDelta[],
+  current: readonly CommittedChange[],
+  nowMs: number,
+  counted: readonly CounterRow[],
+): Promise<RankedLikes> {
   const moved = deltas.filter((d) => d.delta !== 0).sort((a, b) => a.span.localeCompare(b.span) || a.startMs - b.startMs || compare(a.postId, b.postId));
-  if (moved.length) {
-    // Sorted, so concurrent batches lock rows in one order. A row created by an unlike
-    // (a like PostgreSQL got without the pipeline, such as a repair's) may go below 0; Redis ranks only above 0.
-    await tx.$executeRaw`
-      INSERT INTO like_buckets (span, bucket, target_id, likes)
-      SELECT * FROM unnest(
-        ${moved.map((d) => d.span)}::text[],
-        ${moved.map((d) => new Date(d.startMs).toISOString())}::text[]::timestamptz[],
-        ${moved.map((d) => d.postId.toString())}::text[]::bigint[],
-        ${moved.map((d) => d.delta)}::int[])
-      ON CONFLICT (span, bucket, target_id) DO UPDATE
-        SET likes = like_buckets.likes + EXCLUDED.likes, seq = nextval('like_buckets_seq')`;
-  }
+  type BucketRow = { span: string; start_ms: string; target_id: string; likes: number; seq: string };
+  // The rows this batch moved come back from the write itself; only those an earlier delivery moved are read.
+  const written = moved.length
+    ? // Sorted, so concurrent batches lock rows in one order. A row created by an unlike
+      // (a like PostgreSQL got without the pipeline, such as a repair's) may go below 0; Redis ranks only above 0.
+      await tx.$queryRaw<BucketRow[]>`
+        INSERT INTO like_buckets AS b (span, bucket, target_id, likes)
+        SELECT * FROM unnest(
+          ${moved.map((d) => d.span)}::text[],
+          ${moved.map((d) => new Date(d.startMs).toISOString())}::text[]::timestamptz[],
+          ${moved.map((d) => d.postId.toString())}::text[]::bigint[],
+          ${moved.map((d) => d.delta)}::int[])
+        ON CONFLICT (span, bucket, target_id) DO UPDATE
+          SET likes = b.likes + EXCLUDED.likes, seq = nextval('like_buckets_seq')
+        RETURNING b.span, (extract(epoch FROM b.bucket) * 1000)::bigint::text AS start_ms, b.target_id::text AS target_id, b.likes, b.seq::text AS seq`
+    : [];
   const live = keptBuckets(nowMs);
   const wanted = new Map<string, { span: BucketSpan; startMs: number; postId: bigint }>();
   const want = (span: BucketSpan, startMs: number, postId: bigint) => {
@@ -103,9 +112,11 @@ async function rankPosts(tx: Transaction, deltas: readonly BucketDelta[], curren
     }
   }
   if (posts.size === 0) return { buckets: [], totals: [] };
-  const keys = [...wanted.values()];
-  const rows = keys.length
-    ? await tx.$queryRaw<{ span: string; start_ms: string; target_id: string; likes: number; seq: string }[]>`
+  const rowKey = (span: string, startMs: number, postId: string) => `${span}:${startMs}:${postId}`;
+  const known = new Set(written.map((r) => rowKey(r.span, Number(r.start_ms), r.target_id)));
+  const keys = [...wanted.values()].filter((k) => !known.has(rowKey(k.span, k.startMs, k.postId.toString())));
+  const read = keys.length
+    ? await tx.$queryRaw<BucketRow[]>`
         SELECT b.span, (extract(epoch FROM b.bucket) * 1000)::bigint::text AS start_ms, b.target_id::text AS target_id, b.likes, b.seq::text AS seq
         FROM like_buckets b JOIN unnest(
           ${keys.map((k) => k.span)}::text[],
@@ -113,9 +124,14 @@ async function rankPosts(tx: Transaction, deltas: readonly BucketDelta[], curren
           ${keys.map((k) => k.postId.toString())}::text[]::bigint[]) AS k(span, bucket, target_id)
         ON b.span = k.span AND b.bucket = k.bucket AND b.target_id = k.target_id`
     : [];
-  const buckets: BucketCount[] = rows.map((r) => ({ span: r.span as BucketSpan, startMs: Number(r.start_ms), postId: BigInt(r.target_id), likes: r.likes, seq: BigInt(r.seq) }));
-  const totals = (await tx.$queryRaw<CounterRow[]>(selectCounters([...posts.values()].map((target) => ({ target, name: "like" as const }))))).map(toCounterValue);
-  return { buckets, totals };
+  const isWanted = (r: BucketRow) => wanted.has(rowKey(r.span, Number(r.start_ms), r.target_id));
+  const buckets: BucketCount[] = [...written.filter(isWanted), ...read].map((r) => ({ span: r.span as BucketSpan, startMs: Number(r.start_ms), postId: BigInt(r.target_id), likes: r.likes, seq: BigInt(r.seq) }));
+  // Like counters the batch's own upsert returned need no second read.
+  const likeCounts = counted.filter((row) => row.target_type === "post" && row.name === "like" && posts.has(BigInt(row.target_id)));
+  const countedPosts = new Set(likeCounts.map((row) => row.target_id));
+  const unread = [...posts.values()].filter((target) => !countedPosts.has(target.id.toString()));
+  const read2 = unread.length ? await tx.$queryRaw<CounterRow[]>(selectCounters(unread.map((target) => ({ target, name: "like" as const })))) : [];
+  return { buckets, totals: [...likeCounts, ...read2].map(toCounterValue) };
 }
 
 const compare = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
@@ -339,7 +355,7 @@ export function createRelationHistoryStore(db: Database): RelationHistoryStore {
           const committedViews = await applyViews(tx, views, add);
 
           const moved = [...deltas].filter(([, d]) => d.delta !== 0).sort(([a], [b]) => a.localeCompare(b)).map(([, d]) => d);
-          if (moved.length) await tx.$queryRaw<CounterRow[]>(upsertCounters(moved));
+          const counted = moved.length ? await tx.$queryRaw<CounterRow[]>(upsertCounters(moved)) : [];
           // Everyone the batch's changes credit, moved now or by an earlier delivery: Redis mirrors them as they stand.
           const creditedNames = new Map<string, { target: Target; name: CounterName }>();
           for (const { change } of current) {
@@ -348,7 +364,7 @@ export function createRelationHistoryStore(db: Database): RelationHistoryStore {
             if (user !== null) creditedNames.set(`${user}:${credit.name}`, { target: { type: "user", id: user }, name: credit.name });
           }
           const credits = creditedNames.size ? (await tx.$queryRaw<CounterRow[]>(selectCounters([...creditedNames.values()]))).map(toCounterValue) : [];
-          const ranked = await rankPosts(tx, [...buckets.values()], current, now);
+          const ranked = await rankPosts(tx, [...buckets.values()], current, now, counted);
           return {
             inserted,
             deleted,
