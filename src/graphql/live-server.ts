@@ -34,6 +34,7 @@ import type { Viewer } from "../domain/identity.js";
 import type { Services } from "../domain/services.js";
 import { RequestErrorCode } from "../errors.js";
 import { createLoaders } from "./loaders.js";
+import { mapIterator } from "./map-iterator.js";
 import type { Context } from "./context.js";
 import { createRequestLimitsCheck, type RequestLimits } from "./limits/request-limits-plugin.js";
 
@@ -116,33 +117,14 @@ async function subscribeWithFreshLoaders(args: ExecutionArgs): Promise<AsyncIter
     const contextValue: Context = { ...base, loaders: createLoaders(base.services, base.viewer) };
     return Promise.resolve(execute({ ...args, rootValue: event, contextValue }));
   };
-  const results: AsyncIterableIterator<ExecutionResult> = {
-    async next() {
-      try {
-        const event = await events.next();
-        if (event.done) return { done: true, value: undefined };
-        if (key === undefined || typeof event.value !== "object" || event.value === null) return { done: false, value: await executeFor(event.value) };
-        let byOperation = sharedResults.get(event.value);
-        if (!byOperation) sharedResults.set(event.value, (byOperation = new Map<string, Promise<ExecutionResult>>()));
-        let result = byOperation.get(key);
-        if (!result) byOperation.set(key, (result = executeFor(event.value)));
-        return { done: false, value: await result };
-      } catch (error) {
-        // graphql-ws does not return an iterator that threw: the stream is let go here.
-        await events.return?.();
-        throw error;
-      }
-    },
-    // Not an async generator: one suspended in `await events.next()` could not be returned until an event came.
-    async return() {
-      await events.return?.();
-      return { done: true, value: undefined };
-    },
-    [Symbol.asyncIterator]() {
-      return results;
-    },
-  };
-  return results;
+  return mapIterator(events, (event): Promise<ExecutionResult> => {
+    if (key === undefined || typeof event !== "object" || event === null) return executeFor(event);
+    let byOperation = sharedResults.get(event);
+    if (!byOperation) sharedResults.set(event, (byOperation = new Map<string, Promise<ExecutionResult>>()));
+    let result = byOperation.get(key);
+    if (!result) byOperation.set(key, (result = executeFor(event)));
+    return result;
+  });
 }
 
 export function attachLiveServer(http: Server, options: LiveServerOptions): LiveServer {

@@ -6,6 +6,7 @@ import type { CountStream } from "../../domain/live-counts.js";
 import type { Counts, Post } from "../../domain/model.js";
 import { badInput, DomainError, ErrorCode, notFound } from "../../errors.js";
 import type { Context } from "../context.js";
+import { mapIterator } from "../map-iterator.js";
 
 export const maxPostsPerSubscription = 100;
 
@@ -23,28 +24,13 @@ const eventsOfReads = new WeakMap<Counts, PostCountsEvent>();
 
 /** The stream's updates as events of their posts; ending it ends the stream at once, even while it waits. */
 function asEvents(stream: CountStream, posts: ReadonlyMap<bigint, Post>): AsyncIterableIterator<PostCountsEvent> {
-  const events: AsyncIterableIterator<PostCountsEvent> = {
-    async next() {
-      for (;;) {
-        const update = await stream.next();
-        if (update.done) return { done: true, value: undefined };
-        const { counts } = update.value;
-        const post = posts.get(update.value.postId);
-        if (!post) continue;
-        let event = eventsOfReads.get(counts);
-        if (!event) eventsOfReads.set(counts, (event = { post, counts }));
-        return { done: false, value: event };
-      }
-    },
-    async return() {
-      await stream.return?.();
-      return { done: true, value: undefined };
-    },
-    [Symbol.asyncIterator]() {
-      return events;
-    },
-  };
-  return events;
+  return mapIterator(stream, ({ postId, counts }) => {
+    const post = posts.get(postId);
+    if (!post) return undefined;
+    let event = eventsOfReads.get(counts);
+    if (!event) eventsOfReads.set(counts, (event = { post, counts }));
+    return event;
+  });
 }
 
 export const Subscription = {
