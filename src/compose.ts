@@ -34,7 +34,7 @@ import { createCounterStore } from "./stores/redis/counter-store.js";
 import { createCountChanges } from "./stores/redis/count-changes.js";
 import { isRedisUnavailable } from "./stores/redis/client.js";
 import { createRedisKeys } from "./stores/redis/keys.js";
-import { createLease } from "./stores/redis/lease-store.js";
+import { createLease, createTickClaims } from "./stores/redis/lease-store.js";
 import { createListStore } from "./stores/redis/list-store.js";
 import { createMembershipStore } from "./stores/redis/membership-store.js";
 import { createOutboxStore } from "./stores/redis/outbox-store.js";
@@ -204,6 +204,8 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
           }),
           repairs: createRepairService({ database: databaseReconcile, redis: redisReconcile, counters: counterStore }),
           reconcileLease: createLease(redis, keys.reconcileLock()),
+          // A day: far longer than the clocks of two workers differ.
+          reconcileTicks: createTickClaims(redis, keys.reconcileTickPrefix(), 86_400_000),
           reconcile: () => reconcileWith(bus),
           databaseAnswers: () => db.$queryRaw`SELECT 1`.then(() => true, () => false),
           rankings,

@@ -445,6 +445,12 @@ export interface Lease {
   release(token: string): Promise<void>;
 }
 
+/** Work due at known times that several processes share: the first to claim a time does that work. */
+export interface TickClaims {
+  /** True for the one caller that claimed `tick` first. */
+  claim(tick: Date): Promise<boolean>;
+}
+
 /** A message as a consumer receives it: read, or the reason it cannot be. */
 export type Delivery<T> = { readonly kind: "valid"; readonly value: T } | { readonly kind: "invalid"; readonly reason: string };
 

@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { Change } from "../domain/model.js";
 import type { ChangePersistence } from "../domain/persistence.js";
-import type { Lease, MessageBus, Outbox } from "../domain/ports.js";
+import type { Lease, MessageBus, Outbox, TickClaims } from "../domain/ports.js";
 import type { RankingRefresher } from "../domain/rankings.js";
 import type { RepairService } from "../domain/repairs.js";
 import { serveMetrics } from "../metrics-endpoint.js";
@@ -26,6 +26,8 @@ export interface PipelineParts {
   readonly repairs: RepairService;
   /** Held by the worker running a scheduled reconcile pass. */
   readonly reconcileLease: Lease;
+  /** Claimed by the worker that runs a scheduled reconcile tick. */
+  readonly reconcileTicks: TickClaims;
   /** One reconcile pass, its repairs published on `bus`. */
   readonly reconcile: () => Promise<ReconcileSummary>;
   /** Whether PostgreSQL answers at all: tells an outage from a change that cannot be applied. */
@@ -102,7 +104,7 @@ export async function startPipeline(parts: PipelineParts, settings: PipelineSett
       })
     : null;
   const schedule = settings.reconcile.cron
-    ? scheduleReconcile({ cron: settings.reconcile.cron, lease: parts.reconcileLease, run: parts.reconcile, metrics, logger: logger.child({ part: "reconcile" }) })
+    ? scheduleReconcile({ cron: settings.reconcile.cron, lease: parts.reconcileLease, ticks: parts.reconcileTicks, run: parts.reconcile, metrics, logger: logger.child({ part: "reconcile" }) })
     : null;
   const metricsServer: Server | null = await serveMetrics(metrics.registry, settings.host, settings.metricsPort, logger);
   return {

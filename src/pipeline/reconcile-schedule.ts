@@ -1,8 +1,11 @@
-// Runs reconcile passes on a cron schedule; with several workers, the one that
-// takes the shared lease runs the pass and the others skip it.
+// Runs reconcile passes on a cron schedule; with several workers, each tick runs
+// once. The worker that claims the tick runs its pass and the others skip it: a
+// lease alone would let a worker whose clock runs late start a second pass once a
+// short first one released it. The lease still keeps passes from ever running at once
+// (a pass that outlasts the interval to the next tick).
 import { Cron } from "croner";
 import type { Logger } from "pino";
-import type { Lease } from "../domain/ports.js";
+import type { Lease, TickClaims } from "../domain/ports.js";
 import type { PipelineMetrics } from "./metrics.js";
 import type { ReconcileSummary } from "./reconcile-pass.js";
 
@@ -14,14 +17,28 @@ export function scheduleReconcile(options: {
   cron: string;
   /** Shared by every worker on the schedule. */
   lease: Lease;
+  /** Claims of ticks, shared by every worker on the schedule: true for the first to claim a tick. */
+  ticks: TickClaims;
   run: () => Promise<ReconcileSummary>;
   metrics?: Pick<PipelineMetrics, "reconcileInFlight" | "reconcileStuck" | "reconcileRebuiltBehind">;
   logger: Logger;
 }): ReconcileSchedule {
   const { lease, logger } = options;
   let running: Promise<void> = Promise.resolve();
-  const job = new Cron(options.cron, { protect: true }, () => {
+  // The time the next tick is due, as the pattern says (not when its timer fires): the same on every worker.
+  let due: Date | null = null;
+  const job = new Cron(options.cron, (self: Cron) => {
+    const tick = due;
+    due = self.nextRun();
     running = (async () => {
+      const claimed = tick === null ? false : await options.ticks.claim(tick).catch((err: unknown) => {
+        logger.error({ err }, "reconcile pass skipped: its tick could not be claimed");
+        return false;
+      });
+      if (!claimed) {
+        logger.info({ tick }, "reconcile pass skipped: another worker took this tick");
+        return;
+      }
       // Held for at most an hour: a worker that dies mid-pass does not block the next night's.
       const token = await lease.acquire(3_600_000).catch((err: unknown) => {
         logger.error({ err }, "reconcile pass skipped: the lease could not be taken");
@@ -46,7 +63,8 @@ export function scheduleReconcile(options: {
       }
     })();
   });
-  logger.info({ cron: options.cron, next: job.nextRun()?.toISOString() }, "reconcile scheduled");
+  due = job.nextRun();
+  logger.info({ cron: options.cron, next: due?.toISOString() }, "reconcile scheduled");
   return {
     async stop() {
       job.stop();

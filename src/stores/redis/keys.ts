@@ -18,6 +18,7 @@
 //   ur:{p}:user:<id>:<tag>         hash: that list's recent changes, per post, and how many PostgreSQL lacks (scripts/apply-list-changes.lua)
 //   ulk:{p}:user:<id>:<tag>        string: lock held by the process loading that list from PostgreSQL
 //   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
+//   reconcile:tick:<ms>            string: a scheduled reconcile tick, claimed by the worker that runs its pass
 //   rif:{p}:<type>:<id>            string: versions at which reconcile passes found the target in flight, and how many in a row
 //   rl:{<budget>:<subject>}        string: a rate budget's theoretical arrival time (scripts/charge-budget.lua); its own slot
 //
@@ -130,6 +131,8 @@ export interface RedisKeys {
   inFlight(target: Target): string;
   /** The lock of the scheduled reconcile pass, so one worker runs it at a time. */
   reconcileLock(): string;
+  /** Where the claims of scheduled reconcile ticks go: the tick's time in milliseconds follows. */
+  reconcileTickPrefix(): string;
   /**
    * A rate budget of one subject (a user id, an address, a username). Subjects
    * other than short plain words are hashed, so a caller's text never shapes the
@@ -205,6 +208,7 @@ export function createRedisKeys(partitions: number): RedisKeys {
     receipt: (target, operation) => `rc:{${partitionOf(target)}}:${operation ?? operationId()}`,
     inFlight: (target) => base("rif", target),
     reconcileLock: () => "reconcile:lock",
+    reconcileTickPrefix: () => "reconcile:tick:",
     rateBudget: (budget, subject) =>
       `rl:{${budget}:${plainSubject.test(subject) ? subject : createHash("sha256").update(subject).digest("base64url").slice(0, 22)}}`,
     rebuildLock: (target) => base("rbl", target),

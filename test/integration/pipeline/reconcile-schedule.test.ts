@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scheduleReconcile } from "../../../src/pipeline/reconcile-schedule.js";
 import type { ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
-import { createLease } from "../../../src/stores/redis/lease-store.js";
+import type { Lease, TickClaims } from "../../../src/domain/ports.js";
+import { createLease, createTickClaims } from "../../../src/stores/redis/lease-store.js";
 import { openRedis, silentLogger, uniqueTag } from "../../support/env.js";
 
 let redis: RedisClient;
@@ -27,26 +28,40 @@ const emptySummary: ReconcileSummary = {
   seconds: 0,
 };
 
+/** Lease and tick claims as a worker whose clock runs `lateMs` behind the others' sees them: each call that much later. */
+function sharedBy(lateMs: number, lockKey: string, tickPrefix: string): { lease: Lease; ticks: TickClaims } {
+  const lease = createLease(redis, lockKey);
+  const ticks = createTickClaims(redis, tickPrefix, 60_000);
+  return {
+    lease: { acquire: async (ttlMs) => (await sleep(lateMs), lease.acquire(ttlMs)), release: (token) => lease.release(token) },
+    ticks: { claim: async (tick) => (await sleep(lateMs), ticks.claim(tick)) },
+  };
+}
+
 describe("reconcile schedule", () => {
-  it("when two workers share a schedule, then each tick runs one pass, never two at once", async () => {
+  it("when two workers share a schedule, then each tick runs one pass, never two at once, even a short pass on a worker whose clock is late", async () => {
     const lockKey = `reconcile:lock:${uniqueTag()}`;
-    let running = 0;
-    let overlapped = false;
-    let passes = 0;
-    const run = async () => {
-      running++;
-      overlapped ||= running > 1;
-      passes++;
-      await sleep(300);
-      running--;
-      return emptySummary;
-    };
-    const workers = [0, 1].map(() => scheduleReconcile({ cron: "* * * * * *", lease: createLease(redis, lockKey), run, logger: silentLogger }));
-    await sleep(3_200);
-    await Promise.all(workers.map((w) => w.stop()));
-    expect(overlapped).toBe(false);
-    expect(passes).toBeGreaterThanOrEqual(2);
-    expect(passes).toBeLessThanOrEqual(4);
-    expect(await redis.exists(lockKey)).toBe(0);
+    for (const passMs of [1_300, 20]) {
+      let running = 0;
+      let overlapped = false;
+      const startedInSecond: number[] = [];
+      const run = async () => {
+        running++;
+        overlapped ||= running > 1;
+        startedInSecond.push(Math.floor(Date.now() / 1000));
+        await sleep(passMs);
+        running--;
+        return emptySummary;
+      };
+      const tickPrefix = `reconcile:tick:${uniqueTag()}:`;
+      const workers = [0, 300].map((lateMs) => scheduleReconcile({ cron: "* * * * * *", ...sharedBy(lateMs, lockKey, tickPrefix), run, logger: silentLogger }));
+      await sleep(3_200);
+      await Promise.all(workers.map((w) => w.stop()));
+      expect(overlapped).toBe(false);
+      // One pass a tick: the late worker's claim, 300 ms after a 20 ms pass ended, finds the tick taken.
+      expect(new Set(startedInSecond).size).toBe(startedInSecond.length);
+      expect(startedInSecond.length).toBeGreaterThanOrEqual(passMs > 1_000 ? 1 : 2);
+      expect(await redis.exists(lockKey)).toBe(0);
+    }
   });
 });
