@@ -1,5 +1,27 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * The suites that cross Redis nodes (likes, relations, lists, views, rankings, live counts,
+ * persistence, rebuild and reconcile) run a second time with the service's Redis a 3-master
+ * cluster (REDIS_CLUSTER_NODES), as the project "cluster": the rest test HTTP, limits and
+ * faults, which do not depend on where a key lives.
+ */
+const acrossNodes = [
+  "test/integration/graphql/likes.test.ts",
+  "test/integration/graphql/collects-follows.test.ts",
+  "test/integration/graphql/lists.test.ts",
+  "test/integration/graphql/views.test.ts",
+  "test/integration/graphql/hot-posts.test.ts",
+  "test/integration/graphql/live-counts.test.ts",
+  "test/integration/pipeline/persistence.test.ts",
+  "test/integration/pipeline/relations.test.ts",
+  "test/integration/pipeline/rebuild.test.ts",
+  "test/integration/pipeline/reconcile.test.ts",
+  "test/integration/pipeline/reconcile-counters.test.ts",
+  "test/integration/pipeline/rankings.test.ts",
+  "test/integration/process/scale-out.test.ts",
+];
+
 export default defineConfig({
   resolve: {
     // Node loads graphql's CommonJS build (its package has no "exports"), for our code and for
@@ -8,7 +30,6 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: "graphql/index.js" }],
   },
   test: {
-    include: ["test/**/*.test.ts"],
     globalSetup: ["test/setup/global.ts"],
     setupFiles: ["test/setup/per-file.ts"],
     // Files run one after another: several stop or count a shared service
@@ -18,5 +39,9 @@ export default defineConfig({
     env: { DATABASE_URL: process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/likes_test" },
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    projects: [
+      { extends: true, test: { name: "single", include: ["test/**/*.test.ts"], provide: { redisMode: "single" } } },
+      { extends: true, test: { name: "cluster", include: acrossNodes, provide: { redisMode: "cluster" } } },
+    ],
   },
 });

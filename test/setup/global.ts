@@ -26,6 +26,8 @@ declare module "vitest" {
     redisUrl: string;
     redisPort: number;
     clusterNodes: string[];
+    /** Which Redis the service is given: the private one, or the cluster (the project "cluster" of vitest.config.ts). */
+    redisMode: "single" | "cluster";
     amqpUrl: string;
   }
 }
@@ -45,6 +47,8 @@ export default async function setup(project: TestProject): Promise<() => void> {
   // TEST_CLUSTER_PORT lets two checkouts run their suites side by side.
   const clusterPort = Number(process.env.TEST_CLUSTER_PORT ?? 7101);
   execFileSync("bash", ["scripts/redis-cluster.sh", "start", String(clusterPort)], { stdio: "inherit" });
+  // The cluster outlives a run: the project "cluster" starts from an empty one, as the other from a new private Redis.
+  for (const port of [0, 1, 2].map((i) => clusterPort + i)) execFileSync("redis-cli", ["-p", String(port), "flushall"], { stdio: "pipe" });
 
   // Tests stand in for users with small made-up ids (1, 2, … up to some tens of thousands) where
   // only an id matters; users the suite registers get ids far above them, so none inherits

@@ -1,6 +1,7 @@
 // Configuration and clients for tests: the test database (set by scripts/test.sh),
 // the private Redis instance, and helpers to make users and call the API.
 import { randomUUID } from "node:crypto";
+import { Cluster } from "ioredis";
 import { pino } from "pino";
 import { inject } from "vitest";
 import { loadConfig, type Config } from "../../src/config.js";
@@ -17,7 +18,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
   const config = loadConfig({
     ...process.env,
     REDIS_URL: inject("redisUrl"),
-    REDIS_CLUSTER_NODES: "",
+    REDIS_CLUSTER_NODES: onCluster() ? inject("clusterNodes").join(",") : "",
     AMQP_URL: inject("amqpUrl"),
     RABBITMQ_PREFIX: `t${uniqueTag()}`,
     METRICS_PORT: "0",
@@ -35,10 +36,20 @@ export function openDatabase(config = testConfig()): Database {
   return createDatabase({ url: config.databaseUrl, poolSize: 4 });
 }
 
+/** Whether this run's project gives the service a Redis Cluster (vitest.config.ts), rather than the private Redis. */
+export const onCluster = () => inject("redisMode") === "cluster";
+
+/** A client of the Redis the service is given in this project (unless `url` or `clusterNodes` names another). */
 export async function openRedis(options: { url?: string; clusterNodes?: readonly string[]; commandTimeoutMs?: number } = {}): Promise<RedisClient> {
-  const client = createRedisClient({ url: options.url ?? inject("redisUrl"), clusterNodes: options.clusterNodes ?? [], commandTimeoutMs: options.commandTimeoutMs });
+  const clusterNodes = options.clusterNodes ?? (options.url === undefined && onCluster() ? inject("clusterNodes") : []);
+  const client = createRedisClient({ url: options.url ?? inject("redisUrl"), clusterNodes, commandTimeoutMs: options.commandTimeoutMs });
   await client.connect();
   return client;
+}
+
+/** Empties the suite's Redis: every master of a cluster, whose client's FLUSHALL reaches one node only. Never point it at a shared one. */
+export async function emptyRedis(redis: RedisClient): Promise<void> {
+  await Promise.all((redis instanceof Cluster ? redis.nodes("master") : [redis]).map((server) => server.flushall()));
 }
 
 /** A short unique tag, so data made by one test never collides with another's. */

@@ -19,6 +19,7 @@ export async function startServiceProcess(config: Config, env: Record<string, st
       ...process.env,
       DATABASE_URL: config.databaseUrl,
       REDIS_URL: config.redisUrl,
+      REDIS_CLUSTER_NODES: config.redisClusterNodes.join(","),
       AMQP_URL: config.amqpUrl,
       RABBITMQ_PREFIX: config.rabbitmq.prefix,
       JWT_SECRET: config.jwtSecret,

@@ -7,7 +7,7 @@ import type { Services } from "../../src/domain/services.js";
 import type { Database } from "../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../src/stores/redis/client.js";
 import { disagreement } from "./agreement.js";
-import { createUsers, openDatabase, openRedis, silentLogger, testConfig, type TestUser } from "./env.js";
+import { createUsers, emptyRedis, openDatabase, openRedis, silentLogger, testConfig, type TestUser } from "./env.js";
 import { eventually } from "./pipeline.js";
 
 export interface Stores {
@@ -52,7 +52,7 @@ export function useStores(assign: (stores: StoresWithAuthor) => void, options: {
     const redis = await openRedis();
     if (options.fresh) {
       await db.$executeRaw`TRUNCATE users, posts, comments, likes, collects, follows, relation_versions, view_totals, target_epochs, counters, like_buckets`;
-      await redis.flushall();
+      await emptyRedis(redis);
     }
     const [author] = await createUsers(db, config, 1);
     opened = { db, redis, author: author as TestUser };

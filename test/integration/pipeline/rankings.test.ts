@@ -17,7 +17,7 @@ import { createLease } from "../../../src/stores/redis/lease-store.js";
 import { createListStore } from "../../../src/stores/redis/list-store.js";
 import { createRankingStore } from "../../../src/stores/redis/ranking-store.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
-import { testConfig, type TestUser } from "../../support/env.js";
+import { emptyRedis, testConfig, type TestUser } from "../../support/env.js";
 import { createPosts, useStores } from "../../support/stores.js";
 
 let db: Database;
@@ -28,7 +28,7 @@ let author: TestUser;
 useStores((s) => ({ db, redis, author } = s), { fresh: true });
 beforeEach(async () => {
   await db.$executeRaw`TRUNCATE likes, relation_versions, counters, like_buckets`;
-  await redis.flushall();
+  await emptyRedis(redis);
 });
 
 const minute = 60_000;
@@ -168,7 +168,7 @@ describe("hot ranking", () => {
     const before = await all();
     expect(before.WEEK).toHaveLength(4);
 
-    await redis.flushall();
+    await emptyRedis(redis);
     expect(await all()).toEqual({ HOUR: [], DAY: [], WEEK: [], ALL: [] });
     expect(await refresher.refresh()).toBe("rebuilt");
     expect(await all()).toEqual(before);
@@ -183,7 +183,7 @@ describe("hot ranking", () => {
     await refresher.refresh();
     const { posts: { p1, p2, p3, p4, p5 }, likes, unlikes } = await burst();
     await persistence.persist(likes);
-    await redis.flushall();
+    await emptyRedis(redis);
     const slowRebuild = await source.best(Date.now(), 1_000);
     await persistence.persist(unlikes);
     await store.mirror(slowRebuild, Date.now());

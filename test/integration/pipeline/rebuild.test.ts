@@ -12,11 +12,12 @@ import { createSnapshotStore } from "../../../src/stores/postgres/snapshot-store
 import { createCounterStore } from "../../../src/stores/redis/counter-store.js";
 import { createListStore } from "../../../src/stores/redis/list-store.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
+import { Cluster, type Redis } from "ioredis";
 import { isRedisUnavailable, type RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { redisState } from "../../support/agreement.js";
-import { createUsers, testConfig, type TestUser } from "../../support/env.js";
+import { createUsers, emptyRedis, testConfig, type TestUser } from "../../support/env.js";
 import { startTestPipeline } from "../../support/pipeline.js";
 import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
 
@@ -43,7 +44,7 @@ describe("rebuild from PostgreSQL", () => {
       await agreeWithin({ db, redis }, config, posts);
       const before = await redisState(redis, config.redisPartitions, posts);
 
-      await redis.flushall();
+      await emptyRedis(redis);
       // Two service instances, as two API processes would be, race to rebuild.
       const other = servicesOn({ db, redis }, config);
       const counts = await Promise.all([services.counters.read(posts), other.counters.read(posts)]);
@@ -117,13 +118,7 @@ describe("rebuild from PostgreSQL", () => {
         }
       })();
       await sleep(400);
-      // Atomically: how many changes wait in the outbox (they go with the flush), then the flush.
-      const streams = Array.from({ length: config.redisPartitions }, (_, p) => `ob:{${p}}`);
-      const transaction = redis.multi();
-      for (const s of streams) transaction.xlen(s);
-      transaction.flushall();
-      const replies = (await transaction.exec()) ?? [];
-      outboxAtFlush = replies.slice(0, streams.length).reduce((sum, [, n]) => sum + Number(n), 0);
+      outboxAtFlush = await flushCountingOutbox(redis, Array.from({ length: config.redisPartitions }, (_, p) => `ob:{${p}}`));
       await burst;
 
       await agreeWithin({ db, redis }, config, posts, 60_000);
@@ -334,3 +329,33 @@ const change = (target: LikeableTarget, userId: bigint, member: boolean, version
   version,
   at: new Date(),
 });
+/**
+ * Counts the entries waiting in `streams` and empties the server, atomically. A script rather
+ * than MULTI: a cluster node refuses a transaction over keys of many slots, and a script over
+ * keys of its own slots only when it says so.
+ */
+async function flushCounting(server: Redis, streams: readonly string[]): Promise<number> {
+  const script = [
+    "#!lua flags=allow-cross-slot-keys",
+    "local n = 0",
+    "for _, stream in ipairs(ARGV) do n = n + redis.call('XLEN', stream) end",
+    "redis.call('FLUSHALL')",
+    "return n",
+  ].join("\n");
+  return Number(await server.eval(script, 0, ...streams));
+}
+
+/**
+ * Empties Redis and answers how many outbox entries went with it: what waited there at the flush
+ * is lost with it. On a cluster each master counts the streams of its own slots and flushes at once.
+ */
+async function flushCountingOutbox(redis: RedisClient, streams: readonly string[]): Promise<number> {
+  if (!(redis instanceof Cluster)) return flushCounting(redis, streams);
+  const ranges = await redis.cluster("SLOTS");
+  const slots = await Promise.all(streams.map((s) => redis.cluster("KEYSLOT", s)));
+  const masters = redis.nodes("master");
+  const owned = (port: number | undefined) =>
+    streams.filter((_, i) => ranges.some(([first, last, master]) => master?.[1] === port && (slots[i] as number) >= first && (slots[i] as number) <= last));
+  const counts = await Promise.all(masters.map((master) => flushCounting(master, owned(master.options.port))));
+  return counts.reduce((a, b) => a + b, 0);
+}

@@ -10,7 +10,7 @@ import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
-import { createUsers, testConfig, type TestUser } from "../../support/env.js";
+import { createUsers, emptyRedis, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
 import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
 
@@ -128,7 +128,7 @@ describe("collects, follows and views persisted", () => {
         }));
       const before = await seen();
 
-      await redis.flushall();
+      await emptyRedis(redis);
       expect(await seen()).toEqual(before);
       // And they go on from there, exactly.
       await services.memberships.join("collect", posts[0] as Target, author.id);
