@@ -50,7 +50,7 @@ export function scheduleReconcile(options: {
         return;
       }
       try {
-        logger.info("reconcile pass started");
+        logger.info({ tick }, "reconcile pass started");
         const summary = await options.run();
         options.metrics?.reconcileInFlight.set(summary.inFlight.count);
         options.metrics?.reconcileStuck.set(summary.stuck.count);

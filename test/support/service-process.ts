@@ -1,4 +1,4 @@
-// The service as a separate process (npm start's entry point), for tests that kill or signal it.
+// The service as separate processes (npm start's and npm run worker's entry points), for tests that kill or signal them.
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import type { Config } from "../../src/config.js";
@@ -12,9 +12,19 @@ export interface ServiceProcess {
 }
 
 /** Starts `src/server.ts` with the test configuration (and `env` on top) and waits until it serves. */
-export async function startServiceProcess(config: Config, env: Record<string, string> = {}): Promise<ServiceProcess> {
+export function startServiceProcess(config: Config, env: Record<string, string> = {}): Promise<ServiceProcess> {
+  return startProcess("src/server.ts", config, env, (output) => /"url":"(http:[^"]+)graphql"/.exec(output)?.[1]);
+}
+
+/** Starts `src/worker.ts` (`npm run worker`: the persistence pipeline alone) and waits until its pipeline runs. */
+export function startWorkerProcess(config: Config, env: Record<string, string> = {}): Promise<ServiceProcess> {
+  return startProcess("src/worker.ts", config, env, (output) => (output.includes('"msg":"pipeline running"') ? "" : undefined));
+}
+
+/** Spawns `entry` and resolves once `ready` finds what it looks for in the output (its url, if any). */
+async function startProcess(entry: string, config: Config, env: Record<string, string>, ready: (output: string) => string | undefined): Promise<ServiceProcess> {
   // node itself with tsx's loader: one process, so a signal reaches the service and not a wrapper.
-  const child = spawn(process.execPath, ["--import", "tsx/esm", "src/server.ts"], {
+  const child = spawn(process.execPath, ["--import", "tsx/esm", entry], {
     env: {
       ...process.env,
       DATABASE_URL: config.databaseUrl,
@@ -37,14 +47,14 @@ export async function startServiceProcess(config: Config, env: Record<string, st
     const timer = setTimeout(() => {
       // A service that did not start in time must not outlive the test.
       child.kill("SIGTERM");
-      reject(new Error(`service did not start:\n${output}`));
+      reject(new Error(`${entry} did not start:\n${output}`));
     }, 30_000);
-    child.once("exit", (code) => reject(new Error(`service exited with ${code}:\n${output}`)));
+    child.once("exit", (code) => reject(new Error(`${entry} exited with ${code}:\n${output}`)));
     child.stdout?.on("data", () => {
-      const match = /"url":"(http:[^"]+)graphql"/.exec(output);
-      if (match?.[1]) {
+      const found = ready(output);
+      if (found !== undefined) {
         clearTimeout(timer);
-        resolve(match[1]);
+        resolve(found);
       }
     });
   });
