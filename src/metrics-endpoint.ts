@@ -19,10 +19,16 @@ export interface MetricsSource {
   metrics(): Promise<string>;
 }
 
-/** Serves /metrics; a port already taken is logged and skipped, never fatal. Port 0 serves nothing. */
+/** Serves /metrics and /health/live; a port already taken is logged and skipped, never fatal. Port 0 serves nothing. */
 export async function serveMetrics(source: MetricsSource, host: string, port: number, logger: Logger): Promise<Server | null> {
   if (port === 0) return null;
   const server = createServer((req, res) => {
+    // A liveness probe's target where this is the process's only port (the worker): it answers
+    // while the event loop does, without collecting the registry.
+    if (req.url === "/health/live") {
+      res.writeHead(200, { "content-type": "application/json" }).end('{"status":"live"}');
+      return;
+    }
     if (req.url !== "/metrics") {
       res.writeHead(404).end();
       return;
