@@ -1,13 +1,15 @@
 // What every benchmark run needs: a private Redis (so commands, bytes and CPU
-// are the benchmark's alone), its own database, and the service started as
-// `npm start` starts it, with the CPU of each of its processes read from /proc.
-import { spawn, type ChildProcess } from "node:child_process";
+// are the benchmark's alone) or a private Redis Cluster, its own database, and
+// the service started as `npm start` starts it, with the CPU of each of its
+// processes read from /proc.
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { readdirSync, readFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { Redis } from "ioredis";
-import { createRedisClient } from "../../src/stores/redis/client.js";
+import { Cluster, Redis } from "ioredis";
+import { createRedisClient, type RedisClient } from "../../src/stores/redis/client.js";
 import { migrate } from "../lib/migrate.js";
 import { projectRoot } from "../lib/schema-engine.js";
 import { freePort } from "../lib/ports.js";
@@ -36,12 +38,31 @@ export interface RedisCounters {
   readonly cpuSeconds: number;
 }
 
-export interface PrivateRedis {
+/** A Redis of the bench's own that the HTTP scenarios run against: one server, or every master of a cluster. */
+export interface BenchRedis {
+  /** What the tables call it. */
+  readonly label: string;
+  /** What the service is told to reach it by (REDIS_URL, or REDIS_CLUSTER_NODES). */
+  readonly env: Readonly<Record<string, string>>;
+  readonly client: RedisClient;
+  /** How many servers counters() and info() ask: each call counts one INFO command and one read of the bench's own on each. */
+  readonly servers: number;
+  /** The INFO section of every server. */
+  info(section: string): Promise<string[]>;
+  /** The servers' counters, summed. */
+  counters(): Promise<RedisCounters>;
+  stop(): Promise<void>;
+}
+
+export interface PrivateRedis extends BenchRedis {
   readonly port: number;
   readonly url: string;
   readonly client: Redis;
-  counters(): Promise<RedisCounters>;
-  stop(): Promise<void>;
+}
+
+function sumCounters(each: readonly RedisCounters[]): RedisCounters {
+  const sum = (field: keyof RedisCounters) => each.reduce((total, c) => total + c[field], 0);
+  return { commands: sum("commands"), reads: sum("reads"), bytesIn: sum("bytesIn"), bytesOut: sum("bytesOut"), cpuSeconds: sum("cpuSeconds") };
 }
 
 export function parseRedisCounters(info: string): RedisCounters {
@@ -77,15 +98,78 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     return (await client.ping()) === "PONG";
   }, "private Redis");
   return {
+    label: "single",
+    env: { REDIS_URL: url },
+    servers: 1,
     port,
     url,
     client,
+    info: async (section) => [await client.info(section)],
     counters: async () => parseRedisCounters(await client.info("all")),
     async stop() {
       process.off("exit", orphaned);
       client.disconnect();
       child.kill("SIGTERM");
       await once(child, "exit");
+    },
+  };
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+/** The first of three consecutive ports from `from` on that are free, with their cluster bus ports (port + 10,000). */
+async function freeClusterPorts(from: number): Promise<number> {
+  for (let first = from; first < from + 300; first += 3) {
+    const ports = [first, first + 1, first + 2].flatMap((port) => [port, port + 10_000]);
+    if ((await Promise.all(ports.map(portIsFree))).every(Boolean)) return first;
+  }
+  throw new Error(`no three free ports (and their bus ports) between ${from} and ${from + 300} for the bench's Redis Cluster; stop what holds them`);
+}
+
+/**
+ * A 3-master Redis Cluster of the bench's own (scripts/redis-cluster.sh on free
+ * ports from 7301 on, above the test suite's 7101–7103, so a bench and the suite
+ * can run at once), empty, without AOF, as the private Redis is.
+ */
+export async function startPrivateCluster(): Promise<BenchRedis> {
+  const first = await freeClusterPorts(7301);
+  const script = (action: "start" | "stop") =>
+    execFileSync("bash", ["scripts/redis-cluster.sh", action, String(first)], { cwd: projectRoot, stdio: ["ignore", 2, 2] });
+  // A bench that dies on an error must not leave the cluster's daemons running.
+  const orphaned = () => script("stop");
+  process.once("exit", orphaned);
+  try {
+    script("start");
+  } catch (error) {
+    process.off("exit", orphaned);
+    script("stop");
+    throw error;
+  }
+  const nodes = [first, first + 1, first + 2].map((port) => `127.0.0.1:${port}`);
+  const client = createRedisClient({ url: `redis://${nodes[0]}`, clusterNodes: nodes });
+  if (!(client instanceof Cluster)) throw new Error("expected a Redis Cluster client");
+  client.on("error", () => {});
+  await client.connect();
+  const masters = client.nodes("master");
+  if (masters.length !== 3) throw new Error(`the bench's Redis Cluster has ${masters.length} masters, expected 3; see .state/redis-cluster/*/redis.log`);
+  const info = (section: string) => Promise.all(client.nodes("master").map((node) => node.info(section)));
+  return {
+    label: "cluster",
+    env: { REDIS_CLUSTER_NODES: nodes.join(",") },
+    servers: masters.length,
+    client,
+    info,
+    counters: async () => sumCounters((await info("all")).map(parseRedisCounters)),
+    async stop() {
+      process.off("exit", orphaned);
+      client.disconnect();
+      script("stop");
     },
   };
 }
@@ -115,6 +199,14 @@ function peakRssKbOf(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** CPU seconds the whole machine has run anything (every core; not idle, I/O wait or stolen by the hypervisor), from /proc/stat. */
+export function machineBusySeconds(): number {
+  const fields = (/^cpu\s+(.*)$/m.exec(readFileSync("/proc/stat", "utf8"))?.[1] ?? "").trim().split(/\s+/).map(Number);
+  // user nice system idle iowait irq softirq steal …; guest time is already in user and nice.
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = fields;
+  return (user + nice + system + irq + softirq) / 100;
 }
 
 /** A process and all its descendants. */

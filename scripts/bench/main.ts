@@ -1,4 +1,4 @@
-// npm run bench [-- [--quick] [--mode npm-start|api-only] [--profile dir] [--against dir] [scenario ...]]
+// npm run bench [-- [--quick] [--mode npm-start|api-only] [--profile dir] [--against dir] [--database name] [scenario ...]]
 //
 // Measures the service on realistic data (scripts/bench/dataset.ts) and prints
 // figures and same-run ratios to Redis alone. Scenarios:
@@ -17,6 +17,11 @@
 //   nested                                  feed(100) → comments(100) → post → comments(100) sent once
 //                                           to the API as configured and with the cost limit lifted (and
 //                                           to `--against`'s as configured); not run unless named
+//   scale                                   feed100 and like-hot with 1 and 2 API processes (WEB_CONCURRENCY),
+//                                           against the private Redis and against a private 3-master Redis
+//                                           Cluster (scripts/redis-cluster.sh, free ports from 7301 on) warmed
+//                                           the same way; the API alone unless `--mode` says otherwise; prints
+//                                           the ratios 2/1 processes and cluster/single; not run unless named
 // With no scenario named, the four HTTP scenarios and memory run. `--quick` loads a
 // tenth of the data for development; the README's figures come from the full set.
 // `--profile dir` has every process of the service write a CPU profile into dir.
@@ -25,6 +30,7 @@
 // this one then that one, so the two are compared on the same data in one run.
 // `--database name` (default likes_bench) names the bench's database and RabbitMQ vhost,
 // so two checkouts can run benches on one machine at once.
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { SingleBar, Presets } from "cli-progress";
@@ -35,7 +41,7 @@ import type { Target } from "../../src/domain/model.js";
 import { createLogger } from "../../src/logger.js";
 import { createDatabase } from "../../src/stores/postgres/database.js";
 import { loadDataset, quick, realistic, type Dataset } from "./dataset.js";
-import { benchSecret, prepareDatabase, startPrivateRedis, startService, type PrivateRedis, type ServiceMode } from "./harness.js";
+import { benchSecret, prepareDatabase, startPrivateCluster, startPrivateRedis, startService, type BenchRedis, type ServiceMode } from "./harness.js";
 import { measureMemory } from "./memory.js";
 import { persist } from "./persist.js";
 import { freshVhost } from "./rabbitmq.js";
@@ -43,6 +49,7 @@ import { reconcileScenario } from "./reconcile.js";
 import { addComments, measureNested, type NestedFigures } from "./nested.js";
 import { loadBigTarget, reconcileBigPass } from "./reconcile-big.js";
 import { liveHot, type LiveFigures } from "./live.js";
+import { scale, scaleRatios, scaleRunCount, type ScaleRun } from "./scale.js";
 import {
   collectHot,
   connections,
@@ -62,7 +69,7 @@ import {
 } from "./scenarios.js";
 
 const httpScenarios = ["feed100", "like-hot", "like-spread", "mixed", "collect-hot", "follow-hot", "views-hot", "views-hot-batched", "hot-posts"] as const;
-const all = [...httpScenarios, "live-hot", "memory", "nested", "persist", "reconcile", "reconcile-big"] as const;
+const all = [...httpScenarios, "live-hot", "memory", "nested", "persist", "reconcile", "reconcile-big", "scale"] as const;
 type Scenario = (typeof all)[number];
 
 const { values: flags, positionals } = parseArgs({
@@ -78,7 +85,7 @@ const { values: flags, positionals } = parseArgs({
 const unknown = positionals.filter((s) => !(all as readonly string[]).includes(s));
 const modes: ServiceMode[] = flags.mode === undefined ? ["npm start", "API only"] : flags.mode === "npm-start" ? ["npm start"] : flags.mode === "api-only" ? ["API only"] : [];
 if (unknown.length || modes.length === 0) {
-  console.error(`Usage: npm run bench -- [--quick] [--mode npm-start|api-only] [--profile dir] [--against dir] [${all.join("|")} ...]`);
+  console.error(`Usage: npm run bench -- [--quick] [--mode npm-start|api-only] [--profile dir] [--against dir] [--database name] [${all.join("|")} ...]`);
   process.exit(2);
 }
 const chosen = new Set<Scenario>(positionals.length ? (positionals as Scenario[]) : [...httpScenarios, "memory"]);
@@ -107,16 +114,16 @@ function progressBar(label: string) {
   };
 }
 
-/** Fills the empty private Redis from PostgreSQL through the service's own rebuild, as a new Redis fills in production. */
-async function warmRedis(redis: PrivateRedis, data: Dataset): Promise<number> {
+/** Fills an empty private Redis (or Redis Cluster) from PostgreSQL through the service's own rebuild, as a new Redis fills in production. */
+async function warmRedis(redis: BenchRedis, data: Dataset): Promise<number> {
   const db = createDatabase({ url: databaseUrl, poolSize: 8 });
-  const app = compose(loadConfig({ ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redis.url }), { db, redis: redis.client }, createLogger("warn", "bench"));
+  const app = compose(loadConfig({ ...process.env, DATABASE_URL: databaseUrl, ...redis.env }), { db, redis: redis.client }, createLogger("warn", "bench"));
   const services = app.services;
   const targets: Target[] = [
     ...data.postIds.map((id): Target => ({ type: "post", id })),
     ...data.likerIds.map((id): Target => ({ type: "user", id })),
   ];
-  const bar = progressBar("warming Redis through the rebuild");
+  const bar = progressBar(`warming the ${redis.label} Redis through the rebuild`);
   const started = Date.now();
   for (let i = 0; i < targets.length; i += 16) {
     await Promise.all(targets.slice(i, i + 16).map((t) => services.counters.rebuild(t)));
@@ -128,6 +135,53 @@ async function warmRedis(redis: PrivateRedis, data: Dataset): Promise<number> {
   await app.rankings.refresh();
   await db.$disconnect();
   return (Date.now() - started) / 1000;
+}
+
+/** The runs of `scale`, with the cores each kept busy, then the ratios against their targets. */
+function printScale(runs: readonly ScaleRun[], mode: ServiceMode): void {
+  // CPU per request times requests per second: the cores each kept busy on average.
+  const coreParts = (r: HttpFigures): [string, number][] => [
+    ["API", (r.apiCpuMsPerRequest * r.requestsPerSecond) / 1e3],
+    ...(mode === "npm start" ? [["pipeline", (r.pipelineCpuMsPerRequest * r.requestsPerSecond) / 1e3] as [string, number]] : []),
+    ["load", (r.loadCpuMsPerRequest * r.requestsPerSecond) / 1e3],
+    ["Redis", (r.redisCpuUsPerRequest * r.requestsPerSecond) / 1e6],
+    ["PostgreSQL", (r.postgresCpuMsPerRequest * r.requestsPerSecond) / 1e3],
+  ];
+  const coresOf = (r: HttpFigures) => {
+    const parts = coreParts(r);
+    return `${parts.map(([, n]) => n.toFixed(2)).join(" + ")} = ${parts.reduce((total, [, n]) => total + n, 0).toFixed(2)}`;
+  };
+  const names = runs[0] ? coreParts(runs[0].figures).map(([name]) => name).join(" + ") : "";
+  console.log(
+    `\nscale: ${mode === "API only" ? "the API alone (PIPELINE=off)" : "`npm start`"} with 1 and 2 API processes, against one Redis and a 3-master Redis Cluster, ` +
+      `on the ${shape.name} data set, ${connections} connections; this machine's ${availableParallelism()} cores carry the load generator, the API processes, Redis, PostgreSQL and whatever else runs here:`,
+  );
+  console.table(runs.map(({ redis: label, apiProcesses, figures: r }) => ({
+    Redis: label,
+    "API processes": apiProcesses,
+    scenario: r.scenario,
+    "req/s": r.requestsPerSecond,
+    "p50 ms": r.p50Ms,
+    "p99 ms": r.p99Ms,
+    failures: r.failures,
+    exact: r.exact,
+    "API CPU ms/req": r.apiCpuMsPerRequest,
+    ...(mode === "npm start" ? { "pipeline CPU ms/req": r.pipelineCpuMsPerRequest } : {}),
+    "load CPU ms/req": r.loadCpuMsPerRequest,
+    "Redis cmds/req": r.redisCommandsPerRequest,
+    "round trips/req": r.redisRoundTripsPerRequest,
+    "Redis CPU µs/req": r.redisCpuUsPerRequest,
+    [`cores: ${names}`]: coresOf(r),
+    "machine busy cores": r.machineCores,
+  })));
+  console.log("\nscale: ratios of req/s (like-hot's meet a target only when both runs were exact):");
+  console.table(scaleRatios(runs).map((q) => ({
+    scenario: q.scenario,
+    compared: q.compared,
+    ratio: `${q.ratio.toFixed(2)}×`,
+    target: `≥ ${q.target.toFixed(q.target < 1 ? 2 : 1)}${q.targeted ? "" : " (like-hot's, for comparison)"}`,
+    met: q.met ? "✓" : q.exact ? "✗" : "✗ (not exact)",
+  })));
 }
 
 async function issueTokens(ids: readonly bigint[]): Promise<Map<bigint, string>> {
@@ -146,8 +200,10 @@ const amqp = freshVhost(config.amqpUrl, flags.database);
 const results: HttpFigures[] = [];
 const viewResults: ViewsFigures[] = [];
 const liveResults: LiveFigures[] = [];
+let cluster: BenchRedis | undefined;
 try {
-  const wantsHttp = httpScenarios.some((s) => chosen.has(s)) || chosen.has("live-hot");
+  const wantsRuns = httpScenarios.some((s) => chosen.has(s)) || chosen.has("live-hot");
+  const wantsHttp = wantsRuns || chosen.has("scale");
   if (wantsHttp || chosen.has("memory") || chosen.has("nested")) {
     const bar = progressBar(`loading the ${shape.name} data set into PostgreSQL (COPY), likes`);
     const data = await loadDataset(sql, shape, (done, total) => bar.update(done, total));
@@ -156,6 +212,11 @@ try {
     const memoryBefore = await redis.client.info("memory");
     const warmSeconds = await warmRedis(redis, data);
     console.error(`  Redis warmed in ${warmSeconds.toFixed(1)} s`);
+    if (chosen.has("scale")) {
+      cluster = await startPrivateCluster();
+      const clusterSeconds = await warmRedis(cluster, data);
+      console.error(`  Redis Cluster warmed in ${clusterSeconds.toFixed(1)} s`);
+    }
     if (chosen.has("memory")) {
       const m = await measureMemory(redis, data, memoryBefore);
       console.log(`\nRedis memory of the ${shape.name} data set, warmed through the rebuild (${m.likes.toLocaleString()} likes, ${m.targets.toLocaleString()} targets):`);
@@ -201,15 +262,15 @@ try {
       const token = (id: bigint) => tokens.get(id) as string;
       const fresh = new FreshPairs(data);
       const services = flags.against === undefined ? [{ label: "", directory: undefined }] : [{ label: "", directory: undefined }, { label: ` @ ${path.basename(path.resolve(flags.against))}`, directory: path.resolve(flags.against) }];
-      const runs = modes.flatMap((mode) => services.map((s) => ({ mode, ...s })));
+      const runs = wantsRuns ? modes.flatMap((mode) => services.map((s) => ({ mode, ...s }))) : [];
       for (const { mode, label, directory } of runs) {
         // The other checkout gets queues of its own: its messages need not be readable by this one's consumers.
         const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqp, ...(directory ? { RABBITMQ_PREFIX: "likes_bench_other" } : {}) };
         const service = await startService(mode, env, { profileDir: flags.profile, directory });
         try {
           const ctx: ScenarioContext = { data, redis, service, mode: `${mode}${label}`, durationSeconds, warmUpSeconds, token, fresh };
-          // Each run may use its share of the users who have not liked the hot post, and 20,000 at most.
-          const hotLikes = Math.min(20_000, Math.floor(data.idleIds.length / runs.length));
+          // Each run may use its share of the users who have not liked the hot post (scale's runs included), and 20,000 at most.
+          const hotLikes = Math.min(20_000, Math.floor(data.idleIds.length / (runs.length + (chosen.has("scale") ? scaleRunCount : 0))));
           for (const scenario of httpScenarios) {
             if (!chosen.has(scenario)) continue;
             console.error(`${scenario} (${ctx.mode}) ...`);
@@ -295,6 +356,19 @@ try {
           if (ceiling) console.log(`  ${r.scenario} (${r.mode}): ${r.requestsPerSecond.toLocaleString()} req/s = ${((100 * r.requestsPerSecond) / ceiling).toFixed(1)}% of Redis alone's ${what}`);
         }
       }
+
+      if (cluster) {
+        // The pipeline would take cores from the API processes whose scaling is measured, so the API runs alone unless --mode says otherwise.
+        const mode: ServiceMode = flags.mode === "npm-start" ? "npm start" : "API only";
+        const scaleRuns = await scale({
+          redises: [redis, cluster],
+          mode,
+          env: { DATABASE_URL: databaseUrl, AMQP_URL: amqp },
+          profileDir: flags.profile,
+          context: { data, durationSeconds, warmUpSeconds, token, fresh },
+        });
+        printScale(scaleRuns, mode);
+      }
     }
   }
 
@@ -344,5 +418,6 @@ try {
   }
 } finally {
   await sql.end();
+  await cluster?.stop();
   await redis.stop();
 }

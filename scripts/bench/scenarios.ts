@@ -3,14 +3,14 @@
 import { execFileSync } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
-import type { Redis } from "ioredis";
 import { relations, type Relation, type Target } from "../../src/domain/model.js";
+import { batchRead, type RedisClient } from "../../src/stores/redis/client.js";
 import { createRedisKeys, membershipGenerations } from "../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../src/stores/redis/membership-store.js";
 import { relationLayouts } from "../../src/stores/redis/relations.js";
 import { loadScript } from "../../src/stores/redis/scripts.js";
 import type { Dataset } from "./dataset.js";
-import { cpuBetween, otherServersCpu, partitions, type PrivateRedis, type RedisCounters, type RunningService } from "./harness.js";
+import { cpuBetween, machineBusySeconds, otherServersCpu, partitions, type BenchRedis, type PrivateRedis, type RedisCounters, type RunningService } from "./harness.js";
 
 export const connections = 64;
 
@@ -32,6 +32,8 @@ export interface HttpFigures {
   readonly rabbitmqCpuMsPerRequest: number;
   readonly postgresCpuMsPerRequest: number;
   readonly loadCpuMsPerRequest: number;
+  /** Cores the whole machine kept busy on average during the run: the service, Redis, the load and whatever else runs here. */
+  readonly machineCores: number;
   /** Whether counts moved by exactly the acknowledged changes, where the scenario changes any. */
   readonly exact: string;
 }
@@ -53,7 +55,7 @@ interface Load {
   readonly scenario: string;
   readonly mode: string;
   readonly service: RunningService;
-  readonly redis: PrivateRedis;
+  readonly redis: BenchRedis;
   readonly request: (n: number) => Request;
   /** How long the load runs, unless `amount` is given. */
   readonly durationSeconds: number;
@@ -74,6 +76,7 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
   const cpuBefore = load.service.cpu();
   const othersBefore = otherServersCpu();
   const ownBefore = process.cpuUsage();
+  const machineBefore = machineBusySeconds();
   // Timed here, to the last answer: autocannon ends a run only at its next one-second sample, so
   // its duration (and the end of its callback) rounds a run of a fixed amount up to whole seconds
   // (20,000 likes read as "3,328/s" whatever their real rate).
@@ -111,6 +114,7 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
   });
   const elapsedSeconds = (lastAnswerMs - startedMs) / 1000;
   const own = process.cpuUsage(ownBefore);
+  const machine = machineBusySeconds() - machineBefore;
   const cpuAfter = load.service.cpu();
   const othersAfter = otherServersCpu();
   const redisAfter = await load.redis.counters();
@@ -125,9 +129,9 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
     p99Ms: result.latency.p99,
     maxMs: result.latency.max,
     failures: failures + result.errors + result.timeouts + result.non2xx,
-    // The INFO call after the run is one command and one read of the bench's own.
-    redisCommandsPerRequest: round(per(redisAfter.commands - redisBefore.commands - 1), 1),
-    redisRoundTripsPerRequest: round(per(redisAfter.reads - redisBefore.reads - 1), 2),
+    // The two INFO samples count one command and one read of the bench's own on each server between them.
+    redisCommandsPerRequest: round(per(redisAfter.commands - redisBefore.commands - load.redis.servers), 1),
+    redisRoundTripsPerRequest: round(per(redisAfter.reads - redisBefore.reads - load.redis.servers), 2),
     redisBytesPerRequest: Math.round(per(redisAfter.bytesIn - redisBefore.bytesIn + redisAfter.bytesOut - redisBefore.bytesOut)),
     redisCpuUsPerRequest: round(per((redisAfter.cpuSeconds - redisBefore.cpuSeconds) * 1e6)),
     apiCpuMsPerRequest: round(per((cpuAfter.api - cpuBefore.api) * 1e3), 3),
@@ -135,12 +139,13 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
     rabbitmqCpuMsPerRequest: round(per(cpuBetween(othersBefore.rabbitmq, othersAfter.rabbitmq) * 1e3), 3),
     postgresCpuMsPerRequest: round(per(cpuBetween(othersBefore.postgres, othersAfter.postgres) * 1e3), 3),
     loadCpuMsPerRequest: round(per((own.user + own.system) / 1e3), 3),
+    machineCores: round(machine / elapsedSeconds, 2),
   };
 }
 
 export interface ScenarioContext {
   readonly data: Dataset;
-  readonly redis: PrivateRedis;
+  readonly redis: BenchRedis;
   readonly service: RunningService;
   readonly mode: string;
   readonly durationSeconds: number;
@@ -216,16 +221,15 @@ export class FreshPairs {
 
 const targetTypeOf = (relation: Relation) => relations[relation].targets[0];
 
-/** The relation's counter on each target. */
-async function memberCounts(redis: Redis, relation: Relation, targets: readonly bigint[]): Promise<number[]> {
+/** The relation's counter on each target (in one pipeline, or one per node of a cluster). */
+async function memberCounts(redis: RedisClient, relation: Relation, targets: readonly bigint[]): Promise<number[]> {
   const keys = createRedisKeys(partitions);
-  const pipeline = redis.pipeline();
-  for (const id of targets) pipeline.hget(keys.counters({ type: targetTypeOf(relation), id }), relations[relation].counter);
-  return ((await pipeline.exec()) ?? []).map(([, value]) => Number(value ?? 0));
+  const calls = targets.map((id) => [keys.counters({ type: targetTypeOf(relation), id }), relations[relation].counter] as const);
+  return (await batchRead(redis, "hget", calls)).map((value) => Number(value ?? 0));
 }
 
 /** Counts once requests left in flight when the load stopped have been applied: unchanged for half a second. */
-async function settledCounts(redis: Redis, relation: Relation, targets: readonly bigint[]): Promise<number[]> {
+async function settledCounts(redis: RedisClient, relation: Relation, targets: readonly bigint[]): Promise<number[]> {
   const sum = (counts: number[]) => counts.reduce((a, b) => a + b, 0);
   let counts = await memberCounts(redis, relation, targets);
   for (let i = 0; i < 60; i++) {
@@ -238,7 +242,7 @@ async function settledCounts(redis: Redis, relation: Relation, targets: readonly
 }
 
 /** Which of the pairs Redis holds as members of the relation. */
-async function members(redis: Redis, relation: Relation, pairs: readonly Pair[]): Promise<boolean[]> {
+async function members(redis: RedisClient, relation: Relation, pairs: readonly Pair[]): Promise<boolean[]> {
   const store = createMembershipStore(redis, createRedisKeys(partitions));
   const held: boolean[] = [];
   for (let i = 0; i < pairs.length; i += 1_000) {
@@ -408,9 +412,9 @@ export async function mixed(ctx: ScenarioContext): Promise<HttpFigures> {
   }, async (pairs) => pairs.map((pair) => heldAtStart.get(pairKey(pair)) === true));
 }
 
-/** Calls of Lua scripts Redis ran so far (EVALSHA and EVAL), from INFO commandstats. */
-async function scriptCalls(redis: PrivateRedis): Promise<number> {
-  const stats = await redis.client.info("commandstats");
+/** Calls of Lua scripts Redis ran so far (EVALSHA and EVAL), from INFO commandstats of every server. */
+async function scriptCalls(redis: BenchRedis): Promise<number> {
+  const stats = (await redis.info("commandstats")).join("\n");
   return [...stats.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
 }
 
