@@ -66,7 +66,7 @@ const definitions = {
  * outside auto-pipelining (ClusterOptions.autoPipeliningIgnoredCommands), the call
  * leaves as EVALSHA, whose keys ioredis reads after the count, and is routed by
  * its first key. These are rare background calls (eviction, recount) or, for
- * readTargets, a standalone-only read, so none loses batching it needs.
+ * readTargets, one call per node of a feed, so none loses batching it needs.
  */
 export const variableKeyCommands: readonly string[] = Object.entries(definitions)
   .filter(([, definition]) => definition.numberOfKeys === undefined)

@@ -3,6 +3,7 @@
 import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bucketedWindowNames, bucketStart, bucketSpans, windowBuckets, windowOfSpan, type BucketCount, type LikeableTarget, type MalformedOutboxEntry, type OutboxEntry, type Target } from "../../../../src/domain/model.js";
+import type { ViewRequest } from "../../../../src/domain/ports.js";
 import { createCountChanges } from "../../../../src/stores/redis/count-changes.js";
 import { decodeTargetLines, createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { parseCounterHash } from "../../../../src/stores/redis/counter-hash.js";
@@ -345,7 +346,7 @@ describe("scripts on a Redis Cluster", () => {
   });
 
   it("when read-targets is sent targets of one slot, then it reaches their node although it takes its key count first", async () => {
-    // A feed reads a cluster with pipelines (its targets span slots); one slot's targets are what the script may read here.
+    // Every key declared, as on a standalone Redis: the node accepts them when they share a slot.
     // Before routing by first key, the call joined the auto-pipeline of the node serving the slot of its key count.
     const countMaster = masterOf(await cluster.cluster("KEYSLOT", "6"));
     const candidates = spread(6);
@@ -367,6 +368,28 @@ describe("scripts on a Redis Cluster", () => {
       [1, 4, true],
       [0, 4, false],
     ]);
+  });
+
+  it("when a feed of targets on every master is read, then each master runs one read-targets over its own; with the client's slot map out of date, the refused targets are read one by one", async () => {
+    const feed = spread(30);
+    expect((await mastersOf(feed)).size).toBe(3);
+    const counters = createCounterStore(cluster, keys);
+    await Promise.all(feed.map((t, i) => counters.init(t, { like: i, read: 2 * i })));
+    await Promise.all(feed.filter((_, i) => i % 3 === 0).map((t) => createMembershipStore(cluster, keys).add("like", t as LikeableTarget, 77n)));
+    const expected = feed.map((_, i) => ({ counts: { like: i + (i % 3 === 0 ? 1 : 0), read: 2 * i }, viewerIn: { like: i % 3 === 0 } }));
+    const scriptCalls = async () =>
+      // EVAL, EVALSHA and their read-only forms, which a read-only script is sent as.
+      Promise.all(cluster.nodes("master").map(async (node) => [...(await node.info("commandstats")).matchAll(/^cmdstat_eval\w*:calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0)));
+    const request: ViewRequest = { viewerId: 77n, names: ["like", "read"], relations: ["like"] };
+
+    const before = await scriptCalls();
+    expect(await counters.view(feed, request)).toEqual(expected);
+    const after = await scriptCalls();
+    expect(after.map((calls, m) => calls - (before[m] as number))).toEqual([1, 1, 1]);
+
+    // A client whose slot map is out of date, as while slots move: it believes every key on one master, which refuses the others'.
+    const stale = createCounterStore(cluster, keys, { nodeOf: () => "one node" });
+    expect(await stale.view(feed, request)).toEqual(expected);
   });
 
   it("when rate budgets of many subjects are charged at once, then each reaches its own node and each is enforced alone", async () => {
