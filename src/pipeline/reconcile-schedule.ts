@@ -24,51 +24,59 @@ export function scheduleReconcile(options: {
   logger: Logger;
 }): ReconcileSchedule {
   const { lease, logger } = options;
-  let running: Promise<void> = Promise.resolve();
-  // The time the next tick is due, as the pattern says (not when its timer fires): the same on every worker.
+  // Ticks in hand: a pass may outlast the interval, and stop() waits for it as well as for the ticks after it.
+  const running = new Set<Promise<void>>();
+  // The time the next tick is due, as the pattern says (not when its timer fires): the same on every
+  // worker whose clock is in the same time zone (the pattern is read in the process's own, TZ).
   let due: Date | null = null;
   const job = new Cron(options.cron, (self: Cron) => {
     const tick = due;
     due = self.nextRun();
-    running = (async () => {
-      const claimed = tick === null ? false : await options.ticks.claim(tick).catch((err: unknown) => {
-        logger.error({ err }, "reconcile pass skipped: its tick could not be claimed");
-        return false;
-      });
-      if (!claimed) {
-        logger.info({ tick }, "reconcile pass skipped: another worker took this tick");
-        return;
-      }
-      // Held for at most an hour: a worker that dies mid-pass does not block the next night's.
-      const token = await lease.acquire(3_600_000).catch((err: unknown) => {
-        logger.error({ err }, "reconcile pass skipped: the lease could not be taken");
-        return undefined;
-      });
-      if (token === undefined) return;
-      if (token === null) {
-        logger.info("reconcile pass skipped: another worker is running one");
-        return;
-      }
-      try {
-        logger.info({ tick }, "reconcile pass started");
-        const summary = await options.run();
-        options.metrics?.reconcileInFlight.set(summary.inFlight.count);
-        options.metrics?.reconcileStuck.set(summary.stuck.count);
-        options.metrics?.reconcileRebuiltBehind.inc(summary.rebuiltBehind.count);
-        logger.info({ summary }, describeSummary(summary));
-      } catch (err) {
-        logger.error({ err }, "reconcile pass failed");
-      } finally {
-        await lease.release(token).catch(() => {});
-      }
-    })();
+    if (tick === null) return;
+    const work = runTick(tick);
+    running.add(work);
+    void work.finally(() => running.delete(work));
   });
+
+  async function runTick(tick: Date): Promise<void> {
+    const claimed = await options.ticks.claim(tick).catch((err: unknown) => {
+      logger.error({ err }, "reconcile pass skipped: its tick could not be claimed");
+      return null;
+    });
+    if (claimed === null) return;
+    if (!claimed) {
+      logger.info({ tick }, "reconcile pass skipped: another worker took this tick");
+      return;
+    }
+    // Held for at most an hour: a worker that dies mid-pass does not block the next night's.
+    const token = await lease.acquire(3_600_000).catch((err: unknown) => {
+      logger.error({ err }, "reconcile pass skipped: the lease could not be taken");
+      return undefined;
+    });
+    if (token === undefined) return;
+    if (token === null) {
+      logger.info("reconcile pass skipped: another worker is running one");
+      return;
+    }
+    try {
+      logger.info({ tick }, "reconcile pass started");
+      const summary = await options.run();
+      options.metrics?.reconcileInFlight.set(summary.inFlight.count);
+      options.metrics?.reconcileStuck.set(summary.stuck.count);
+      options.metrics?.reconcileRebuiltBehind.inc(summary.rebuiltBehind.count);
+      logger.info({ summary }, describeSummary(summary));
+    } catch (err) {
+      logger.error({ err }, "reconcile pass failed");
+    } finally {
+      await lease.release(token).catch(() => {});
+    }
+  }
   due = job.nextRun();
   logger.info({ cron: options.cron, next: due?.toISOString() }, "reconcile scheduled");
   return {
     async stop() {
       job.stop();
-      await running;
+      await Promise.all(running);
     },
   };
 }

@@ -1,7 +1,7 @@
 // Starts what the suite needs beside the machine's services: a private Redis
 // instance (so counting round trips or flushing disturbs nobody) and a local
 // Redis Cluster for the script tests. The database is migrated by scripts/test.sh.
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -34,11 +34,11 @@ declare module "vitest" {
 
 const rabbitmqctl = (...args: string[]) => execFileSync("rabbitmqctl", args, { stdio: "pipe" });
 
-let redis: ChildProcess | undefined;
-
 export default async function setup(project: TestProject): Promise<() => void> {
+  // vitest.config.ts's projects each run this; the root, which runs no file, need not.
+  if (project.isRootProject()) return () => {};
   const port = await freePort();
-  redis = spawn(
+  const redis = spawn(
     "redis-server",
     ["--port", String(port), "--bind", "127.0.0.1", "--dir", mkdtempSync(path.join(tmpdir(), "likes-test-redis-")), "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"],
     { stdio: "ignore" },
@@ -47,7 +47,8 @@ export default async function setup(project: TestProject): Promise<() => void> {
   // TEST_CLUSTER_PORT lets two checkouts run their suites side by side.
   const clusterPort = Number(process.env.TEST_CLUSTER_PORT ?? 7101);
   execFileSync("bash", ["scripts/redis-cluster.sh", "start", String(clusterPort)], { stdio: "inherit" });
-  // The cluster outlives a run: the project "cluster" starts from an empty one, as the other from a new private Redis.
+  // The cluster outlives a run: each run starts from an empty one, as from a new private Redis. Both projects'
+  // files then share it (one file at a time), each with ids of its own.
   for (const port of [0, 1, 2].map((i) => clusterPort + i)) execFileSync("redis-cli", ["-p", String(port), "flushall"], { stdio: "pipe" });
 
   // Tests stand in for users with small made-up ids (1, 2, … up to some tens of thousands) where
@@ -66,7 +67,7 @@ export default async function setup(project: TestProject): Promise<() => void> {
   rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
   project.provide("amqpUrl", `amqp://guest:guest@127.0.0.1:5672/${vhost}`);
   return () => {
-    redis?.kill("SIGTERM");
+    redis.kill("SIGTERM");
     try {
       rabbitmqctl("delete_vhost", vhost);
     } catch {

@@ -57,6 +57,8 @@ describe("reconcile schedule", () => {
       const workers = [0, 300].map((lateMs) => scheduleReconcile({ cron: "* * * * * *", ...sharedBy(lateMs, lockKey, tickPrefix), run, logger: silentLogger }));
       await sleep(3_200);
       await Promise.all(workers.map((w) => w.stop()));
+      // Stopping waits for a pass in progress, even one begun a tick before the last.
+      expect(running).toBe(0);
       expect(overlapped).toBe(false);
       // One pass a tick: the late worker's claim, 300 ms after a 20 ms pass ended, finds the tick taken.
       expect(new Set(startedInSecond).size).toBe(startedInSecond.length);
