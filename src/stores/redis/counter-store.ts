@@ -87,8 +87,11 @@ export function decodeTargetLines(text: string, targets: number, names: readonly
   return reads;
 }
 
-/** Whether a cluster node refused a call for keys of slots it does not serve (now or any more). */
-const slotsMoved = (error: unknown) => error instanceof Error && /non local key|CROSSSLOT|TRYAGAIN|^(MOVED|ASK) /.test(error.message);
+/**
+ * Whether a cluster node refused a script for keys of slots it does not serve (any more, or
+ * not yet). ioredis follows MOVED and ASK for the first key itself; the others only the node sees.
+ */
+const slotsMoved = (error: unknown) => error instanceof Error && /Script attempted to access (a non local key|a slot not served)/.test(error.message);
 
 export interface CounterStoreOptions {
   /**

@@ -68,7 +68,7 @@ for i = 1, n * r do
   keysNeeded = keysNeeded + passed[i]
 end
 local keys = KEYS
-if #KEYS + #ARGV - fixed ~= keysNeeded then
+if #KEYS + #ARGV - fixed ~= keysNeeded or (#ARGV > fixed and #KEYS ~= 1) then
   return { INVALID_ARGUMENTS }
 elseif #ARGV > fixed then
   keys = { unpack(KEYS) }

@@ -1,4 +1,4 @@
-// The feed read (read-targets.lua on a standalone Redis, pipelines on a cluster)
+// The feed read (read-targets.lua: one call on a standalone Redis, one per master on a cluster)
 // answers what plain commands read of the same targets.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Counts, LikeableTarget, Target, TargetView } from "../../../../src/domain/model.js";
