@@ -33,8 +33,8 @@ case "$action" in
     echo "cluster running on ports ${ports[*]}"
     ;;
   stop)
-    for port in "${ports[@]}"; do redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; done
-    rm -rf "$root"
+    # Only this cluster's own directories: the suite's and a bench's clusters may share .state.
+    for port in "${ports[@]}"; do redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "${root:?}/$port"; done
     echo "cluster stopped"
     ;;
   status)
