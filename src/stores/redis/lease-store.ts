@@ -18,11 +18,15 @@ export function createLease(redis: RedisClient, key: string): Lease {
 /**
  * Claims of ticks in keys `<prefix><tick in ms>` (`SET NX`), kept for `keepMs`: longer than
  * the clocks of the claimants can differ, so that a late one still finds the tick taken.
+ * A key holds its claimant's id, so a claim that ioredis resends after losing its reply
+ * finds its own id there and still counts as claimed: else no worker would run the tick.
  */
-export function createTickClaims(redis: RedisClient, prefix: string, keepMs: number): TickClaims {
+export function createTickClaims(redis: RedisClient, prefix: string, keepMs: number, claimant: string = randomUUID()): TickClaims {
   return {
     async claim(tick) {
-      return (await redis.set(`${prefix}${tick.getTime()}`, "1", "PX", keepMs, "NX")) === "OK";
+      const key = `${prefix}${tick.getTime()}`;
+      if ((await redis.set(key, claimant, "PX", keepMs, "NX")) === "OK") return true;
+      return (await redis.get(key)) === claimant;
     },
   };
 }

@@ -39,6 +39,15 @@ function sharedBy(lateMs: number, lockKey: string, tickPrefix: string): { lease:
 }
 
 describe("reconcile schedule", () => {
+  it("when a claim of a tick is sent again (its reply lost), then it is still its claimant's, and no one else's", async () => {
+    const prefix = `reconcile:tick:${uniqueTag()}:`;
+    const tick = new Date(Date.UTC(2026, 0, 1, 3));
+    const mine = createTickClaims(redis, prefix, 60_000, "worker-a");
+    expect(await mine.claim(tick)).toBe(true);
+    expect(await mine.claim(tick)).toBe(true);
+    expect(await createTickClaims(redis, prefix, 60_000, "worker-b").claim(tick)).toBe(false);
+  });
+
   it("when two workers share a schedule, then each tick runs one pass, never two at once, even a short pass on a worker whose clock is late", async () => {
     const lockKey = `reconcile:lock:${uniqueTag()}`;
     for (const passMs of [1_300, 20]) {
