@@ -4,7 +4,9 @@
 // processes read from /proc.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { createServer } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
@@ -30,6 +32,8 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
 export interface RedisCounters {
   /** Commands executed, those run inside scripts included. */
   readonly commands: number;
+  /** Calls of each command (INFO commandstats), those run inside scripts included. */
+  readonly byCommand: ReadonlyMap<string, number>;
   /** Network reads: about one per round trip on a quiet server. */
   readonly reads: number;
   readonly bytesIn: number;
@@ -61,16 +65,23 @@ export interface PrivateRedis extends BenchRedis {
 }
 
 function sumCounters(each: readonly RedisCounters[]): RedisCounters {
-  const sum = (field: keyof RedisCounters) => each.reduce((total, c) => total + c[field], 0);
-  return { commands: sum("commands"), reads: sum("reads"), bytesIn: sum("bytesIn"), bytesOut: sum("bytesOut"), cpuSeconds: sum("cpuSeconds") };
+  const sum = (field: Exclude<keyof RedisCounters, "byCommand">) => each.reduce((total, c) => total + c[field], 0);
+  const byCommand = new Map<string, number>();
+  for (const c of each) for (const [name, calls] of c.byCommand) byCommand.set(name, (byCommand.get(name) ?? 0) + calls);
+  return { commands: sum("commands"), byCommand, reads: sum("reads"), bytesIn: sum("bytesIn"), bytesOut: sum("bytesOut"), cpuSeconds: sum("cpuSeconds") };
 }
 
 export function parseRedisCounters(info: string): RedisCounters {
   const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)?.[1] ?? 0);
   let commands = 0;
-  for (const match of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) commands += Number(match[1]);
+  const byCommand = new Map<string, number>();
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    commands += Number(match[2]);
+    byCommand.set(match[1] as string, Number(match[2]));
+  }
   return {
     commands,
+    byCommand,
     reads: field("total_reads_processed"),
     bytesIn: field("total_net_input_bytes"),
     bytesOut: field("total_net_output_bytes"),
@@ -78,11 +89,16 @@ export function parseRedisCounters(info: string): RedisCounters {
   };
 }
 
+/**
+ * A Redis of the bench's own, with the persistence `npm start` gives its Redis (AOF,
+ * fsync every second), in a directory of its own that is removed when it stops.
+ */
 export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
+  const dir = mkdtempSync(path.join(tmpdir(), "likes-bench-redis-"));
   const child = spawn(
     "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"],
+    ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction"],
     { stdio: "ignore" },
   );
   // Nor the private Redis.
@@ -111,6 +127,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       client.disconnect();
       child.kill("SIGTERM");
       await once(child, "exit");
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
@@ -135,7 +152,7 @@ async function freeClusterPorts(from: number): Promise<number> {
 /**
  * A 3-master Redis Cluster of the bench's own (scripts/redis-cluster.sh on free
  * ports from 7301 on, above the test suite's 7101–7103, so a bench and the suite
- * can run at once), empty, without AOF, as the private Redis is.
+ * can run at once), empty, without AOF (the private Redis has AOF).
  */
 export async function startPrivateCluster(): Promise<BenchRedis> {
   const first = await freeClusterPorts(7301);
@@ -161,7 +178,8 @@ export async function startPrivateCluster(): Promise<BenchRedis> {
   const info = (section: string) => Promise.all(client.nodes("master").map((node) => node.info(section)));
   return {
     label: "cluster",
-    env: { REDIS_CLUSTER_NODES: nodes.join(",") },
+    // The cluster keeps nothing on disk (scripts/redis-cluster.sh); the service refuses such a Redis in production unless told.
+    env: { REDIS_CLUSTER_NODES: nodes.join(","), REDIS_DURABILITY: "volatile" },
     servers: masters.length,
     client,
     info,
@@ -314,8 +332,6 @@ export async function startService(mode: ServiceMode, env: Record<string, string
       PORT: String(port),
       LOG_LEVEL: "warn",
       NODE_ENV: "production",
-      // The bench's Redis is private and thrown away: it runs without AOF, as the figures were measured.
-      REDIS_DURABILITY: "volatile",
       JWT_SECRET: benchSecret,
     },
     stdio: ["ignore", "inherit", "inherit"],

@@ -333,16 +333,23 @@ try {
           "max ms": r.maxMs,
           failures: r.failures,
           exact: r.exact,
-          "API CPU ms/req": r.apiCpuMsPerRequest,
-          "pipeline CPU ms/req": r.pipelineCpuMsPerRequest,
-          "RabbitMQ CPU ms/req": r.rabbitmqCpuMsPerRequest,
-          "PostgreSQL CPU ms/req": r.postgresCpuMsPerRequest,
-          "load CPU ms/req": r.loadCpuMsPerRequest,
-          "Redis cmds/req": r.redisCommandsPerRequest,
-          "round trips/req": r.redisRoundTripsPerRequest,
-          "Redis bytes/req": r.redisBytesPerRequest,
-          "Redis CPU µs/req": r.redisCpuUsPerRequest,
         })));
+        console.log("\nWhat each request cost (CPU per request of each process or server; Redis commands include those run inside scripts):");
+        console.table(results.map((r) => ({
+          scenario: r.scenario,
+          mode: r.mode,
+          "API CPU ms": r.apiCpuMsPerRequest,
+          "pipeline CPU ms": r.pipelineCpuMsPerRequest,
+          "Redis CPU ms": Number((r.redisCpuUsPerRequest / 1000).toFixed(3)),
+          "RabbitMQ CPU ms": r.rabbitmqCpuMsPerRequest,
+          "PostgreSQL CPU ms": r.postgresCpuMsPerRequest,
+          "load CPU ms": r.loadCpuMsPerRequest,
+          "Redis cmds": r.redisCommandsPerRequest,
+          "script calls": r.redisScriptsPerRequest,
+          "round trips": r.redisRoundTripsPerRequest,
+          "Redis bytes": r.redisBytesPerRequest,
+        })));
+        for (const r of results) console.log(`  ${r.scenario} (${r.mode}), Redis commands per request: ${r.redisTopCommands}`);
         console.log(`\nRedis alone, same run (redis-benchmark, ${connections} connections): ${rawLikes.toLocaleString()} like scripts/s, ${rawFeeds.toLocaleString()} pipelines of 100 HGETALL/s`);
         for (const v of viewResults) {
           console.log(

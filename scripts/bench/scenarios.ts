@@ -24,6 +24,10 @@ export interface HttpFigures {
   readonly maxMs: number;
   readonly failures: number;
   readonly redisCommandsPerRequest: number;
+  /** Calls of Lua scripts (EVALSHA, EVAL and their read-only forms) per request. */
+  readonly redisScriptsPerRequest: number;
+  /** The commands Redis ran most per request, inside scripts or not: "name count, …". */
+  readonly redisTopCommands: string;
   readonly redisRoundTripsPerRequest: number;
   readonly redisBytesPerRequest: number;
   readonly redisCpuUsPerRequest: number;
@@ -68,6 +72,26 @@ interface Load {
 }
 
 const round = (n: number, digits = 0) => Number(n.toFixed(digits));
+
+const scriptCommands = ["evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_ro"];
+
+function callsBetween(before: RedisCounters, after: RedisCounters): [string, number][] {
+  return [...after.byCommand].map(([name, calls]) => [name, calls - (before.byCommand.get(name) ?? 0)]);
+}
+
+function scriptCallsBetween(before: RedisCounters, after: RedisCounters): number {
+  return callsBetween(before, after).reduce((n, [name, calls]) => n + (scriptCommands.includes(name) ? calls : 0), 0);
+}
+
+/** The twelve commands run most between two samples, per request; the samples' own INFO left out. */
+function topCommands(before: RedisCounters, after: RedisCounters, requests: number): string {
+  return callsBetween(before, after)
+    .filter(([name, calls]) => name !== "info" && calls > 0)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 12)
+    .map(([name, calls]) => `${name} ${round(calls / Math.max(1, requests), 1)}`)
+    .join(", ");
+}
 
 async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
   let next = 0;
@@ -131,6 +155,8 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
     failures: failures + result.errors + result.timeouts + result.non2xx,
     // The two INFO samples count one command and one read of the bench's own on each server between them.
     redisCommandsPerRequest: round(per(redisAfter.commands - redisBefore.commands - load.redis.servers), 1),
+    redisScriptsPerRequest: round(per(scriptCallsBetween(redisBefore, redisAfter)), 2),
+    redisTopCommands: topCommands(redisBefore, redisAfter, requests),
     redisRoundTripsPerRequest: round(per(redisAfter.reads - redisBefore.reads - load.redis.servers), 2),
     redisBytesPerRequest: Math.round(per(redisAfter.bytesIn - redisBefore.bytesIn + redisAfter.bytesOut - redisBefore.bytesOut)),
     redisCpuUsPerRequest: round(per((redisAfter.cpuSeconds - redisBefore.cpuSeconds) * 1e6)),
