@@ -110,13 +110,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     catalog,
     counters,
     tokens,
-    memberships: createMembershipService({
-      memberships: createMembershipStore(redis, keys),
-      history,
-      lists: listStore,
-      counters,
-      onListFailure: (err) => logger.warn({ err }, "a user's list could not be written after a change; the pipeline writes it once persisted"),
-    }),
+    memberships: createMembershipService({ memberships: createMembershipStore(redis, keys), history, counters }),
     lists: createListService({ lists: listStore, history }),
     views: createViewService({
       store: createViewStore(redis, keys),

@@ -3,7 +3,7 @@
 import { execFileSync } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
-import { relations, type Relation, type Target } from "../../src/domain/model.js";
+import { counterNames, relations, type Relation, type Target } from "../../src/domain/model.js";
 import { batchRead, type RedisClient } from "../../src/stores/redis/client.js";
 import { createRedisKeys, membershipGenerations } from "../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../src/stores/redis/membership-store.js";
@@ -530,7 +530,7 @@ export function rawLikeScript(redis: PrivateRedis): number {
   const perSecond = redisBenchmark(redis, [
     "-n", "300000", "-r", "100000000",
     "EVALSHA", sha, String(4 + membershipGenerations), keys.counters(target), keys.outbox(target), keys.touched(target, "like"), receipt, ...shardKeys,
-    "1__rand_int__", "1000000000", "like", "post", String(target.id), relationLayouts.like.tag, relationLayouts.like.generationField,
+    "1__rand_int__", "1000000000", "like", "post", String(target.id), relationLayouts.like.tag, relationLayouts.like.generationField, ...counterNames.post,
   ]);
   cli(redis, "DEL", keys.counters(target), keys.outbox(target), keys.touched(target, "like"), ...shardKeys);
   return Math.round(perSecond);

@@ -3,8 +3,8 @@
 import { badInput, DomainError, ErrorCode, forbidden, notFound, TargetFullError } from "../errors.js";
 import { rebuildRounds, type CounterService } from "./counters.js";
 import { maxId } from "./ids.js";
-import { listedRelations, type Counts, type ListedRelation, type MemberPosition, type Relation, type Target } from "./model.js";
-import type { ListStore, MembershipChange, MembershipStore, RelationHistoryStore } from "./ports.js";
+import type { Counts, MemberPosition, Relation, Target } from "./model.js";
+import type { MembershipChange, MembershipStore, RelationHistoryStore } from "./ports.js";
 
 export interface MembershipOutcome {
   readonly changed: boolean;
@@ -57,21 +57,21 @@ export function decodeMemberCursor(cursor: string): MemberPosition {
   return { at: new Date(Number(match[1])), userId: BigInt(match[2] as string) };
 }
 
-const isListed = (relation: Relation): relation is ListedRelation => (listedRelations as readonly Relation[]).includes(relation);
-
+/**
+ * A change touches the target's slot alone: one script call. What lives in
+ * other slots (the author's likes received, the user's lists, the ranking) is
+ * written by the pipeline once PostgreSQL committed the change.
+ */
 export interface MembershipServiceDeps {
   readonly memberships: MembershipStore;
   readonly history: RelationHistoryStore;
-  readonly lists: ListStore;
   readonly counters: CounterService;
-  /** Told when a user's list could not be written after a change: the pipeline writes it again once persisted. */
-  readonly onListFailure?: (error: unknown) => void;
 }
 
 const verbs: Record<Relation, string> = { like: "likes", collect: "collects", follow: "followers" };
 
 export function createMembershipService(deps: MembershipServiceDeps): MembershipService {
-  const { memberships, history, lists, counters } = deps;
+  const { memberships, history, counters } = deps;
 
   async function apply(relation: Relation, target: Target, userId: bigint, join: boolean): Promise<MembershipOutcome> {
     if (relation === "follow" && target.id === userId) throw badInput("userId", "A user cannot follow themself; pass another user's id.");
@@ -90,13 +90,6 @@ export function createMembershipService(deps: MembershipServiceDeps): Membership
       }
       if (!(await counters.rebuild(target))) throw notFound(target.type, target.id);
       result = await attempt();
-    }
-    // The user's list lives in the user's slot: written here so the user sees the change at
-    // once, and again by the pipeline once persisted, which heals a write that failed here.
-    if (result.changed && isListed(relation) && target.type === "post") {
-      await lists
-        .apply(relation, userId, [{ targetId: target.id, member: join, version: result.version, at: result.at }], false)
-        .catch((error: unknown) => deps.onListFailure?.(error));
     }
     return { changed: result.changed, counts: result.counts };
   }

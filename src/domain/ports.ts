@@ -205,9 +205,6 @@ export type MembershipChange =
       readonly changed: boolean;
       /** The target's counts right after the change, from the same atomic step. */
       readonly counts: Counts;
-      /** The change's version and time when `changed`. */
-      readonly version: bigint;
-      readonly at: Date;
     }
   /** Redis does not hold the target: it must be loaded from PostgreSQL first. */
   | { readonly kind: "unloaded" };

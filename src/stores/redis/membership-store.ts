@@ -1,24 +1,24 @@
-import type { Relation, Target } from "../../domain/model.js";
-import { relations } from "../../domain/model.js";
+import { counterNames, relations, type Relation, type Target } from "../../domain/model.js";
 import type { MembershipChange, MembershipStore } from "../../domain/ports.js";
 import { Cluster } from "ioredis";
 import { batchRead, inTickPipeline, type RedisClient } from "./client.js";
-import { parseCounterHash } from "./counter-hash.js";
 import { defaultShardCapacity, type RedisKeys } from "./keys.js";
 import { relationLayouts } from "./relations.js";
 import type { MembershipReply } from "./scripts.js";
 import { ScriptStatus, toError } from "./statuses.js";
-import { splitVersion } from "../versions.js";
 
 /** The one place the membership scripts' replies become results or errors. */
-function toChange(script: string, [status, counters]: MembershipReply, target: Target): MembershipChange {
+function toChange(script: string, reply: MembershipReply, target: Target): MembershipChange {
+  const [status] = reply;
   switch (status) {
     case ScriptStatus.Applied:
     case ScriptStatus.Unchanged: {
-      const hash = parseCounterHash(counters ?? []);
-      // The change's time is the millisecond of its version's microseconds, as its outbox event says.
-      const at = new Date(Number(splitVersion(hash.version).micros / 1000n));
-      return { kind: "applied", changed: status === ScriptStatus.Applied, counts: hash.counts, version: hash.version, at };
+      const counts: Record<string, number> = {};
+      counterNames[target.type].forEach((name, i) => {
+        const value = reply[i + 1];
+        if (typeof value === "number") counts[name] = value;
+      });
+      return { kind: "applied", changed: status === ScriptStatus.Applied, counts };
     }
     case ScriptStatus.TargetAbsent:
       return { kind: "unloaded" };
@@ -56,6 +56,7 @@ export function createMembershipStore(redis: RedisClient, keys: RedisKeys, shard
       const reply = await run("addMember", [
         ...keysOf(relation, target, userId),
         userId.toString(), shardCapacity, relations[relation].counter, target.type, target.id.toString(), tag, generationField,
+        ...counterNames[target.type],
       ]);
       return toChange("add-member", reply, target);
     },
@@ -64,6 +65,7 @@ export function createMembershipStore(redis: RedisClient, keys: RedisKeys, shard
       const reply = await run("removeMember", [
         ...keysOf(relation, target, userId),
         userId.toString(), relations[relation].counter, target.type, target.id.toString(), tag, generationField,
+        ...counterNames[target.type],
       ]);
       return toChange("remove-member", reply, target);
     },

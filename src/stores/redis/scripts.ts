@@ -26,8 +26,11 @@ export function loadScript(name: string): string {
   return expand(readFileSync(path.join(scriptsDir, `${name}.lua`), "utf8"));
 }
 
-/** The membership scripts' data: the counter hash as field/value pairs. */
-export type MembershipReply = ScriptReply<string[]>;
+/**
+ * The membership scripts' reply: a status, then each counter the call named,
+ * as held after the change (null where the hash has none).
+ */
+export type MembershipReply = [status: number, ...counters: (number | null)[]];
 
 // Counter hash, outbox, touched-since-rebuild set, the call's receipt, one shard per generation.
 const membershipKeys = 4 + membershipGenerations;

@@ -72,17 +72,31 @@ afterAll(async () => {
   await redis.quit();
 });
 
+/** Waits until the user's list walks as `expected` (the pipeline writes lists once a change is persisted). */
+async function listBecomes(list: string, user: TestUser, first: number, expected: readonly (string | undefined)[]): Promise<void> {
+  const want = JSON.stringify(expected);
+  await eventually(async () => JSON.stringify(await walk(list, user, first)) === want, 30_000, async () => `${list}: ${JSON.stringify(await walk(list, user, first))}, expected ${want}`);
+}
+
 describe("likedPosts and collectedPosts", () => {
-  it("when a user likes posts, then likedPosts shows them at once, newest first, and an unlike takes one out at once", async () => {
+  let pipeline: TestPipeline;
+  beforeAll(async () => {
+    pipeline = await startTestPipeline(api.config);
+  });
+  afterAll(async () => {
+    await pipeline.stop();
+  });
+
+  it("when a user likes posts, then likedPosts shows them once persisted, newest first, and an unlike takes one out once persisted", async () => {
     const [user] = (await createUsers(db, api.config, 1)) as [TestUser];
     const posts = await createPosts(5);
     await inTurn(posts.map((id) => () => api.gql(likePost, { id }, user.token)));
-    expect(await walk("likedPosts", user, 2)).toEqual([...posts].reverse());
+    await listBecomes("likedPosts", user, 2, [...posts].reverse());
     await api.gql(unlikePost, { id: posts[2] }, user.token);
-    expect(await walk("likedPosts", user, 10)).toEqual([posts[4], posts[3], posts[1], posts[0]]);
+    await listBecomes("likedPosts", user, 10, [posts[4], posts[3], posts[1], posts[0]]);
     // Liked again, it is the newest.
     await api.gql(likePost, { id: posts[2] }, user.token);
-    expect((await walk("likedPosts", user, 10))[0]).toBe(posts[2]);
+    await listBecomes("likedPosts", user, 10, [posts[2], posts[4], posts[3], posts[1], posts[0]]);
   });
 
   it("when anyone else or nobody asks for a user's liked or collected posts, then it is FORBIDDEN", async () => {
@@ -94,41 +108,35 @@ describe("likedPosts and collectedPosts", () => {
     }
   });
 
-  it("when a user has liked more posts than Redis keeps, then pages walk every one once across the boundary, and unlikes on either side show at once", async () => {
+  it("when a user has liked more posts than Redis keeps, then pages walk every one once across the boundary, and unlikes on either side leave once persisted", async () => {
     const [user] = (await createUsers(db, api.config, 1)) as [TestUser];
     const posts = await createPosts(130);
-    const pipeline = await startTestPipeline(api.config);
-    try {
-      await inTurn(posts.map((id) => () => api.gql(likePost, { id }, user.token)));
-      const newestFirst = [...posts].reverse();
-      // Before anything is persisted, and after: the same list.
-      expect(await walk("likedPosts", user, 25)).toEqual(newestFirst);
-      await eventually(async () => (await db.like.count({ where: { userId: user.id, targetType: "post" } })) === 130, 30_000, () => "likes not persisted");
-      // Read from a list loaded anew from PostgreSQL (its 100 newest), the rest from PostgreSQL.
-      await redis.del(...Object.values(createRedisKeys(api.config.redisPartitions).list("like", user.id)));
-      for (const first of [7, 25, 100]) expect(await walk("likedPosts", user, first)).toEqual(newestFirst);
-      // Unlike one Redis keeps and one only PostgreSQL holds: both are gone from the next page, before persisting.
-      const [recent, old] = [posts[120] as string, posts[5] as string];
-      await api.gql(unlikePost, { id: recent }, user.token);
-      await api.gql(unlikePost, { id: old }, user.token);
-      expect(await walk("likedPosts", user, 30)).toEqual(newestFirst.filter((id) => id !== recent && id !== old));
-    } finally {
-      await pipeline.stop();
-    }
+    // The list is held in Redis before the likes, so the pipeline writes each into it.
+    expect(await walk("likedPosts", user, 10)).toEqual([]);
+    await inTurn(posts.map((id) => () => api.gql(likePost, { id }, user.token)));
+    const newestFirst = [...posts].reverse();
+    await eventually(async () => (await db.like.count({ where: { userId: user.id, targetType: "post" } })) === 130, 30_000, () => "likes not persisted");
+    await listBecomes("likedPosts", user, 25, newestFirst);
+    // Read from a list loaded anew from PostgreSQL (its 100 newest), the rest from PostgreSQL.
+    await redis.del(...Object.values(createRedisKeys(api.config.redisPartitions).list("like", user.id)));
+    for (const first of [7, 25, 100]) expect(await walk("likedPosts", user, first)).toEqual(newestFirst);
+    // Unlike one Redis keeps and one only PostgreSQL holds: both leave.
+    const [recent, old] = [posts[120] as string, posts[5] as string];
+    await api.gql(unlikePost, { id: recent }, user.token);
+    await api.gql(unlikePost, { id: old }, user.token);
+    await listBecomes("likedPosts", user, 30, newestFirst.filter((id) => id !== recent && id !== old));
   });
 
-  it("when another process holds a user's list loading, then a page from PostgreSQL alone still shows a like not persisted and hides an unlike not persisted", async () => {
+  it("when another process holds a user's list loading, then a page from PostgreSQL alone shows every persisted change", async () => {
     const [user] = (await createUsers(db, api.config, 1)) as [TestUser];
     const [kept, unliked, fresh] = (await createPosts(3)) as [string, string, string];
-    const pipeline = await startTestPipeline(api.config);
-    try {
-      await inTurn([kept, unliked].map((id) => () => api.gql(likePost, { id }, user.token)));
-      await eventually(async () => (await db.like.count({ where: { userId: user.id, targetType: "post" } })) === 2, 30_000, () => "likes not persisted");
-    } finally {
-      await pipeline.stop();
-    }
-    // Nothing persists from here: PostgreSQL keeps the unliked post's row and lacks the new like.
+    await inTurn([kept, unliked].map((id) => () => api.gql(likePost, { id }, user.token)));
     await inTurn([() => api.gql(unlikePost, { id: unliked }, user.token), () => api.gql(likePost, { id: fresh }, user.token)]);
+    await eventually(
+      async () => (await db.like.findMany({ where: { userId: user.id, targetType: "post" } })).map((l) => l.targetId.toString()).sort().join() === [kept, fresh].sort().join(),
+      30_000,
+      () => "changes not persisted",
+    );
     const list = createRedisKeys(api.config.redisPartitions).list("like", user.id);
     await redis.del(list.entries, list.horizon);
     await redis.set(list.lock, "another process", "PX", 30_000);
@@ -139,40 +147,25 @@ describe("likedPosts and collectedPosts", () => {
     }
   });
 
-  it("when a user collects posts, then collectedPosts shows them newest first, apart from their likes", async () => {
+  it("when a user collects posts, then collectedPosts shows them newest first once persisted, apart from their likes", async () => {
     const [user] = (await createUsers(db, api.config, 1)) as [TestUser];
     const posts = await createPosts(4);
     await inTurn(posts.map((id, i) => () => api.gql(i % 2 ? collectPost : likePost, { id }, user.token)));
-    expect(await walk("collectedPosts", user, 10)).toEqual([posts[3], posts[1]]);
-    expect(await walk("likedPosts", user, 10)).toEqual([posts[2], posts[0]]);
-  });
-});
-
-describe("a user's list written by the pipeline", () => {
-  let pipeline: TestPipeline;
-  beforeAll(async () => {
-    pipeline = await startTestPipeline(api.config);
-  });
-  afterAll(async () => {
-    await pipeline.stop();
+    await listBecomes("collectedPosts", user, 10, [posts[3], posts[1]]);
+    await listBecomes("likedPosts", user, 10, [posts[2], posts[0]]);
   });
 
-  it("when the like script ran but the API died before writing the user's list, then the persisted change writes it", async () => {
+  it("when a list is held in Redis and the like script alone ran, then the persisted change reaches the list", async () => {
     const [user] = (await createUsers(db, api.config, 1)) as [TestUser];
     const [first, second] = await createPosts(2);
-    // The list is held in Redis (read once), then a like reaches Redis only through its script, as if the API died right after it.
     await api.gql(likePost, { id: first }, user.token);
-    expect(await walk("likedPosts", user, 10)).toEqual([first]);
+    await listBecomes("likedPosts", user, 10, [first]);
+    // What the API sends for a like: the target's script, nothing in the user's slot.
     const memberships = createMembershipStore(redis, createRedisKeys(api.config.redisPartitions));
     expect(await memberships.add("like", { type: "post", id: BigInt(second as string) }, user.id)).toMatchObject({ changed: true });
-    await eventually(async () => JSON.stringify(await walk("likedPosts", user, 10)) === JSON.stringify([second, first]), 30_000, async () =>
-      JSON.stringify(await walk("likedPosts", user, 10)),
-    );
-    // And an unlike the same way.
+    await listBecomes("likedPosts", user, 10, [second, first]);
     await memberships.remove("like", { type: "post", id: BigInt(first as string) }, user.id);
-    await eventually(async () => JSON.stringify(await walk("likedPosts", user, 10)) === JSON.stringify([second]), 30_000, async () =>
-      JSON.stringify(await walk("likedPosts", user, 10)),
-    );
+    await listBecomes("likedPosts", user, 10, [second]);
   });
 });
 

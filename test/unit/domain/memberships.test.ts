@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import type { CounterService } from "../../../src/domain/counters.js";
 import { createMembershipService } from "../../../src/domain/memberships.js";
-import type { ListStore, MembershipStore, RelationHistoryStore } from "../../../src/domain/ports.js";
+import type { MembershipStore, RelationHistoryStore } from "../../../src/domain/ports.js";
 import { TargetFullError } from "../../../src/errors.js";
 
 const unused = <T>() => ({}) as T;
@@ -15,7 +15,6 @@ describe("membership errors", () => {
     const memberships = createMembershipService({
       memberships: { add: full, remove: full } as unknown as MembershipStore,
       history: unused<RelationHistoryStore>(),
-      lists: unused<ListStore>(),
       counters: unused<CounterService>(),
     });
     await expect(memberships.join("like", { type: "post", id: 1n }, 2n)).rejects.toMatchObject({ code: "FORBIDDEN", message: expect.stringMatching(/no more likes/) });
@@ -26,7 +25,6 @@ describe("membership errors", () => {
     const memberships = createMembershipService({
       memberships: unused<MembershipStore>(),
       history: unused<RelationHistoryStore>(),
-      lists: unused<ListStore>(),
       counters: unused<CounterService>(),
     });
     const self = { type: "user", id: 7n } as const;

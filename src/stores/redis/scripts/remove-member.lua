@@ -1,6 +1,7 @@
 --[[
   Removes a user from a target's members of one relation, counts it down, and
-  appends the change to the outbox, all in one atomic step.
+  appends the change to the outbox, all in one atomic step that reads the
+  target's hash once (includes/member-change.lua).
 
   Input:
     KEYS[1]       counter hash of the target; its existence marks a target Redis holds
@@ -9,17 +10,18 @@
     KEYS[4]       this call's receipt (includes/receipts.lua)
     KEYS[5..n]    the user's membership shard in generations 0..n-5
     ARGV[1]       user id
-    ARGV[2]       counter field to decrement ('like', 'collect', 'followers')
+    ARGV[2]       counter field to decrement ('like', 'collect', 'followers'); one of ARGV[7..]
     ARGV[3]       target type, for the event
     ARGV[4]       target id, for the event
     ARGV[5]       relation tag, for the event ('l', 'c', 'f')
     ARGV[6]       counter hash field of the relation's newest generation
+    ARGV[7..]     the counters of the target's type to answer, its first counter first
 
   Output:
-    { APPLIED, counters }    removed; counters = the counter hash as field/value pairs
-    { UNCHANGED, counters }  not a member, nothing changed (no event appended, except
-                             in a rebuild window: includes/rebuild-window.lua)
-    { TARGET_ABSENT }        the target's counter hash is not in Redis
+    { APPLIED, c1, … }     removed; c = each counter named in ARGV[7..] after the change (nil where absent)
+    { UNCHANGED, c1, … }   not a member, nothing changed (no event appended, except in a
+                           rebuild window: includes/member-change.lua)
+    { TARGET_ABSENT }      the target's counter hash is not in Redis
     { INVALID_ARGUMENTS }
 
   Safe to repeat: a call run again (re-sent after a lost reply) finds its receipt,
@@ -29,38 +31,35 @@
 --@include statuses
 --@include check-user
 --@include membership
---@include append-event
---@include rebuild-window
 --@include receipts
---@include confirm-after-rebuild
+--@include member-change
 
-local counters = KEYS[1]
 local user = ARGV[1]
 local counter, targetType, targetId, tag, generationField = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-if not isUserId(user) or not counter or not targetType or not targetId or not tag or not generationField then
+local names = { unpack(ARGV, 7) }
+local index = counterIndex(names, counter)
+if not isUserId(user) or not index or not targetType or not targetId or not tag or not generationField then
   return { INVALID_ARGUMENTS }
 end
-if redis.call('EXISTS', counters) == 0 then
+local target = readTarget(KEYS[1], names, generationField)
+if not target then
   return { TARGET_ABSENT }
 end
 
 local receipt = KEYS[4]
 local answered = firstAnswer(receipt)
 if answered then
-  return { answered, redis.call('HGETALL', counters) }
+  return countsReply(answered, target)
 end
 
-local newest = tonumber(redis.call('HGET', counters, generationField) or '0')
-local shard = findMember(newest, user)
+local shard = findMember(target.generation, user)
 if not shard then
-  confirmAfterRebuild(counters, KEYS[2], KEYS[3], targetType, targetId, user, '0', tag)
+  confirmAfterRebuild(target, KEYS[2], KEYS[3], targetType, targetId, user, '0', tag)
   keepReceipt(receipt, UNCHANGED)
-  return { UNCHANGED, redis.call('HGETALL', counters) }
+  return countsReply(UNCHANGED, target)
 end
 
 redis.call('SREM', KEYS[shard], user)
-redis.call('HINCRBY', counters, counter, -1)
-local epoch, version = appendEvent(counters, KEYS[2], targetType, targetId, user, '0', tag)
-markTouched(counters, KEYS[3], user, epoch, version)
+recordChange(target, index, -1, KEYS[2], KEYS[3], targetType, targetId, user, '0', tag)
 keepReceipt(receipt, APPLIED)
-return { APPLIED, redis.call('HGETALL', counters) }
+return countsReply(APPLIED, target)

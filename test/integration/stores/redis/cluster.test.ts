@@ -2,7 +2,7 @@
 // clients the service opens in cluster mode (auto-pipelining on) and the stores built on them.
 import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bucketedWindowNames, bucketStart, bucketSpans, windowBuckets, windowOfSpan, type BucketCount, type LikeableTarget, type MalformedOutboxEntry, type OutboxEntry, type Target } from "../../../../src/domain/model.js";
+import { bucketedWindowNames, counterNames, bucketStart, bucketSpans, windowBuckets, windowOfSpan, type BucketCount, type LikeableTarget, type MalformedOutboxEntry, type OutboxEntry, type Target } from "../../../../src/domain/model.js";
 import type { ViewRequest } from "../../../../src/domain/ports.js";
 import { createCountChanges } from "../../../../src/stores/redis/count-changes.js";
 import { decodeTargetLines, createCounterStore } from "../../../../src/stores/redis/counter-store.js";
@@ -197,7 +197,7 @@ describe("scripts on a Redis Cluster", () => {
     const [a, b] = [targets[0] as LikeableTarget, targets[1] as LikeableTarget];
     const { tag, generationField } = relationLayouts.like;
     await expect(
-      cluster.addMember(keys.counters(a), keys.outbox(a), keys.touched(a, "like"), keys.receipt(a), ...keys.memberShards("like", b, 1n), "1", 512, "like", "post", a.id.toString(), tag, generationField),
+      cluster.addMember(keys.counters(a), keys.outbox(a), keys.touched(a, "like"), keys.receipt(a), ...keys.memberShards("like", b, 1n), "1", 512, "like", "post", a.id.toString(), tag, generationField, ...counterNames.post),
     ).rejects.toThrow(/CROSSSLOT|same slot/);
   });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LikeableTarget, Relation, Target } from "../../../../src/domain/model.js";
+import { counterNames, type LikeableTarget, type Relation, type Target } from "../../../../src/domain/model.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys, membershipFanout, membershipGenerations } from "../../../../src/stores/redis/keys.js";
@@ -67,7 +67,8 @@ describe("membership store on a real Redis", () => {
     const hash = await redis.hgetall(keys.counters(user));
     expect(hash.followers).toBe("200");
     expect(await memberCount(user, Number(hash[relationLayouts.follow.generationField] ?? 0), "follow")).toBe(200);
-    const versions = joined.map((r) => (r.kind === "applied" ? r.version : 0n));
+    const follows = (await redis.xrange(keys.outbox(user), "-", "+")).filter(([, f]) => f[f.indexOf("i") + 1] === user.id.toString() && f[f.indexOf("s") + 1] === "1");
+    const versions = follows.map(([, f]) => `${f[f.indexOf("e") + 1]}:${f[f.indexOf("v") + 1]}`);
     expect(new Set(versions).size).toBe(300);
   });
 
@@ -197,7 +198,7 @@ describe("membership store on a real Redis", () => {
     const target = await knownPost();
     const shards = keys.memberShards("like", target, 5n);
     const { tag, generationField } = relationLayouts.like;
-    const reply = await redis.addMember(keys.counters(target), keys.outbox(target), keys.touched(target, "like"), keys.receipt(target), ...shards, "5; DROP", 512, "like", "post", target.id.toString(), tag, generationField);
+    const reply = await redis.addMember(keys.counters(target), keys.outbox(target), keys.touched(target, "like"), keys.receipt(target), ...shards, "5; DROP", 512, "like", "post", target.id.toString(), tag, generationField, ...counterNames.post);
     expect(reply).toEqual([-3]);
     expect(await redis.hget(keys.counters(target), "like")).toBe("0");
   });

@@ -23,32 +23,44 @@
   7.0) refuses SPUBLISH, and an announcement must never fail a write already made.
 ]]
 --@include hash-fields
+--@include clock
 
--- The target's next version: its epoch and microseconds.
-local function nextVersion(counters)
-  local now = redis.call('TIME')
-  local micros = tonumber(now[1]) * 1000000 + tonumber(now[2])
-  local last = tonumber(redis.call('HGET', counters, versionField) or '0')
-  if micros <= last then
-    micros = last + 1
+-- Microseconds of the target's next version at `now`: forced past the last one held ('ver', false when none).
+local function versionAfter(lastMicros, now)
+  local last = tonumber(lastMicros or '0') or 0
+  if now <= last then
+    return last + 1
   end
-  local version = string.format('%.0f', micros)
-  redis.call('HSET', counters, versionField, version)
-  return redis.call('HGET', counters, epochField) or '0', version, string.format('%.0f', math.floor(micros / 1000))
+  return now
 end
 
-local function appendEvent(counters, outbox, targetType, targetId, user, state, relationTag)
-  local epoch, version, ms = nextVersion(counters)
-  redis.call('XADD', outbox, '*',
-    't', targetType, 'i', targetId, 'r', relationTag, 'u', user, 's', state, 'e', epoch, 'v', version,
-    'a', redis.call('HGET', counters, authorField) or '', 'ts', ms)
+local function formatMicros(micros)
+  return string.format('%.0f', micros)
+end
+
+-- Tells live subscribers the target's counts changed. `pcall`: see above.
+local function announce(counters)
   redis.pcall('SPUBLISH', counters, '')
-  return epoch, version
+end
+
+-- Appends a membership change of version (epoch, micros) and announces it; the caller stored the version.
+local function appendMembershipEvent(counters, outbox, targetType, targetId, user, state, relationTag, epoch, micros, author)
+  redis.call('XADD', outbox, '*',
+    't', targetType, 'i', targetId, 'r', relationTag, 'u', user, 's', state, 'e', epoch, 'v', formatMicros(micros),
+    'a', author or '', 'ts', formatMicros(math.floor(micros / 1000)))
+  announce(counters)
+end
+
+-- The target's next version, stored in its hash: its epoch and microseconds.
+local function nextVersion(counters)
+  local micros = versionAfter(redis.call('HGET', counters, versionField), clockMicros())
+  redis.call('HSET', counters, versionField, formatMicros(micros))
+  return redis.call('HGET', counters, epochField) or '0', micros
 end
 
 local function appendViews(counters, outbox, targetType, targetId, added, total)
-  local epoch, version, ms = nextVersion(counters)
+  local epoch, micros = nextVersion(counters)
   redis.call('XADD', outbox, '*',
-    't', targetType, 'i', targetId, 'k', 'v', 'n', added, 'o', total, 'e', epoch, 'v', version, 'ts', ms)
-  redis.pcall('SPUBLISH', counters, '')
+    't', targetType, 'i', targetId, 'k', 'v', 'n', added, 'o', total, 'e', epoch, 'v', formatMicros(micros), 'ts', formatMicros(math.floor(micros / 1000)))
+  announce(counters)
 end

@@ -14,21 +14,23 @@
   target, which starts a new window).
 ]]
 --@include hash-fields
+--@include clock
 
 local rebuildWindowMicros = 3600000000
 local touchedCapacity = 9999
 -- Not a user id, so it never collides with one.
 local touchedFullField = 'full'
 
-local function nowMicros()
-  local now = redis.call('TIME')
-  return tonumber(now[1]) * 1000000 + tonumber(now[2])
+-- Whether a hash rebuilt at `rebuiltAt` (its 'rb' field, false when never) is in its window at `now` (microseconds).
+local function rebuiltWithin(rebuiltAt, now)
+  local at = tonumber(rebuiltAt or '0') or 0
+  return at > 0 and now - at < rebuildWindowMicros
 end
 
 -- Whether the counter hash was rebuilt less than the window ago.
 local function inRebuildWindow(counters)
-  local rebuiltAt = tonumber(redis.call('HGET', counters, rebuiltAtField) or '0')
-  return rebuiltAt > 0 and nowMicros() - rebuiltAt < rebuildWindowMicros
+  local rebuiltAt = redis.call('HGET', counters, rebuiltAtField)
+  return rebuiltAt ~= false and rebuiltWithin(rebuiltAt, clockMicros())
 end
 
 local function noteChange(touched, user, epoch, micros)
@@ -57,9 +59,4 @@ local function notedChange(touched, user)
   return tonumber(epoch), tonumber(micros)
 end
 
-local function markTouched(counters, touched, user, epoch, micros)
-  if inRebuildWindow(counters) then
-    noteChange(touched, user, epoch, micros)
-  end
-end
 
