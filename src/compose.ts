@@ -95,6 +95,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       enabled: limits.enabled,
       periodMs: 60_000,
       queryCostThreshold: limits.queryCostThreshold,
+      localSubjects: limits.localSubjects,
       limits: {
         userMutations: limits.userMutations,
         ipMutations: limits.ipMutations,
@@ -104,7 +105,10 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
         ipQueryCost: limits.ipQueryCost,
       },
     },
-    onStoreFailure: (err) => logger.warn({ err }, "rate budgets could not be read from Redis; requests pass uncharged for a second"),
+    onStoreFailure: (err, during) =>
+      during === "charge"
+        ? logger.warn({ err }, "rate budgets could not be read from Redis; requests pass uncharged for a second")
+        : logger.warn({ err }, "mutation budgets could not be shared through Redis; each process decides alone for a second"),
   });
   const services: Services = {
     catalog,

@@ -104,6 +104,9 @@ const schema = z.object({
   RATE_LIMIT_QUERY_COST_THRESHOLD: positiveInt(1000),
   RATE_LIMIT_VIEWER_QUERY_COST: z.coerce.number().int().min(0).default(100_000),
   RATE_LIMIT_IP_QUERY_COST: z.coerce.number().int().min(0).default(500_000),
+  // Users and addresses whose mutation budgets one API process holds in memory at most (about 200 bytes
+  // each; least recently charged forgotten first, losing only their units not yet reported to Redis).
+  RATE_LIMIT_LOCAL_SUBJECTS: positiveInt(50_000),
   // How long an idle keep-alive connection stays open: above load balancers' idle timeouts
   // (60–65 s is common), so that the balancer, not the server, closes it and never reuses a closed one.
   HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInt(72_000),
@@ -207,6 +210,7 @@ export interface Config {
     readonly queryCostThreshold: number;
     readonly viewerQueryCost: number;
     readonly ipQueryCost: number;
+    readonly localSubjects: number;
   };
   readonly httpKeepAliveTimeoutMs: number;
   /** "*" allows any origin; an empty list allows none. */
@@ -294,6 +298,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       queryCostThreshold: e.RATE_LIMIT_QUERY_COST_THRESHOLD,
       viewerQueryCost: e.RATE_LIMIT_VIEWER_QUERY_COST,
       ipQueryCost: e.RATE_LIMIT_IP_QUERY_COST,
+      localSubjects: e.RATE_LIMIT_LOCAL_SUBJECTS,
     }),
     httpKeepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     corsOrigins: corsOrigins(e.CORS_ORIGINS, e.NODE_ENV === "production"),

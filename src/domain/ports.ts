@@ -504,6 +504,17 @@ export interface MessageBus {
   close(): Promise<void>;
 }
 
+/** Units a process let through on a budget decided in its memory, not yet told to the other processes. */
+export interface BudgetSpending {
+  readonly budget: string;
+  readonly subject: string;
+  /** At least 1. */
+  readonly units: number;
+  /** Units the budget holds, refilled evenly over `periodMs`. */
+  readonly limit: number;
+  readonly periodMs: number;
+}
+
 /** Rate budgets kept where every API process shares them (src/domain/rate-limits.ts spends them). */
 export interface RateBudgetStore {
   /**
@@ -513,6 +524,13 @@ export interface RateBudgetStore {
    * accepted (nothing charged).
    */
   charge(budget: string, subject: string, cost: number, limit: number, periodMs: number): Promise<number>;
+  /**
+   * Adds spendings to the shared budgets whatever they hold (the units were let
+   * through already), in one round trip per node. Answers, per spending, how far
+   * its budget is spent now: the milliseconds until it is full again, 0 to
+   * `periodMs`. Rejects when any did not answer.
+   */
+  report(spendings: readonly BudgetSpending[]): Promise<number[]>;
 }
 
 /** Announcements that targets' counts changed, heard from whichever process changed them. */

@@ -1,21 +1,37 @@
 // Per-client budgets: how much each user, address and username may ask for in a
-// period, spent before the work they pay for runs. The budgets live in a shared
-// store (Redis) so every API process draws on the same ones.
+// period, spent before the work they pay for runs. Every API process draws on
+// the same budgets: those decided in the shared store (Redis) exactly, those
+// decided in process memory within the bound local-budgets.ts states.
 import { RateLimitedError } from "../errors.js";
+import { createLocalBudgets } from "./local-budgets.js";
 import type { RateBudgetStore } from "./ports.js";
 
 /** The budgets there are, and whose each is. */
 export const budgetNames = ["userMutations", "ipMutations", "ipSignIns", "usernameLogins", "viewerQueryCost", "ipQueryCost"] as const;
 export type BudgetName = (typeof budgetNames)[number];
 
-/** What a caller hears it ran out of. */
-const whatEachCounts: Record<BudgetName, string> = {
-  userMutations: "mutations from this user",
-  ipMutations: "mutations from this address",
-  ipSignIns: "sign-ins and registrations from this address",
-  usernameLogins: "sign-in attempts for this username",
-  viewerQueryCost: "expensive queries from this user",
-  ipQueryCost: "expensive queries from this address",
+interface BudgetTraits {
+  /** What a caller hears it ran out of. */
+  readonly counts: string;
+  /**
+   * Where a charge is decided. "process": in memory, shared through Redis off the
+   * request path (local-budgets.ts), so it costs no Redis call: the mutation
+   * budgets, charged on every like, whose budget allows no round trip but the
+   * like's own scripts (DESIGN §3c). "store": by a Redis call before the work
+   * runs, exact across processes: sign-ins guard passwords, where a few extra
+   * guesses per process matter, and expensive queries are rare and cost far more
+   * than a call.
+   */
+  readonly decidedIn: "process" | "store";
+}
+
+export const budgets: Readonly<Record<BudgetName, BudgetTraits>> = {
+  userMutations: { counts: "mutations from this user", decidedIn: "process" },
+  ipMutations: { counts: "mutations from this address", decidedIn: "process" },
+  ipSignIns: { counts: "sign-ins and registrations from this address", decidedIn: "store" },
+  usernameLogins: { counts: "sign-in attempts for this username", decidedIn: "store" },
+  viewerQueryCost: { counts: "expensive queries from this user", decidedIn: "store" },
+  ipQueryCost: { counts: "expensive queries from this address", decidedIn: "store" },
 };
 
 export interface RateLimitSettings {
@@ -26,6 +42,8 @@ export interface RateLimitSettings {
   readonly periodMs: number;
   /** Queries cheaper than this are not charged to the query-cost budgets. */
   readonly queryCostThreshold: number;
+  /** Subjects of the budgets decided in process memory held at most per process. */
+  readonly localSubjects: number;
 }
 
 export interface Charge {
@@ -41,9 +59,11 @@ export interface RateLimits {
   readonly queryCostThreshold: number;
   /**
    * Spends every charge, or throws RateLimitedError (RATE_LIMITED) with the
-   * longest wait among the budgets that are spent. Charges go to independent keys
-   * (each its own slot in a cluster), so those accepted stay spent when another
-   * is refused: a refused caller loses at most one request's worth.
+   * longest wait among the budgets that are spent. The budgets decided in
+   * process memory are decided first, all or none; the store's then go to
+   * independent keys (each its own slot in a cluster), so those accepted stay
+   * spent when another is refused: a refused caller loses at most one request's
+   * worth.
    */
   charge(charges: readonly Charge[]): Promise<void>;
 }
@@ -51,48 +71,73 @@ export interface RateLimits {
 export interface RateLimitOptions {
   readonly store: RateBudgetStore;
   readonly settings: RateLimitSettings;
-  /** Told when the store failed and the charges were let through. */
-  readonly onStoreFailure?: (error: unknown) => void;
-  /** After a failure, how long charges skip the store; default 1 s. */
+  /**
+   * Told when the store failed: during a charge (the charges were let through)
+   * or a report of what this process spent (dropped; each process decides alone
+   * meanwhile).
+   */
+  readonly onStoreFailure?: (error: unknown, during: "charge" | "report") => void;
+  /** After a failure, how long charges and reports skip the store; default 1 s. */
   readonly retryStoreAfterMs?: number;
+  /** The monotonic clock of the budgets decided in memory, in milliseconds; performance.now() by default. */
+  readonly nowMs?: () => number;
+}
+
+/** A charge with its budget's limit; the cost at most the limit. */
+interface PricedCharge extends Charge {
+  readonly limit: number;
 }
 
 /**
- * Fails open: when the store does not answer, requests go through uncharged and
- * the store is left alone for `retryStoreAfterMs`. Budgets protect capacity; a
- * Redis outage already fails likes (they need Redis) and refusing reads and
- * sign-ins too would turn a partial outage into a full one. Scrypt stays bounded
- * by identity.ts's limit on concurrent password work whatever the budgets say.
+ * Fails open: when the store does not answer, requests go through uncharged by
+ * it and the store is left alone for `retryStoreAfterMs`. Budgets protect
+ * capacity; a Redis outage already fails likes (they need Redis) and refusing
+ * reads and sign-ins too would turn a partial outage into a full one. Scrypt
+ * stays bounded by identity.ts's limit on concurrent password work whatever the
+ * budgets say. The budgets decided in memory hold on, each process on its own.
  */
 export function createRateLimits(options: RateLimitOptions): RateLimits {
   const { store, settings, onStoreFailure, retryStoreAfterMs = 1000 } = options;
+  const local = createLocalBudgets<BudgetName>({
+    periodMs: settings.periodMs,
+    maxSubjects: settings.localSubjects,
+    report: (spendings) => store.report(spendings),
+    onReportFailure: (error) => onStoreFailure?.(error, "report"),
+    retryReportsAfterMs: retryStoreAfterMs,
+    ...(options.nowMs && { nowMs: options.nowMs }),
+  });
   let storeSkippedUntil = 0;
+
+  async function chargeStore(charges: readonly PricedCharge[]): Promise<void> {
+    if (charges.length === 0 || Date.now() < storeSkippedUntil) return;
+    let waits: number[];
+    try {
+      waits = await Promise.all(charges.map(({ budget, subject, cost, limit }) => store.charge(budget, subject, cost, limit, settings.periodMs)));
+    } catch (error) {
+      storeSkippedUntil = Date.now() + retryStoreAfterMs;
+      onStoreFailure?.(error, "charge");
+      return;
+    }
+    let worst = -1;
+    for (let i = 0; i < waits.length; i++) if ((waits[i] ?? 0) > (waits[worst] ?? 0)) worst = i;
+    if (worst >= 0) throw refusal((charges[worst] as PricedCharge).budget, waits[worst] as number);
+  }
+
   return {
     queryCostThreshold: settings.queryCostThreshold,
     async charge(charges) {
-      if (!settings.enabled || Date.now() < storeSkippedUntil) return;
-      const priced = charges.filter((c) => settings.limits[c.budget] > 0 && c.cost > 0);
+      if (!settings.enabled) return;
+      const priced = charges.flatMap(({ budget, subject, cost }): PricedCharge[] => {
+        const limit = settings.limits[budget];
+        // A cost above the whole budget could never be accepted: it spends all of it instead.
+        return limit > 0 && cost > 0 ? [{ budget, subject, cost: Math.min(Math.ceil(cost), limit), limit }] : [];
+      });
       if (priced.length === 0) return;
-      let waits: number[];
-      try {
-        waits = await Promise.all(
-          priced.map(({ budget, subject, cost }) => {
-            const limit = settings.limits[budget];
-            // A cost above the whole budget could never be accepted: it spends all of it instead.
-            return store.charge(budget, subject, Math.min(Math.ceil(cost), limit), limit, settings.periodMs);
-          }),
-        );
-      } catch (error) {
-        storeSkippedUntil = Date.now() + retryStoreAfterMs;
-        onStoreFailure?.(error);
-        return;
-      }
-      let worst = -1;
-      for (let i = 0; i < waits.length; i++) if ((waits[i] ?? 0) > (waits[worst] ?? 0)) worst = i;
-      if (worst >= 0) {
-        const { budget } = priced[worst] as Charge;
-        throw new RateLimitedError(Math.max(1, Math.ceil((waits[worst] as number) / 1000)), whatEachCounts[budget]);
-      }
+      const refused = local.charge(priced.filter((c) => budgets[c.budget].decidedIn === "process"));
+      if (refused) throw refusal(refused.charge.budget, refused.waitMs);
+      await chargeStore(priced.filter((c) => budgets[c.budget].decidedIn === "store"));
     },
   };
 }
+
+const refusal = (budget: BudgetName, waitMs: number) => new RateLimitedError(Math.max(1, Math.ceil(waitMs / 1000)), budgets[budget].counts);

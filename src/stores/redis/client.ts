@@ -29,11 +29,11 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
           // A cluster pipeline may only hold keys of one node; auto-pipelining groups
           // each tick's commands per node, which is what a batch read needs there.
           // It would group the scripts that take their key count first by the count.
-          // The scripts of a like (its rate budget and the membership change) leave at
-          // once instead: ioredis keeps one auto-pipeline in flight per node, so a hot
-          // post's likes waited for each other's round trips. Measured with two API
-          // processes (npm run bench -- scale): like-hot 1,153 → 1,539 likes/s, the
-          // machine's cores idle 0.32 → 0.02.
+          // The scripts a request waits on (a like's membership change, a budget charged
+          // in Redis) leave at once instead: ioredis keeps one auto-pipeline in flight per
+          // node, so a hot post's likes waited for each other's round trips. Measured with
+          // two API processes (npm run bench -- scale), when a like also charged its budgets
+          // in Redis: like-hot 1,153 → 1,539 likes/s, the machine's cores idle 0.32 → 0.02.
           {
             enableAutoPipelining: !options.subscriber,
             autoPipeliningIgnoredCommands: [...variableKeyCommands, "addMember", "removeMember", "chargeBudget"],

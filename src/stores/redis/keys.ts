@@ -20,7 +20,7 @@
 //   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
 //   reconcile:tick:<ms>            string: a scheduled reconcile tick, claimed by the worker that runs its pass
 //   rif:{p}:<type>:<id>            string: versions at which reconcile passes found the target in flight, and how many in a row
-//   rl:{<budget>:<subject>}        string: a rate budget's theoretical arrival time (scripts/charge-budget.lua); its own slot
+//   rl:{<budget>:<subject>}        string: a rate budget's theoretical arrival time (scripts/charge-budget.lua, report-spending.lua); its own slot
 //
 // The hot ranking (hotPosts) shares one hash tag, {hot}, so one script can union a
 // window's buckets; the pipeline writes it once per batch, never once per like:

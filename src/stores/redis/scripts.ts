@@ -56,6 +56,7 @@ const definitions = {
   recountMembers: { file: "recount-members", numberOfKeys: undefined },
   readTargets: { file: "read-targets", numberOfKeys: undefined, readOnly: true },
   chargeBudget: { file: "charge-budget", numberOfKeys: 1 },
+  reportSpending: { file: "report-spending", numberOfKeys: 1 },
   mirrorRanking: { file: "mirror-ranking", numberOfKeys: 2 },
   refreshRanking: { file: "refresh-ranking", numberOfKeys: undefined },
 } as const;
@@ -110,6 +111,8 @@ declare module "ioredis" {
     readTargets(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<string>, Context>;
     /** scripts/charge-budget.lua: the budget, then interval (µs), limit and cost. */
     chargeBudget(key: string, intervalMicros: number, limit: number, cost: number): Result<ScriptReply<number>, Context>;
+    /** scripts/report-spending.lua: the budget, then interval (µs), limit and units spent. */
+    reportSpending(key: string, intervalMicros: number, limit: number, units: number): Result<ScriptReply<number>, Context>;
     /** scripts/mirror-ranking.lua: the ranking, its seq hash, then capacity, expiry (Unix ms) and member, value, seq triples. */
     mirrorRanking(ranking: string, seqs: string, capacity: number, expireAtMs: number, ...triples: (string | number)[]): Result<ScriptReply<number>, Context>;
     /** scripts/refresh-ranking.lua: the number of keys, the keys, then ARGV. */

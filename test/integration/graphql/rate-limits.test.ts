@@ -4,6 +4,8 @@
 // 127.0.0.0/8, so no test spends another's (or another file's) budget.
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setTimeout as sleep } from "node:timers/promises";
+import { reportThreshold } from "../../../src/domain/local-budgets.js";
 import { createRateLimits } from "../../../src/domain/rate-limits.js";
 import { passwordHashCount } from "../../../src/domain/identity.js";
 import { createContext } from "../../../src/graphql/context.js";
@@ -16,6 +18,7 @@ import { compose } from "../../../src/compose.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { freePort } from "../../../scripts/lib/ports.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
+import { eventually } from "../../support/pipeline.js";
 import { createUsers, openDatabase, openRedis, silentLogger, testConfig, uniqueTag, type TestUser } from "../../support/env.js";
 
 interface Answer {
@@ -173,6 +176,70 @@ describe("mutation budgets", () => {
   });
 });
 
+describe("mutation budgets decided in process memory", () => {
+  /** Lua script calls the suite's Redis ran so far (EVAL, EVALSHA and their read-only forms), once nothing more arrives. */
+  async function settledScriptCalls(): Promise<number> {
+    const redis = await openRedis();
+    try {
+      const calls = async () => [...(await redis.info("commandstats")).matchAll(/^cmdstat_eval\w*:calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+      // A like's list write leaves after its answer: wait until the count stops moving.
+      let before = await calls();
+      for (;;) {
+        await sleep(150);
+        const after = await calls();
+        if (after === before) return after;
+        before = after;
+      }
+    } finally {
+      await redis.quit();
+    }
+  }
+
+  it("when a user likes through one API process, then the mutation budgets send no script to Redis: the likes run exactly the scripts they run with the budgets off", async () => {
+    // Below the default budgets' report thresholds (60 units per user, 300 per address), so no spending is reported either.
+    const likes = 20;
+    const budgeted = await api({});
+    const unbudgeted = await api({ RATE_LIMITS: "off" });
+    const [alice, bob, carol] = await createUsers(db, budgeted.config, 3);
+    const posts: string[] = [];
+    for (let i = 0; i < likes; i++) posts.push(await postBy(unbudgeted, carol as TestUser));
+    const likeAll = async (through: TestApi, user: TestUser) => {
+      const from = freshAddress();
+      const start = await settledScriptCalls();
+      for (const id of posts) expect(codes(await send(through, likePost, { variables: { id }, token: user.token, from }))).toEqual([]);
+      return (await settledScriptCalls()) - start;
+    };
+    const withBudgets = await likeAll(budgeted, alice as TestUser);
+    const withoutBudgets = await likeAll(unbudgeted, bob as TestUser);
+    expect(withoutBudgets).toBeGreaterThanOrEqual(likes);
+    expect(withBudgets).toBe(withoutBudgets);
+  });
+
+  it("when a user spends their budget through one API process, then another process on the same Redis refuses them too, within a threshold of likes and a bounded wait", async () => {
+    const budget = { RATE_LIMIT_USER_MUTATIONS: "20", RATE_LIMIT_IP_MUTATIONS: "1000" };
+    const [first, second] = [await api(budget), await api(budget)];
+    const [alice, carol] = await createUsers(db, first.config, 2);
+    const post = await postBy(await api({}), carol as TestUser);
+    const like = (through: TestApi, from: string) => send(through, likePost, { variables: { id: post }, token: alice?.token, from });
+    const fromFirst = freshAddress();
+    for (let i = 0; i < 20; i++) expect(codes(await like(first, fromFirst))).toEqual([]);
+    expectRateLimited(await like(first, fromFirst));
+
+    // The second process knows nothing of alice until she spends a threshold there and it reports it.
+    const fromSecond = freshAddress();
+    const deadline = Date.now() + 5_000;
+    let accepted = 0;
+    let answer = await like(second, fromSecond);
+    while (codes(answer).length === 0 && Date.now() < deadline) {
+      accepted++;
+      await sleep(50);
+      answer = await like(second, fromSecond);
+    }
+    expectRateLimited(answer);
+    expect(accepted).toBeLessThanOrEqual(reportThreshold(20));
+  });
+});
+
 describe("sign-in budgets", () => {
   it("when an address spends its sign-in budget, then the next login is refused before any password work", async () => {
     const target = await api({ RATE_LIMIT_IP_SIGN_INS: "3", RATE_LIMIT_USERNAME_LOGINS: "100" });
@@ -265,18 +332,28 @@ describe("query cost budgets and a Redis that does not answer", () => {
     }
   });
 
-  it("when Redis cannot be reached, then charges pass (fail open) and the failure is reported", async () => {
+  it("when Redis cannot be reached, then charges pass (fail open), mutations pass within the process's own budget, and the failures are reported", async () => {
     const redis = createRedisClient({ url: `redis://127.0.0.1:${await freePort()}`, commandTimeoutMs: 200 });
     redis.on("error", () => {}); // refused connections are the point here
-    const failures: unknown[] = [];
+    const failures: ("charge" | "report")[] = [];
     const limits = createRateLimits({
       store: createRateBudgetStore(redis, createRedisKeys(16)),
-      settings: { enabled: true, periodMs: 60_000, queryCostThreshold: 1, limits: { userMutations: 1, ipMutations: 1, ipSignIns: 1, usernameLogins: 1, viewerQueryCost: 1, ipQueryCost: 1 } },
-      onStoreFailure: (error) => failures.push(error),
+      settings: {
+        enabled: true,
+        periodMs: 60_000,
+        queryCostThreshold: 1,
+        localSubjects: 100,
+        limits: { userMutations: 3, ipMutations: 1000, ipSignIns: 1, usernameLogins: 1, viewerQueryCost: 1, ipQueryCost: 1 },
+      },
+      onStoreFailure: (_error, during) => failures.push(during),
     });
     try {
-      for (let i = 0; i < 3; i++) await limits.charge([{ budget: "userMutations", subject: "1", cost: 1 }]);
-      expect(failures.length).toBeGreaterThanOrEqual(1);
+      for (let i = 0; i < 3; i++) await limits.charge([{ budget: "viewerQueryCost", subject: "1", cost: 1 }]);
+      expect(failures).toContain("charge");
+      // Decided in memory: no Redis call waits, every report of the spending fails.
+      for (let i = 0; i < 3; i++) await limits.charge([{ budget: "userMutations", subject: "1", cost: 1 }, { budget: "ipMutations", subject: "10.0.0.1", cost: 1 }]);
+      await eventually(async () => failures.includes("report"), 5_000, () => `failures told: ${failures.join()}`);
+      await expect(limits.charge([{ budget: "userMutations", subject: "1", cost: 1 }])).rejects.toMatchObject({ code: "RATE_LIMITED" });
     } finally {
       redis.disconnect();
     }

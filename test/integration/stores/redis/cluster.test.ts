@@ -403,6 +403,16 @@ describe("scripts on a Redis Cluster", () => {
     expect(refused.every((waitMs) => waitMs > 0 && waitMs <= 20_000)).toBe(true);
   });
 
+  it("when spendings of many subjects are reported at once, then each reaches its own node and answers how far its own budget is spent", async () => {
+    const budgets = createRateBudgetStore(cluster, keys);
+    const subjects = Array.from({ length: 24 }, (_, i) => `10.1.${i}.${Date.now() % 250}`);
+    const slots = await Promise.all(subjects.map((s) => cluster.cluster("KEYSLOT", keys.rateBudget("userMutations", s))));
+    expect(new Set(slots.map(masterOf)).size).toBe(3);
+    // 6 a minute: a unit is 10 s; subject i reports i % 3 + 1 units.
+    const aheadMs = await budgets.report(subjects.map((subject, i) => ({ budget: "userMutations", subject, units: (i % 3) + 1, limit: 6, periodMs: 60_000 })));
+    aheadMs.forEach((ms, i) => expect(Math.abs(ms - ((i % 3) + 1) * 10_000)).toBeLessThan(1_000));
+  });
+
   it("when the hot ranking is mirrored, resent, refreshed and read, then its keys share one slot and each window sums its buckets", async () => {
     const ranking = createRankingStore(cluster, keys);
     const now = Date.now();
