@@ -13,6 +13,7 @@ import type {
   DatabaseCount,
   HotWindow,
   DatabaseTarget,
+  IdRun,
   MemberPosition,
   ListedRelation,
   ListPosition,
@@ -38,6 +39,12 @@ export interface UserStore {
   /** The user with their password hash, for signing in. */
   findCredentials(username: string): Promise<{ readonly user: User; readonly passwordHash: string } | null>;
   findByIds(ids: readonly bigint[]): Promise<User[]>;
+  /**
+   * The lowest `maxIds` user ids above `after`, as runs of consecutive ids in
+   * ascending order: one statement reading at most `maxIds` index entries, however
+   * many users there are. Fewer ids than `maxIds` means none is left above them.
+   */
+  idRunsAfter(after: bigint, maxIds: number): Promise<IdRun[]>;
 }
 
 /** A new row, and the derived counters its insert moved, as committed with it. */
