@@ -47,6 +47,20 @@ export interface UserStore {
   idRunsAfter(after: bigint, maxIds: number): Promise<IdRun[]>;
 }
 
+/**
+ * Registrations told to every API process, so each knows a new user without
+ * asking PostgreSQL. Best effort: a process that misses one looks the user up once.
+ */
+export interface UserAnnouncements {
+  /** Tells every listening process that this user's row is committed. */
+  announce(userId: bigint): Promise<void>;
+  /**
+   * Calls `handler` with every user announced from now on, by any process;
+   * resolves once subscribed, with the function that stops it.
+   */
+  onAnnounced(handler: (userId: bigint) => void): Promise<() => Promise<void>>;
+}
+
 /** A new row, and the derived counters its insert moved, as committed with it. */
 export interface Created<T> {
   readonly row: T;
