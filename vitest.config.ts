@@ -2,9 +2,9 @@ import { defineConfig } from "vitest/config";
 
 /**
  * The suites that cross Redis nodes (likes, relations, lists, views, rankings, live counts,
- * persistence, rebuild and reconcile) run a second time with the service's Redis a 3-master
- * cluster (REDIS_CLUSTER_NODES), as the project "cluster": the rest test HTTP, limits and
- * faults, which do not depend on where a key lives.
+ * new users' announcements, persistence, rebuild and reconcile) run a second time with the
+ * service's Redis a 3-master cluster (REDIS_CLUSTER_NODES), as the project "cluster": the
+ * rest test HTTP, limits and faults, which do not depend on where a key lives.
  */
 const acrossNodes = [
   "test/integration/graphql/likes.test.ts",
@@ -13,6 +13,7 @@ const acrossNodes = [
   "test/integration/graphql/views.test.ts",
   "test/integration/graphql/hot-posts.test.ts",
   "test/integration/graphql/live-counts.test.ts",
+  "test/integration/graphql/known-users.test.ts",
   "test/integration/pipeline/persistence.test.ts",
   "test/integration/pipeline/relations.test.ts",
   "test/integration/pipeline/rebuild.test.ts",

@@ -35,6 +35,9 @@ const tracing = config.tracing
   : null;
 if (tracing) shutdown.add(() => tracing.close());
 const app = compose(config, clients, logger);
+// Learns in the background which users exist; requests are served meanwhile, their tokens checked as before.
+const directory = app.startUserDirectory();
+shutdown.add(() => directory.close());
 // Views waiting in memory go to Redis before the clients close (after requests in flight finished).
 shutdown.add(() => app.services.views.close());
 const api = await serveGraphQL(app.services, {

@@ -6,6 +6,7 @@ import { createCatalog, findOne, lookupTarget } from "./domain/catalog.js";
 import { createContentService } from "./domain/content.js";
 import { createCounterService } from "./domain/counters.js";
 import { createTokenService } from "./domain/identity.js";
+import { KnownUsers } from "./domain/known-users.js";
 import { createListService } from "./domain/lists.js";
 import { createLiveCounts } from "./domain/live-counts.js";
 import { createMembershipService } from "./domain/memberships.js";
@@ -16,6 +17,7 @@ import { createRateLimits } from "./domain/rate-limits.js";
 import { createRepairService } from "./domain/repairs.js";
 import { createReadiness, outboxBacklog, type Readiness } from "./domain/readiness.js";
 import type { Services } from "./domain/services.js";
+import { startUserDirectory, type UserDirectory } from "./domain/user-directory.js";
 import { createUserService } from "./domain/users.js";
 import { createViewService } from "./domain/views.js";
 import { startPipeline, type PipelineHooks, type RunningPipeline } from "./pipeline/pipeline.js";
@@ -42,6 +44,7 @@ import { createRankingStore } from "./stores/redis/ranking-store.js";
 import { createRateBudgetStore } from "./stores/redis/rate-budget-store.js";
 import { createRebuildStore } from "./stores/redis/rebuild-store.js";
 import { createRedisReconcileStore } from "./stores/redis/reconcile-store.js";
+import { createUserAnnouncements } from "./stores/redis/user-announcements.js";
 import { createViewStore } from "./stores/redis/view-store.js";
 
 /** The clients compose() uses; the pipeline and reconcile passes also need RabbitMQ, and the pipeline the relay's Redis. */
@@ -60,6 +63,12 @@ export interface App {
   readonly rankings: RankingRefresher;
   /** One full reconcile pass; its repairs are published for a running pipeline to apply. */
   reconcileOnce(onProgress?: (progress: ReconcileProgress) => void): Promise<ReconcileSummary>;
+  /**
+   * For a process that serves GraphQL: starts learning which users exist, so that
+   * authenticating their tokens sends no SQL. Returns at once; loading runs in the
+   * background, and until it is done tokens are checked as without it. Once only.
+   */
+  startUserDirectory(): UserDirectory;
 }
 
 export function compose(config: Config, clients: ComposedClients, logger: Logger): App {
@@ -79,6 +88,9 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const rankings = createRankingRefresher({ store: rankingStore, source: createRankingSource(db), lease: createLease(redis, keys.ranking.lock) });
 
   const catalog = createCatalog({ users, posts, comments });
+  // Empty unless startUserDirectory() fills it: a worker or a reconcile pass authenticates nobody.
+  const knownUsers = new KnownUsers();
+  const userAnnouncements = createUserAnnouncements(redis, clients.subscriberRedis ?? null, keys);
   const snapshots = createSnapshotStore(db);
   const counters = createCounterService({ counterStore, rebuildStore: rebuilds, snapshots, lookup: lookupTarget(catalog) });
   const tokens = createTokenService({
@@ -125,7 +137,16 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       onFlushFailure: (err) => logger.warn({ err }, "views could not be flushed to Redis; they wait for the next flush"),
       onViewsLost: (views, err) => logger.error({ err, views }, "views given up: Redis did not confirm them in time (a command already sent may still count them, once)"),
     }),
-    users: createUserService({ users, tokens, counters, catalog, rateLimits }),
+    users: createUserService({
+      users,
+      tokens,
+      counters,
+      catalog,
+      known: knownUsers,
+      announcements: userAnnouncements,
+      onAnnounceFailure: (err) => logger.warn({ err }, "a new user could not be announced; other API processes look them up once instead"),
+      rateLimits,
+    }),
     rateLimits,
     rankings: createRankingService({ store: rankingStore, cacheMs: config.ranking.cacheMs }),
     content: createContentService({
@@ -170,6 +191,8 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       coldAfterSeconds: config.reconcile.coldAfterSeconds,
       onProgress,
     });
+
+  let directoryStarted = false;
 
   // Only its length is used here (XLEN of every stream): it opens and reads nothing.
   const backlog = createOutboxStore(redis, keys, { batchSize: config.relay.batchSize });
@@ -227,6 +250,19 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       } finally {
         await bus.close();
       }
+    },
+    startUserDirectory() {
+      if (directoryStarted) throw new Error("The user directory was started already: start it once per composed app.");
+      directoryStarted = true;
+      const directoryLogger = logger.child({ component: "user-directory" });
+      return startUserDirectory({
+        known: knownUsers,
+        users,
+        announcements: clients.subscriberRedis ? userAnnouncements : null,
+        onLoaded: (load) => directoryLogger.info(load, "every existing user is known; their tokens are checked without SQL"),
+        onLoadFailure: (err, retryInMs) => directoryLogger.warn({ err, retryInMs }, "existing users could not be read from PostgreSQL; reading again"),
+        onListenFailure: (err) => directoryLogger.warn({ err }, "new users cannot be heard of from Redis; each is looked up once instead"),
+      });
     },
   };
 }

@@ -143,6 +143,12 @@ export interface User {
   readonly createdAt: Date;
 }
 
+/** Consecutive ids first..last (both included), every one of which exists. */
+export interface IdRun {
+  readonly first: bigint;
+  readonly last: bigint;
+}
+
 export interface Post {
   readonly id: bigint;
   readonly authorId: bigint;

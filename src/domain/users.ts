@@ -4,8 +4,9 @@ import { badInput, DomainError, ErrorCode } from "../errors.js";
 import { findOne, type Catalog } from "./catalog.js";
 import type { CounterService } from "./counters.js";
 import { hashPassword, verifyPassword, type TokenService, type Viewer } from "./identity.js";
+import type { KnownUsers } from "./known-users.js";
 import type { User } from "./model.js";
-import type { UserStore } from "./ports.js";
+import type { UserAnnouncements, UserStore } from "./ports.js";
 import { checkPlainText } from "./text.js";
 import type { RateLimits } from "./rate-limits.js";
 
@@ -60,18 +61,24 @@ export function createUserService(deps: {
   tokens: TokenService;
   counters: CounterService;
   catalog: Catalog;
+  /** Users known to exist without SQL; an API process fills it (user-directory.ts), elsewhere it stays empty. */
+  known: KnownUsers;
+  /** Where each new user is told to the other API processes. */
+  announcements: Pick<UserAnnouncements, "announce">;
+  /** Called when a new user could not be announced: other processes then look them up once. */
+  onAnnounceFailure?: (err: unknown) => void;
   missingTtlMs?: number;
   /** Charges each sign-in attempt to its username's budget before any password work. */
   rateLimits?: RateLimits;
 }): UserService {
-  const { users, tokens, counters, catalog, rateLimits } = deps;
+  const { users, tokens, counters, catalog, known, announcements, rateLimits } = deps;
   // Users found missing, so a token naming none costs one query per 30 s, not one per request.
-  // Users that exist are remembered by the catalog: the steady state sends no SQL.
   const missing = new LRUCache<bigint, true>({ max: 100_000, ttl: deps.missingTtlMs ?? 30_000 });
   return {
     async authenticate(token) {
       const viewer = await tokens.verify(token);
       if (!viewer) return { problem: "The bearer token is invalid or expired; sign in again." };
+      if (known.has(viewer.userId)) return { viewer };
       if (missing.has(viewer.userId)) return { problem: noSuchUser };
       let exists: boolean;
       try {
@@ -85,6 +92,7 @@ export function createUserService(deps: {
         missing.set(viewer.userId, true);
         return { problem: noSuchUser };
       }
+      known.add(viewer.userId);
       return { viewer };
     },
     async register(username, email, password) {
@@ -92,6 +100,10 @@ export function createUserService(deps: {
       const outcome = await users.create({ username, email: email.toLowerCase(), passwordHash: await hashPassword(password) });
       if ("taken" in outcome) throw badInput(outcome.taken, `That ${outcome.taken} is already registered; choose another.`);
       const user = outcome.created;
+      known.add(user.id);
+      // Awaited: Redis hands the message to every subscriber before it answers, so the other
+      // processes have it on its way before the client holds a token to send them.
+      await announcements.announce(user.id).catch((err: unknown) => deps.onAnnounceFailure?.(err));
       await counters.initNew({ type: "user", id: user.id });
       return { token: await tokens.issue(user.id), user };
     },

@@ -16,3 +16,25 @@ export function selects(info: GraphQLResolveInfo, path: readonly string[]): bool
     });
   return info.fieldNodes.some((node) => visit(node.selectionSet, 0));
 }
+
+/**
+ * Whether every field selected below the field being resolved is one of `names`
+ * (fragments included). A field under @skip or @include counts as selected.
+ */
+export function selectsOnly(info: GraphQLResolveInfo, names: ReadonlySet<string>): boolean {
+  const within = (set: SelectionSetNode | undefined): boolean =>
+    set === undefined ||
+    set.selections.every((selection) => {
+      switch (selection.kind) {
+        case Kind.FIELD:
+          return names.has(selection.name.value);
+        case Kind.INLINE_FRAGMENT:
+          return within(selection.selectionSet);
+        case Kind.FRAGMENT_SPREAD: {
+          const fragment = info.fragments[selection.name.value];
+          return fragment !== undefined && within(fragment.selectionSet);
+        }
+      }
+    });
+  return info.fieldNodes.every((node) => within(node.selectionSet));
+}

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { compose } from "../../src/compose.js";
 import type { Config } from "../../src/config.js";
 import type { Services } from "../../src/domain/services.js";
+import type { DirectoryLoad } from "../../src/domain/user-directory.js";
 import type { ApiMetrics } from "../../src/graphql/api-metrics.js";
 import type { LiveServer } from "../../src/graphql/live-server.js";
 import type { Context } from "../../src/graphql/context.js";
@@ -20,6 +21,10 @@ export interface TestApi {
   readonly live: LiveServer | null;
   /** SQL statements the API has sent since it started. */
   sqlQueries(): number;
+  /** What loading the existing users found; startTestApi waits for it, so counted SQL starts after it. */
+  readonly usersLoaded: DirectoryLoad;
+  /** Whether the API knows the user exists without asking PostgreSQL. */
+  knowsUser(userId: bigint): boolean;
   close(): Promise<void>;
 }
 
@@ -45,6 +50,9 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
     ...(metrics && { onRedisCommand: metrics.observeRedisCommand }),
   });
   const app = compose(config, clients, logger);
+  const directory = app.startUserDirectory();
+  const usersLoaded = await directory.loaded;
+  if (!usersLoaded) throw new Error("The test API's user directory closed before it loaded.");
   const api = await serveGraphQL(app.services, {
     logger,
     isUnavailable: app.isUnavailable,
@@ -67,8 +75,11 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
     services: app.services,
     live: api.live,
     sqlQueries: () => queries,
+    usersLoaded,
+    knowsUser: (userId) => directory.knows(userId),
     async close() {
       await api.close();
+      await directory.close();
       await clients.close();
     },
   };

@@ -21,6 +21,7 @@
 //   reconcile:tick:<ms>            string: a scheduled reconcile tick, claimed by the worker that runs its pass
 //   rif:{p}:<type>:<id>            string: versions at which reconcile passes found the target in flight, and how many in a row
 //   rl:{<budget>:<subject>}        string: a rate budget's theoretical arrival time (scripts/charge-budget.lua, report-spending.lua); its own slot
+//   users:registered               sharded pub/sub channel, no key: ids of users just registered (user-announcements.ts)
 //
 // The hot ranking (hotPosts) shares one hash tag, {hot}, so one script can union a
 // window's buckets; the pipeline writes it once per batch, never once per like:
@@ -161,6 +162,8 @@ export interface RedisKeys {
   list(relation: ListedRelation, userId: bigint): { readonly entries: string; readonly horizon: string; readonly recent: string; readonly lock: string };
   /** The hot ranking's keys, all in one slot. */
   readonly ranking: RankingKeys;
+  /** The sharded pub/sub channel on which each new user's id is announced to every API process. */
+  readonly userAnnouncements: string;
 }
 
 export interface RankingKeys {
@@ -239,5 +242,6 @@ export function createRedisKeys(partitions: number): RedisKeys {
       };
     },
     ranking: rankingKeys,
+    userAnnouncements: "users:registered",
   };
 }
