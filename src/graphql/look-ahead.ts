@@ -18,23 +18,25 @@ export function selects(info: GraphQLResolveInfo, path: readonly string[]): bool
 }
 
 /**
- * Whether every field selected below the field being resolved is one of `names`
- * (fragments included). A field under @skip or @include counts as selected.
+ * Whether every field selected at `path` below the field being resolved (its
+ * own selection when the path is empty) is one of `names`, fragments included.
+ * A field under @skip or @include counts as selected.
  */
-export function selectsOnly(info: GraphQLResolveInfo, names: ReadonlySet<string>): boolean {
-  const within = (set: SelectionSetNode | undefined): boolean =>
+export function selectsOnly(info: GraphQLResolveInfo, names: ReadonlySet<string>, path: readonly string[] = []): boolean {
+  const within = (set: SelectionSetNode | undefined, depth: number): boolean =>
     set === undefined ||
     set.selections.every((selection) => {
       switch (selection.kind) {
         case Kind.FIELD:
-          return names.has(selection.name.value);
+          if (depth === path.length) return names.has(selection.name.value);
+          return selection.name.value !== path[depth] || within(selection.selectionSet, depth + 1);
         case Kind.INLINE_FRAGMENT:
-          return within(selection.selectionSet);
+          return within(selection.selectionSet, depth);
         case Kind.FRAGMENT_SPREAD: {
           const fragment = info.fragments[selection.name.value];
-          return fragment !== undefined && within(fragment.selectionSet);
+          return fragment !== undefined && within(fragment.selectionSet, depth);
         }
       }
     });
-  return info.fieldNodes.every((node) => within(node.selectionSet));
+  return info.fieldNodes.every((node) => within(node.selectionSet, 0));
 }

@@ -146,3 +146,41 @@ describe("feed of 100 posts", () => {
     expect(trips).toBe(1);
   });
 });
+
+describe("a like", () => {
+  it("when a user the API process has never seen likes a post it has never read, then the like is one script call, one round trip and no SQL", async () => {
+    const [author, liker] = (await createUsers(db, api.config, 2)) as [TestUser, TestUser];
+    const postId = dataOf(await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "fresh", body: "b") { id } }`, {}, author.token)).createPost.id;
+    // A process started after both users existed: it knows them from its directory and has read no post.
+    const fresh = await startTestApi();
+    try {
+      const like = `mutation($id: ID!) { likePost(postId: $id) { changed post { id counts { likes } viewerHasLiked } } }`;
+      const commands = async () => {
+        const stats = await redis.info("commandstats");
+        const calls = (name: string) => Number(new RegExp(`^cmdstat_${name}:calls=(\\d+)`, "m").exec(stats)?.[1] ?? 0);
+        let all = 0;
+        for (const match of stats.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) all += Number(match[1]);
+        return { scripts: calls("evalsha") + calls("eval"), all };
+      };
+      const sqlBefore = fresh.sqlQueries();
+      const before = await commands();
+      let response: Awaited<ReturnType<typeof fresh.gql<{ likePost: { changed: boolean; post: { id: string; counts: { likes: number }; viewerHasLiked: boolean } } }>>> | undefined;
+      const trips = await roundTrips(async () => {
+        response = await fresh.gql(like, { id: postId }, liker.token);
+      });
+      const after = await commands();
+      expect(dataOf(response as NonNullable<typeof response>).likePost).toEqual({ changed: true, post: { id: postId, counts: { likes: 1 }, viewerHasLiked: true } });
+      expect(trips).toBe(1);
+      expect(after.scripts - before.scripts).toBe(1);
+      // The script's own commands, the EVALSHA and the two INFO around the like: within the budget of 30 a like may cost.
+      expect(after.all - before.all).toBeLessThanOrEqual(14);
+      expect(fresh.sqlQueries() - sqlBefore).toBe(0);
+      // A payload that asks for the post's row reads it.
+      const titled = await fresh.gql<{ unlikePost: { post: { title: string } } }>(`mutation($id: ID!) { unlikePost(postId: $id) { post { title } } }`, { id: postId }, liker.token);
+      expect(dataOf(titled).unlikePost.post.title).toBe("fresh");
+    } finally {
+      await fresh.close();
+    }
+  });
+});
+
