@@ -13,6 +13,7 @@ const acrossNodes = [
   "test/integration/graphql/views.test.ts",
   "test/integration/graphql/hot-posts.test.ts",
   "test/integration/graphql/live-counts.test.ts",
+  "test/integration/graphql/hot-counts.test.ts",
   "test/integration/graphql/known-users.test.ts",
   "test/integration/pipeline/persistence.test.ts",
   "test/integration/pipeline/relations.test.ts",

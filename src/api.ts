@@ -6,6 +6,7 @@ import { compose } from "./compose.js";
 import { loadConfig } from "./config.js";
 import { createApiMetrics } from "./graphql/api-metrics.js";
 import { serveGraphQL } from "./graphql/server.js";
+import { watchHotCounts } from "./hot-counts-metrics.js";
 import { createLogger } from "./logger.js";
 import { answerMetricsRequests, serveMetrics } from "./metrics-endpoint.js";
 import { onTermination } from "./shutdown.js";
@@ -18,6 +19,7 @@ const metrics = config.metricsPort === 0 ? null : createApiMetrics();
 const clients = await openClients(config, logger, {
   watchRabbit: true,
   subscriber: true,
+  countInvalidations: true,
   ...(metrics && { onSqlQuery: metrics.observeSqlQuery, onRedisCommand: metrics.observeRedisCommand }),
 });
 shutdown.add(() => clients.close());
@@ -35,6 +37,7 @@ const tracing = config.tracing
   : null;
 if (tracing) shutdown.add(() => tracing.close());
 const app = compose(config, clients, logger);
+if (metrics && app.hotCounts) watchHotCounts(metrics.registry, app.hotCounts);
 // Learns in the background which users exist; requests are served meanwhile, their tokens checked as before.
 const directory = app.startUserDirectory();
 shutdown.add(() => directory.close());

@@ -34,6 +34,7 @@ import { createMessageBus } from "./stores/rabbitmq/message-bus.js";
 import { createTopology } from "./stores/rabbitmq/topology.js";
 import { createCounterStore } from "./stores/redis/counter-store.js";
 import { createCountChanges } from "./stores/redis/count-changes.js";
+import { HotCounts } from "./stores/redis/hot-counts.js";
 import { isRedisUnavailable } from "./stores/redis/client.js";
 import { createRedisKeys } from "./stores/redis/keys.js";
 import { createLease, createTickClaims } from "./stores/redis/lease-store.js";
@@ -48,7 +49,11 @@ import { createUserAnnouncements } from "./stores/redis/user-announcements.js";
 import { createViewStore } from "./stores/redis/view-store.js";
 
 /** The clients compose() uses; the pipeline and reconcile passes also need RabbitMQ, and the pipeline the relay's Redis. */
-export type ComposedClients = Pick<Clients, "db" | "redis"> & Partial<Pick<Clients, "rabbit" | "relayRedis" | "subscriberRedis" | "probes" | "advisories">>;
+export type ComposedClients = Pick<Clients, "db" | "redis"> &
+  Partial<Pick<Clients, "rabbit" | "relayRedis" | "subscriberRedis" | "countInvalidations" | "probes" | "advisories">>;
+
+/** How stale a count kept in memory may be served: DESIGN's bound on hot counts. */
+const hotCountsMaxStalenessMs = 100;
 
 export interface App {
   /** The use cases the API serves. */
@@ -61,6 +66,8 @@ export interface App {
   startPipeline(hooks?: PipelineHooks): Promise<RunningPipeline>;
   /** The hot ranking's refresh and rebuild, as the pipeline runs them. */
   readonly rankings: RankingRefresher;
+  /** Counts kept in this process's memory (an API process given count invalidations), or null. */
+  readonly hotCounts: HotCounts | null;
   /** One full reconcile pass; its repairs are published for a running pipeline to apply. */
   reconcileOnce(onProgress?: (progress: ReconcileProgress) => void): Promise<ReconcileSummary>;
   /**
@@ -80,7 +87,11 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const comments = createCommentStore(db);
   const history = createRelationHistoryStore(db);
   const databaseReconcile = createDatabaseReconcileStore(db);
-  const counterStore = createCounterStore(redis, keys);
+  // Counts kept in an API process's memory while Redis tells it of every write to them; never older than the bound.
+  const hotCounts = clients.countInvalidations
+    ? new HotCounts({ invalidations: clients.countInvalidations, maxTargets: config.hotCountsTargets, maxStalenessMs: hotCountsMaxStalenessMs })
+    : null;
+  const counterStore = createCounterStore(redis, keys, hotCounts ? { hotCounts } : {});
   const rebuilds = createRebuildStore(redis, keys);
   const redisReconcile = createRedisReconcileStore(redis, keys);
   const listStore = createListStore(redis, keys);
@@ -126,7 +137,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     catalog,
     counters,
     tokens,
-    memberships: createMembershipService({ memberships: createMembershipStore(redis, keys), history, counters }),
+    memberships: createMembershipService({ memberships: createMembershipStore(redis, keys, undefined, hotCounts ?? undefined), history, counters }),
     lists: createListService({ lists: listStore, history }),
     views: createViewService({
       store: createViewStore(redis, keys),
@@ -159,7 +170,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     ...(clients.subscriberRedis && {
       live: createLiveCounts({
         changes: createCountChanges(clients.subscriberRedis, keys),
-        read: async (targets) => (await counters.view(targets, null)).map((view) => view.counts),
+        read: (targets) => counters.read(targets),
         intervalMs: config.live.intervalMs,
         maxPosts: config.live.maxPosts,
         onReadFailure: (err) => logger.warn({ err }, "live counts could not be read from Redis; read again in a second"),
@@ -205,6 +216,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       ...clients.advisories?.(),
     }),
     rankings,
+    hotCounts,
     async startPipeline(hooks) {
       if (!clients.relayRedis) throw new Error("The pipeline needs the relay's own Redis client: open the clients with { relay: true }.");
       const bus = openBus();

@@ -57,6 +57,8 @@ const schema = z.object({
   RANKING_REFRESH_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
   RANKING_REFRESH_GAP_MS: z.coerce.number().int().min(0).max(60_000).default(250),
   RANKING_CACHE_MS: z.coerce.number().int().min(0).max(500).default(250),
+  // Counter hashes an API process keeps in memory (hot-counts.ts); 0 keeps none.
+  HOT_COUNTS_TARGETS: z.coerce.number().int().min(0).max(10_000_000).default(100_000),
   // Views wait in an API process at most this long before they go to Redis (what a crash of the process may lose).
   VIEWS_FLUSH_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1_000),
   // Posts with views waiting that make a process flush at once.
@@ -180,6 +182,8 @@ export interface Config {
     readonly refreshGapMs: number;
     readonly cacheMs: number;
   };
+  /** Counter hashes an API process keeps in memory; 0 keeps none. */
+  readonly hotCountsTargets: number;
   readonly reconcile: {
     readonly cron: string | null;
     readonly batchSize: number;
@@ -272,6 +276,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       outboxWarnLength: e.OUTBOX_WARN_LENGTH,
     }),
     ranking: Object.freeze({ refreshMs: e.RANKING_REFRESH_MS, refreshGapMs: e.RANKING_REFRESH_GAP_MS, cacheMs: e.RANKING_CACHE_MS }),
+    hotCountsTargets: e.HOT_COUNTS_TARGETS,
     reconcile: Object.freeze({
       cron: e.RECONCILE_CRON === "off" ? null : e.RECONCILE_CRON,
       batchSize: e.RECONCILE_BATCH_SIZE,

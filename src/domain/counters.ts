@@ -9,7 +9,11 @@ import type { CounterStore, RebuildStore, SnapshotStore } from "./ports.js";
 export type TargetLookup = (target: Target) => Promise<{ authorId: bigint | null } | null>;
 
 export interface CounterService {
-  /** Counts of existing targets, in order; one Redis round trip when Redis holds them all. */
+  /**
+   * Counts of existing targets as Redis holds them now, in order, never from counts
+   * kept in process memory: for a reader that heard of a change (live counts). One
+   * Redis round trip when Redis holds them all.
+   */
   read(targets: readonly Target[]): Promise<Counts[]>;
   /**
    * What a feed shows of each target, in order: its counts and the viewer's
@@ -158,17 +162,17 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   // as a read of its own, never an answer from before a caller heard of a change. A viewer's
   // reads (memberships, their own changes) never share.
   const anonymousReads = new Map<string, Promise<(TargetView | null)[]>>();
-  const viewOfType = async (targets: readonly Target[], viewerId: bigint | null, asked: readonly Relation[] | undefined): Promise<(TargetView | null)[]> => {
+  const viewOfType = async (targets: readonly Target[], viewerId: bigint | null, asked: readonly Relation[] | undefined, exact: boolean): Promise<(TargetView | null)[]> => {
     const type = (targets[0] as Target).type;
     if (viewerId !== null) {
       const relations = relationsOf(type).filter((r) => !asked || asked.includes(r));
-      return counterStore.view(targets, { names: counterNames[type], relations, viewerId });
+      return counterStore.view(targets, { names: counterNames[type], relations, viewerId, exact });
     }
-    let key = type as string;
+    let key = exact ? `!${type}` : (type as string);
     for (const t of targets) key += `,${t.id}`;
     let pending = anonymousReads.get(key);
     if (!pending) {
-      pending = counterStore.view(targets, { names: counterNames[type], relations: [], viewerId: null });
+      pending = counterStore.view(targets, { names: counterNames[type], relations: [], viewerId: null, exact });
       anonymousReads.set(key, pending);
       process.nextTick(() => anonymousReads.delete(key));
     }
@@ -177,24 +181,24 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   };
 
   /** One store read per type (all in the same round trip), in the order given. */
-  async function viewHeld(targets: readonly Target[], viewerId: bigint | null, asked: readonly Relation[] | undefined): Promise<(TargetView | null)[]> {
+  async function viewHeld(targets: readonly Target[], viewerId: bigint | null, asked: readonly Relation[] | undefined, exact: boolean): Promise<(TargetView | null)[]> {
     if (targets.length === 0) return [];
     // A list is of one type nearly always: no grouping then.
-    if (targets.every((t) => t.type === (targets[0] as Target).type)) return viewOfType(targets, viewerId, asked);
+    if (targets.every((t) => t.type === (targets[0] as Target).type)) return viewOfType(targets, viewerId, asked, exact);
     const byType = new Map<TargetType, number[]>();
     targets.forEach((t, i) => byType.set(t.type, [...(byType.get(t.type) ?? []), i]));
     const views: (TargetView | null)[] = new Array<TargetView | null>(targets.length).fill(null);
     await Promise.all(
       [...byType.values()].map(async (indexes) => {
-        const found = await viewOfType(indexes.map((i) => targets[i] as Target), viewerId, asked);
+        const found = await viewOfType(indexes.map((i) => targets[i] as Target), viewerId, asked, exact);
         indexes.forEach((i, j) => (views[i] = found[j] ?? null));
       }),
     );
     return views;
   }
 
-  async function view(targets: readonly Target[], viewerId: bigint | null, asked?: readonly Relation[]): Promise<TargetView[]> {
-    const views = await viewHeld(targets, viewerId, asked);
+  async function view(targets: readonly Target[], viewerId: bigint | null, asked?: readonly Relation[], exact = false): Promise<TargetView[]> {
+    const views = await viewHeld(targets, viewerId, asked, exact);
     // A target dropped again right after its rebuild (a late replay, a reconcile repair) is rebuilt once more.
     for (let round = 0; round < rebuildRounds; round++) {
       const absent = targets.flatMap((_, i) => (views[i] === null ? [i] : []));
@@ -202,7 +206,7 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
       const exists = await Promise.all(absent.map((i) => rebuild(targets[i] as Target)));
       const existing = absent.filter((_, j) => exists[j]);
       if (existing.length === 0) break;
-      const reread = await viewHeld(existing.map((i) => targets[i] as Target), viewerId, asked);
+      const reread = await viewHeld(existing.map((i) => targets[i] as Target), viewerId, asked, exact);
       existing.forEach((i, j) => (views[i] = reread[j] ?? null));
     }
     // A target that does not exist reads as all zeros.
@@ -211,9 +215,9 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
 
   return {
     rebuild,
-    view,
+    view: (targets, viewerId, relations) => view(targets, viewerId, relations),
     async read(targets) {
-      return (await view(targets, null)).map((v) => v.counts);
+      return (await view(targets, null, undefined, true)).map((v) => v.counts);
     },
     async mirror(values) {
       if (values.length > 0) await counterStore.mirror(values);

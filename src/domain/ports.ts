@@ -194,6 +194,8 @@ export interface ViewRequest {
   readonly relations: readonly Relation[];
   /** Whose memberships to look up; null for none. */
   readonly viewerId: bigint | null;
+  /** Read Redis even for counts held in process memory: live counts, which heard of a change and must show it. */
+  readonly exact?: boolean;
 }
 
 export interface CounterStore {

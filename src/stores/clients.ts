@@ -1,13 +1,22 @@
 // Every connection the service opens, in one place, and one close for them all.
 import { performance } from "node:perf_hooks";
-import type { Command } from "ioredis";
+import { Cluster, Redis, type Command } from "ioredis";
 import type { Logger } from "pino";
 import type { Connection } from "rabbitmq-client";
 import type { Config } from "../config.js";
 import { createDatabase, isPostgresUnavailable, type Database } from "./postgres/database.js";
 import { createRabbitConnection } from "./rabbitmq/connection.js";
 import { createRedisClient, isRedisUnavailable, type RedisClient } from "./redis/client.js";
+import { createCountInvalidations, type CountInvalidations } from "./redis/count-invalidations.js";
 import { checkDurability } from "./redis/durability.js";
+import { countersPrefix } from "./redis/keys.js";
+
+/**
+ * How often the listeners of counter writes ping: how stale, at rest, the newest
+ * confirmation of what they heard is (a few ms more under load). Counts kept in
+ * memory are served only while it is younger than hot-counts' bound.
+ */
+const countInvalidationPingMs = 20;
 
 /** Whether an error says a store did not answer in time or could not be reached: the request may be retried. */
 export const isStoreUnavailable = (error: unknown): boolean => isRedisUnavailable(error) || isPostgresUnavailable(error);
@@ -19,6 +28,8 @@ export interface Clients {
   readonly relayRedis: RedisClient | null;
   /** A Redis connection that hears counts change (sharded pub/sub), for live counts; null unless asked for. */
   readonly subscriberRedis: RedisClient | null;
+  /** Hears every write to a counter hash, on every Redis node, so counts may be kept in memory; null unless asked for. */
+  readonly countInvalidations: CountInvalidations | null;
   /** Null unless asked for. */
   readonly rabbit: Connection | null;
   /** Per client, a call that resolves when it answers: what readiness asks. */
@@ -42,6 +53,8 @@ export interface ClientNeeds {
   readonly relay?: boolean;
   /** A subscribing Redis connection, for live counts (an API process). */
   readonly subscriber?: boolean;
+  /** Connections that hear writes to counter hashes, one per Redis node, for counts kept in memory (an API process). */
+  readonly countInvalidations?: boolean;
   /** Called for every SQL statement answered, with how long PostgreSQL took (metrics; tests count queries with it). */
   readonly onSqlQuery?: (durationMs: number) => void;
   /** Called for every command the request-serving Redis client got a reply (or error) to, with its round trip. */
@@ -68,6 +81,38 @@ function timeCommands(client: RedisClient, observe: (command: string, durationMs
     return send(command, ...rest);
   };
   client.sendCommand = wrapped as typeof client.sendCommand;
+}
+
+/**
+ * The listeners of writes to counter hashes: one connection per Redis node (the
+ * server, or every master of a cluster, followed as masters change), each a RESP2
+ * connection of its own, since it subscribes.
+ */
+function listenToCounterWrites(config: Config, redis: RedisClient, logger: Logger): CountInvalidations {
+  const clusterNodes = redis instanceof Cluster ? redis : null;
+  const url = new URL(config.redisUrl);
+  return createCountInvalidations({
+    nodes: () => (clusterNodes ? clusterNodes.nodes("master").map((node) => `${node.options.host ?? "127.0.0.1"}:${node.options.port ?? 6379}`) : [`${url.hostname}:${url.port || 6379}`]),
+    open: (node) => {
+      const [host = "127.0.0.1", port = "6379"] = node.split(":");
+      // Credentials and database of the service's own Redis URL; a cluster's nodes share its settings.
+      return new Redis({
+        host,
+        port: Number(port),
+        username: url.username || undefined,
+        password: url.password ? decodeURIComponent(url.password) : undefined,
+        protocol: 2,
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        autoResubscribe: false,
+        maxRetriesPerRequest: 0,
+        connectionName: "likes-count-invalidations",
+      });
+    },
+    prefix: countersPrefix,
+    pingEveryMs: countInvalidationPingMs,
+    onProblem: (err, node) => logger.warn({ err, node }, "a listener of counter writes is not listening; counts are read from Redis meanwhile"),
+  });
 }
 
 export async function openClients(config: Config, logger: Logger, needs: ClientNeeds = {}): Promise<Clients> {
@@ -100,6 +145,8 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     // longer than a request's timeout to arrive: a timeout there would repeat the same read forever.
     const relayRedis = needs.relay ? await connectRedis(undefined) : null;
     const subscriberRedis = needs.subscriber ? await connectRedis(config.redisCommandTimeoutMs, true) : null;
+    const countInvalidations = needs.countInvalidations && config.hotCountsTargets > 0 ? listenToCounterWrites(config, redis, logger) : null;
+    if (countInvalidations) closers.push(() => countInvalidations.close());
 
     let rabbit: Connection | null = null;
     let watched: Connection | null = null;
@@ -123,7 +170,7 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
         rabbitmq: async () => (watched?.ready ? null : "RabbitMQ is not connected: likes wait in the outbox until it is"),
       }),
     });
-    return { db, redis, relayRedis, subscriberRedis, rabbit, probes, advisories, close };
+    return { db, redis, relayRedis, subscriberRedis, countInvalidations, rabbit, probes, advisories, close };
   } catch (error) {
     await close();
     throw error;

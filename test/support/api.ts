@@ -10,6 +10,7 @@ import type { LiveServer } from "../../src/graphql/live-server.js";
 import type { Context } from "../../src/graphql/context.js";
 import { serveGraphQL } from "../../src/graphql/server.js";
 import { openClients } from "../../src/stores/clients.js";
+import type { HotCounts } from "../../src/stores/redis/hot-counts.js";
 import { graphqlClient, silentLogger, testConfig } from "./env.js";
 
 export interface TestApi {
@@ -25,6 +26,8 @@ export interface TestApi {
   readonly usersLoaded: DirectoryLoad;
   /** Whether the API knows the user exists without asking PostgreSQL. */
   knowsUser(userId: bigint): boolean;
+  /** The counts the API keeps in memory (HOT_COUNTS_TARGETS=0: null). */
+  readonly hotCounts: HotCounts | null;
   close(): Promise<void>;
 }
 
@@ -43,6 +46,7 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
   let queries = 0;
   const clients = await openClients(config, logger, {
     subscriber: true,
+    countInvalidations: true,
     onSqlQuery: (durationMs) => {
       queries++;
       metrics?.observeSqlQuery(durationMs);
@@ -77,6 +81,7 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
     sqlQueries: () => queries,
     usersLoaded,
     knowsUser: (userId) => directory.knows(userId),
+    hotCounts: app.hotCounts,
     async close() {
       await api.close();
       await directory.close();

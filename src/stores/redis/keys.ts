@@ -187,6 +187,9 @@ const rankingKeys: RankingKeys = {
 /** Subjects used in a budget's key as they are: ids, IPv4 and IPv6 addresses, usernames. */
 const plainSubject = /^[A-Za-z0-9_.:-]{1,64}$/;
 
+/** What every counter hash's name starts with: the prefix Redis tells writes of (count-invalidations.ts). */
+export const countersPrefix = "cnt:";
+
 const countersKey = /^cnt:\{\d+\}:(post|comment|user):([1-9]\d{0,18})$/;
 
 export function createRedisKeys(partitions: number): RedisKeys {

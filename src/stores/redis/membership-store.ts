@@ -2,6 +2,7 @@ import { counterNames, relations, type Relation, type Target } from "../../domai
 import type { MembershipChange, MembershipStore } from "../../domain/ports.js";
 import { Cluster } from "ioredis";
 import { batchRead, inTickPipeline, type RedisClient } from "./client.js";
+import type { HotCounts } from "./hot-counts.js";
 import { defaultShardCapacity, type RedisKeys } from "./keys.js";
 import { relationLayouts } from "./relations.js";
 import type { MembershipReply } from "./scripts.js";
@@ -30,16 +31,24 @@ function toChange(script: string, reply: MembershipReply, target: Target): Membe
 type MembershipScript = "addMember" | "removeMember";
 type ScriptArgs = [counters: string, ...keysAndArgs: (string | number)[]];
 
-export function createMembershipStore(redis: RedisClient, keys: RedisKeys, shardCapacity = defaultShardCapacity): MembershipStore {
+/**
+ * `hotCounts`, when this process keeps counts in memory: told of each change it
+ * makes, so its own later reads show the change without waiting for Redis to tell.
+ */
+export function createMembershipStore(redis: RedisClient, keys: RedisKeys, shardCapacity = defaultShardCapacity, hotCounts?: Pick<HotCounts, "changed">): MembershipStore {
   /**
    * On a standalone Redis a script call goes in the pipeline of the current tick:
    * changes arriving together share one socket write, which was a tenth of a like's
    * CPU when each went alone. A cluster routes each call to its node itself.
    */
   async function run(script: MembershipScript, args: ScriptArgs): Promise<MembershipReply> {
-    if (redis instanceof Cluster) return redis[script](...args);
-    const [reply] = await inTickPipeline(redis, (pipeline) => void pipeline[script](...args));
-    return reply as MembershipReply;
+    try {
+      if (redis instanceof Cluster) return await redis[script](...args);
+      const [reply] = await inTickPipeline(redis, (pipeline) => void pipeline[script](...args));
+      return reply as MembershipReply;
+    } finally {
+      hotCounts?.changed(args[0]);
+    }
   }
 
   const keysOf = (relation: Relation, target: Target, userId: bigint): ScriptArgs => [

@@ -110,7 +110,7 @@ async function readsProcessed(): Promise<number> {
 beforeAll(async () => {
   // Queries here fan out past MAX_QUERY_COST on purpose: one SQL query per level must
   // hold whatever the fan-out. Budgets off, so counting Redis round trips sees only the reads.
-  api = await startTestApi({ MAX_QUERY_COST: "10000000", RATE_LIMITS: "off" });
+  api = await startTestApi({ MAX_QUERY_COST: "10000000", RATE_LIMITS: "off", HOT_COUNTS_TARGETS: "0" });
   db = openDatabase(api.config);
   redis = await openRedis();
   [author, ...likers] = (await createUsers(db, api.config, 6)) as [TestUser, ...TestUser[]];

@@ -2,11 +2,13 @@
 --[[
   Reads what a feed shows of many targets in one step: the counters asked for,
   and whether one user is among each target's members of each relation asked
-  for (likers, collectors, followers). On a cluster, one call per node: it
-  declares only its first key, which routes it to that key's node, and names the
-  others, of other slots on the same node, after the arguments (a node refuses a
-  call whose declared keys span slots, but lets a script with allow-cross-slot-keys
-  read any key of its own slots).
+  for (likers, collectors, followers). A target whose counters the caller holds
+  already (an API process's hot counts, src/stores/redis/hot-counts.ts) is asked
+  for the user's memberships alone, in the generations the caller knows it to
+  have. On a cluster, one call per node: it declares only its first key, which
+  routes it to that key's node, and names the others, of other slots on the same
+  node, after the arguments (a node refuses a call whose declared keys span slots,
+  but lets a script with allow-cross-slot-keys read any key of its own slots).
 
   A reply of one string rather than nested arrays: the client decodes one item
   instead of about seven per target, which was a quarter of the API's CPU.
@@ -24,17 +26,20 @@
     ARGV[4..3+f]      the counter fields
     ARGV[4+f]         r, the number of relations
     ARGV[5+f..4+f+r]  the counter hash field holding each relation's newest generation
+    then n flags      c_i: 1 to read target i's counters, 0 when the caller holds them
+                      (then its counter hash is not read: the p_ij are its generations + 1)
     then n*r numbers  p_ij: how many of the user's shards were passed for target i, relation j
 
   Output:
     { UNCHANGED, text }  one line per target, separated by ';':
-                           ''                          Redis does not hold the target
+                           ''                          Redis does not hold the target (c_i 1)
                            'c1,...,cf,g1,...,gr,m'     counters ('' when absent), each relation's
                                                        newest generation, then a mark per relation:
                                                        1 or 0 whether the user is a member, '?' when
                                                        the relation has grown past the shards passed
                                                        and none of them holds the user; no marks
                                                        without a user
+                           '=m'                        c_i 0: the marks alone, 1 or 0
     { INVALID_ARGUMENTS }
 
   Reads only, so it runs on replicas and when Redis is out of memory.
@@ -46,7 +51,8 @@ local n = tonumber(ARGV[1])
 local user = ARGV[2]
 local f = tonumber(ARGV[3])
 local r = f and tonumber(ARGV[4 + f])
-local fixed = f and r and n and 4 + f + r + n * r
+local flags = f and r and 4 + f + r
+local fixed = flags and n and flags + n + n * r
 if not n or n < 0 or not f or f < 1 or not r or r < 0 or #ARGV < fixed or (user ~= '' and not isUserId(user)) then
   return { INVALID_ARGUMENTS }
 end
@@ -58,10 +64,18 @@ for j = 1, r do
   fields[f + j] = ARGV[4 + f + j]
 end
 
+local reads = {}
+for i = 1, n do
+  local flag = ARGV[flags + i]
+  if flag ~= '0' and flag ~= '1' then
+    return { INVALID_ARGUMENTS }
+  end
+  reads[i] = flag == '1'
+end
 local passed = {}
 local keysNeeded = n
 for i = 1, n * r do
-  passed[i] = tonumber(ARGV[4 + f + r + i])
+  passed[i] = tonumber(ARGV[flags + n + i])
   if not passed[i] or passed[i] < 0 or (user == '' and passed[i] > 0) then
     return { INVALID_ARGUMENTS }
   end
@@ -77,47 +91,61 @@ elseif #ARGV > fixed then
   end
 end
 
+-- Whether one of the user's shards from..from+count-1 holds the user.
+local function holds(from, count)
+  for g = 0, count - 1 do
+    if redis.call('SISMEMBER', keys[from + g], user) == 1 then
+      return true
+    end
+  end
+  return false
+end
+
 local lines = {}
 local shard = n + 1
 for i = 1, n do
-  local values = redis.call('HMGET', keys[i], unpack(fields))
-  local held = true
-  for j = 1, f + r do
-    if not values[j] then
-      values[j] = ''
-      -- A hash holds at least its type's first counter, so a missing field is rare: check then.
-      if held and j == 1 and redis.call('EXISTS', keys[i]) == 0 then
-        held = false
-      end
-    end
-  end
-  if not held then
-    lines[i] = ''
-    for j = 1, r do
-      shard = shard + passed[(i - 1) * r + j]
-    end
-  else
-    local marks = {}
+  if not reads[i] then
+    local marks = { '=' }
     for j = 1, r do
       local p = passed[(i - 1) * r + j]
-      if user ~= '' then
-        local newest = tonumber(values[f + j]) or 0
-        local mark = '0'
-        for g = 0, math.min(newest, p - 1) do
-          if redis.call('SISMEMBER', keys[shard + g], user) == 1 then
-            mark = '1'
-            break
-          end
-        end
-        if mark == '0' and newest >= p then
-          mark = '?'
-        end
-        marks[j] = mark
-      end
+      marks[j + 1] = holds(shard, p) and '1' or '0'
       shard = shard + p
     end
-    values[f + r + 1] = table.concat(marks)
-    lines[i] = table.concat(values, ',')
+    lines[i] = table.concat(marks)
+  else
+    local values = redis.call('HMGET', keys[i], unpack(fields))
+    local held = true
+    for j = 1, f + r do
+      if not values[j] then
+        values[j] = ''
+        -- A hash holds at least its type's first counter, so a missing field is rare: check then.
+        if held and j == 1 and redis.call('EXISTS', keys[i]) == 0 then
+          held = false
+        end
+      end
+    end
+    if not held then
+      lines[i] = ''
+      for j = 1, r do
+        shard = shard + passed[(i - 1) * r + j]
+      end
+    else
+      local marks = {}
+      for j = 1, r do
+        local p = passed[(i - 1) * r + j]
+        if user ~= '' then
+          local newest = tonumber(values[f + j]) or 0
+          local mark = holds(shard, math.min(newest + 1, p)) and '1' or '0'
+          if mark == '0' and newest >= p then
+            mark = '?'
+          end
+          marks[j] = mark
+        end
+        shard = shard + p
+      end
+      values[f + r + 1] = table.concat(marks)
+      lines[i] = table.concat(values, ',')
+    end
   end
 end
 return { UNCHANGED, table.concat(lines, ';') }
