@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bucketedWindowNames, counterNames, bucketStart, bucketSpans, windowBuckets, windowOfSpan, type BucketCount, type LikeableTarget, type MalformedOutboxEntry, type OutboxEntry, type Target } from "../../../../src/domain/model.js";
 import type { ViewRequest } from "../../../../src/domain/ports.js";
 import { createCountChanges } from "../../../../src/stores/redis/count-changes.js";
-import { decodeTargetLines, createCounterStore } from "../../../../src/stores/redis/counter-store.js";
+import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
+import { decodeTargetLines } from "../../../../src/stores/redis/target-reader.js";
 import { parseCounterHash } from "../../../../src/stores/redis/counter-hash.js";
 import { createRedisClient } from "../../../../src/stores/redis/client.js";
 import { createRedisKeys, type RedisKeys } from "../../../../src/stores/redis/keys.js";
@@ -358,7 +359,7 @@ describe("scripts on a Redis Cluster", () => {
     await Promise.all(sameSlot.map((t) => counters.init(t, { like: 0, read: 4 })));
     await createMembershipStore(cluster, keys).add("like", sameSlot[1] as LikeableTarget, 41n);
     const shardOf = keys.memberShardsOf("like", 41n);
-    const args = [...sameSlot.map((t) => keys.counters(t)), ...sameSlot.map((t) => shardOf(t, 0)), sameSlot.length, "41", 2, "like", "read", 1, relationLayouts.like.generationField, 1, 1, 1];
+    const args = [...sameSlot.map((t) => keys.counters(t)), ...sameSlot.map((t) => shardOf(t, 0)), sameSlot.length, "41", 2, "like", "read", 1, relationLayouts.like.generationField, ...sameSlot.map(() => 1), 1, 1, 1];
 
     // Alongside reads of other masters' targets, in one tick.
     const [[status, text]] = await Promise.all([cluster.readTargets(2 * sameSlot.length, ...args), counters.read(elsewhere)]);

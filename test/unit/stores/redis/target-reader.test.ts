@@ -1,6 +1,6 @@
 // read-targets.lua's one-string reply, decoded.
 import { describe, expect, it } from "vitest";
-import { decodeTargetLines } from "../../../../src/stores/redis/counter-store.js";
+import { decodeTargetLines } from "../../../../src/stores/redis/target-reader.js";
 
 const names = ["like", "read", "comment", "collect"];
 const relations = ["like", "collect"] as const;
