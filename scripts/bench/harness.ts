@@ -298,6 +298,8 @@ export interface ServiceCpu {
 
 export interface RunningService {
   readonly url: string;
+  /** Where the service's metrics are served, summed over its processes (Prometheus text). */
+  readonly metricsUrl: string;
   cpu(): ServiceCpu;
   /** The largest resident set any one process of the service has had, in MB (the kernel's VmHWM). */
   peakRssMb(): number;
@@ -305,6 +307,17 @@ export interface RunningService {
 }
 
 export type ServiceMode = "npm start" | "API only";
+
+/** The value of each sample of a Prometheus text exposition, by its name and labels as written ("name{le=\"0.1\"}"). */
+export async function scrapeMetrics(url: string): Promise<Map<string, number>> {
+  const samples = new Map<string, number>();
+  const text = await fetch(url).then((response) => (response.ok ? response.text() : ""), () => "");
+  for (const line of text.split("\n")) {
+    const match = /^([a-zA-Z_:][\w:]*(?:\{[^}]*\})?) (\S+)$/.exec(line);
+    if (match) samples.set(match[1] as string, Number(match[2]));
+  }
+  return samples;
+}
 
 /**
  * Starts the service the way `npm start` does (`node --import tsx/esm src/server.ts`,
@@ -314,6 +327,7 @@ export type ServiceMode = "npm start" | "API only";
 export async function startService(mode: ServiceMode, env: Record<string, string>, options: { readonly profileDir?: string; readonly directory?: string } = {}): Promise<RunningService> {
   const { profileDir, directory = projectRoot } = options;
   const port = await freePort();
+  const metricsPort = await freePort();
   // Every process of the service inherits these flags, so each writes its own CPU profile when it stops.
   const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
   const child: ChildProcess = spawn(process.execPath, [...profile, "--import", "tsx/esm", "src/server.ts"], {
@@ -321,7 +335,6 @@ export async function startService(mode: ServiceMode, env: Record<string, string
     env: {
       ...process.env,
       RABBITMQ_PREFIX: "likes_bench",
-      METRICS_PORT: "0",
       RECONCILE_CRON: "off",
       // Every bench request comes from 127.0.0.1: per-address budgets would measure the limiter, not the service.
       RATE_LIMIT_IP_MUTATIONS: "0",
@@ -330,6 +343,7 @@ export async function startService(mode: ServiceMode, env: Record<string, string
       ...env,
       PIPELINE: mode === "npm start" ? "embedded" : "off",
       PORT: String(port),
+      METRICS_PORT: String(metricsPort),
       LOG_LEVEL: "warn",
       NODE_ENV: "production",
       JWT_SECRET: benchSecret,
@@ -344,6 +358,7 @@ export async function startService(mode: ServiceMode, env: Record<string, string
   await waitFor(async () => (await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: '{"query":"{__typename}"}' })).ok, "the service");
   return {
     url,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     cpu() {
       const tree = processTree(child.pid as number);
       let api = 0;

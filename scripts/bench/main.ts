@@ -1,7 +1,10 @@
 // npm run bench [-- [--quick] [--mode npm-start|api-only] [--profile dir] [--against dir] [--database name] [scenario ...]]
 //
 // Measures the service on realistic data (scripts/bench/dataset.ts) and prints
-// figures and same-run ratios to Redis alone. Scenarios:
+// figures and same-run ratios to Redis alone. Each HTTP scenario also prints what a
+// request cost every process and server, and the share of targets the API
+// processes answered from their hot counts; feed100 is followed by the lag from a
+// like's answer to the count read back through the service. Scenarios:
 //   feed100, like-hot, like-spread, mixed,  over HTTP, against the service as `npm start`
 //   collect-hot, follow-hot, views-hot,     runs it and against the API alone (PIPELINE=off)
 //   views-hot-batched, hot-posts
@@ -53,6 +56,7 @@ import { scale, scaleRatios, scaleRunCount, type ScaleRun } from "./scale.js";
 import {
   collectHot,
   connections,
+  countsLag,
   feed100,
   followHot,
   FreshPairs,
@@ -64,6 +68,7 @@ import {
   rawLikeScript,
   viewsHot,
   type HttpFigures,
+  type LagFigures,
   type ScenarioContext,
   type ViewsFigures,
 } from "./scenarios.js";
@@ -200,6 +205,7 @@ const amqp = freshVhost(config.amqpUrl, flags.database);
 const results: HttpFigures[] = [];
 const viewResults: ViewsFigures[] = [];
 const liveResults: LiveFigures[] = [];
+const lagResults: LagFigures[] = [];
 let cluster: BenchRedis | undefined;
 try {
   const wantsRuns = httpScenarios.some((s) => chosen.has(s)) || chosen.has("live-hot");
@@ -281,9 +287,14 @@ try {
               results.push(views.http);
               continue;
             }
+            if (scenario === "feed100") {
+              results.push(await feed100(ctx));
+              console.error(`counts lag (${ctx.mode}): likes read back through the service ...`);
+              lagResults.push(await countsLag(ctx));
+              continue;
+            }
             const figures =
-              scenario === "feed100" ? await feed100(ctx)
-              : scenario === "like-hot" ? await likeHot(ctx, hotLikes)
+              scenario === "like-hot" ? await likeHot(ctx, hotLikes)
               : scenario === "collect-hot" ? await collectHot(ctx, hotLikes)
               : scenario === "follow-hot" ? await followHot(ctx, hotLikes)
               : scenario === "like-spread" ? await likeSpread(ctx)
@@ -348,8 +359,16 @@ try {
           "script calls": r.redisScriptsPerRequest,
           "round trips": r.redisRoundTripsPerRequest,
           "Redis bytes": r.redisBytesPerRequest,
+          "hot counts hit rate": r.hotCountsHitRate ?? "none kept",
+          "staleness p99 ms": r.hotCountsStalenessP99Ms ?? "",
         })));
         for (const r of results) console.log(`  ${r.scenario} (${r.mode}), Redis commands per request: ${r.redisTopCommands}`);
+        for (const l of lagResults) {
+          console.log(
+            `  hot counts (${l.mode}): a like shows in counts read through the service (each read on a new connection, any API process) ` +
+              `${l.p50Ms} ms (p50) / ${l.p99Ms} ms (p99) / ${l.maxMs} ms (max) after its answer, over ${l.likes} likes; ${l.staleReads} reads showed the count before it`,
+          );
+        }
         console.log(`\nRedis alone, same run (redis-benchmark, ${connections} connections): ${rawLikes.toLocaleString()} like scripts/s, ${rawFeeds.toLocaleString()} pipelines of 100 HGETALL/s`);
         for (const v of viewResults) {
           console.log(

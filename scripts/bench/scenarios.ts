@@ -1,6 +1,7 @@
 // The HTTP scenarios of `npm run bench`, run against the service on the
 // realistic data set, and the raw Redis figures they are compared with.
 import { execFileSync } from "node:child_process";
+import { request as httpRequest } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
 import { counterNames, relations, type Relation, type Target } from "../../src/domain/model.js";
@@ -10,7 +11,7 @@ import { createMembershipStore } from "../../src/stores/redis/membership-store.j
 import { relationLayouts } from "../../src/stores/redis/relations.js";
 import { loadScript } from "../../src/stores/redis/scripts.js";
 import type { Dataset } from "./dataset.js";
-import { cpuBetween, machineBusySeconds, otherServersCpu, partitions, type BenchRedis, type PrivateRedis, type RedisCounters, type RunningService } from "./harness.js";
+import { cpuBetween, machineBusySeconds, otherServersCpu, partitions, scrapeMetrics, type BenchRedis, type PrivateRedis, type RedisCounters, type RunningService } from "./harness.js";
 
 export const connections = 64;
 
@@ -38,6 +39,10 @@ export interface HttpFigures {
   readonly loadCpuMsPerRequest: number;
   /** Cores the whole machine kept busy on average during the run: the service, Redis, the load and whatever else runs here. */
   readonly machineCores: number;
+  /** Of the targets a request read, the share answered from the API processes' hot counts; null when it kept none. */
+  readonly hotCountsHitRate: number | null;
+  /** Over the reads answered from hot counts, the 99th percentile of how stale they could be (ms, a histogram bucket's bound). */
+  readonly hotCountsStalenessP99Ms: number | null;
   /** Whether counts moved by exactly the acknowledged changes, where the scenario changes any. */
   readonly exact: string;
 }
@@ -99,6 +104,7 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
   const redisBefore: RedisCounters = await load.redis.counters();
   const cpuBefore = load.service.cpu();
   const othersBefore = otherServersCpu();
+  const metricsBefore = await scrapeMetrics(load.service.metricsUrl);
   const ownBefore = process.cpuUsage();
   const machineBefore = machineBusySeconds();
   // Timed here, to the last answer: autocannon ends a run only at its next one-second sample, so
@@ -142,6 +148,7 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
   const cpuAfter = load.service.cpu();
   const othersAfter = otherServersCpu();
   const redisAfter = await load.redis.counters();
+  const metricsAfter = await scrapeMetrics(load.service.metricsUrl);
   const requests = result.requests.total;
   const per = (n: number) => n / Math.max(1, requests);
   return {
@@ -166,6 +173,25 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
     postgresCpuMsPerRequest: round(per(cpuBetween(othersBefore.postgres, othersAfter.postgres) * 1e3), 3),
     loadCpuMsPerRequest: round(per((own.user + own.system) / 1e3), 3),
     machineCores: round(machine / elapsedSeconds, 2),
+    ...hotCountsFigures(metricsBefore, metricsAfter),
+  };
+}
+
+/** The hot counts' hit rate and staleness over a run, from the service's metrics before and after it. */
+function hotCountsFigures(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>): Pick<HttpFigures, "hotCountsHitRate" | "hotCountsStalenessP99Ms"> {
+  const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+  const hits = delta("likes_hot_counts_hits_total");
+  const reads = hits + delta("likes_hot_counts_misses_total");
+  const bucket = /^likes_hot_counts_staleness_bound_seconds_bucket\{le="([^"]+)"\}$/;
+  const buckets = [...after.keys()].flatMap((name) => {
+    const le = bucket.exec(name)?.[1];
+    return le === undefined || le === "+Inf" ? [] : [{ le: Number(le), count: delta(name) }];
+  }).sort((x, y) => x.le - y.le);
+  const served = delta("likes_hot_counts_staleness_bound_seconds_count");
+  const p99 = served > 0 ? buckets.find((b) => b.count >= 0.99 * served)?.le : undefined;
+  return {
+    hotCountsHitRate: reads > 0 ? round(hits / reads, 3) : null,
+    hotCountsStalenessP99Ms: p99 === undefined ? null : round(p99 * 1000, 1),
   };
 }
 
@@ -551,4 +577,67 @@ export async function rawFeedPipelines(redis: PrivateRedis, posts: readonly bigi
   const perSecond = redisBenchmark(redis, ["-n", "2000000", "-P", "100", "-r", String(copies.length), "HGETALL", "bench:cnt:__rand_int__"]);
   await redis.client.del(...copies);
   return Math.round(perSecond / 100);
+}
+
+/** A POST to the service on a connection of its own, so that any API process may answer it. */
+function postAlone(url: string, body: string, token = ""): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(url, {
+      method: "POST",
+      agent: false,
+      headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    });
+    request.on("response", (response) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => (text += chunk));
+      response.on("end", () => resolve(text));
+      response.on("error", reject);
+    });
+    request.on("error", reject);
+    request.end(body);
+  });
+}
+
+export interface LagFigures {
+  readonly mode: string;
+  readonly likes: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+  /** Reads answered with the count from before the like, after its answer. */
+  readonly staleReads: number;
+}
+
+/**
+ * How soon a like shows in counts read through the service: a post is read until
+ * every API process holds its counts, a new user likes it, and it is read again,
+ * each read on a connection of its own (so any process answers), until a read
+ * shows the like. The lag is from the like's answer to the start of that read.
+ */
+export async function countsLag(ctx: ScenarioContext, likes = 200): Promise<LagFigures> {
+  const read = (post: bigint) => JSON.stringify({ query: "query($id: ID!) { post(id: $id) { counts { likes } } }", variables: { id: String(post) } });
+  const likesOf = (text: string) => Number(/"likes":(\d+)/.exec(text)?.[1] ?? Number.NaN);
+  const lags: number[] = [];
+  let staleReads = 0;
+  for (let i = 0; i < likes; i++) {
+    const { user, target } = ctx.fresh.spreadPair();
+    let before = 0;
+    for (let r = 0; r < 4; r++) before = likesOf(await postAlone(ctx.service.url, read(target)));
+    const answer = await postAlone(ctx.service.url, likeBody(target), ctx.token(user));
+    const answeredAt = performance.now();
+    if (!answer.includes('"changed":true')) continue;
+    for (;;) {
+      const startedMs = performance.now() - answeredAt;
+      if (likesOf(await postAlone(ctx.service.url, read(target))) > before) {
+        lags.push(startedMs);
+        break;
+      }
+      staleReads++;
+      if (startedMs > 5_000) throw new Error(`post ${target} did not show a like 5 s after it was answered`);
+    }
+  }
+  lags.sort((a, b) => a - b);
+  const at = (q: number) => round(lags[Math.min(lags.length - 1, Math.floor(q * lags.length))] ?? 0, 2);
+  return { mode: ctx.mode, likes: lags.length, p50Ms: at(0.5), p99Ms: at(0.99), maxMs: round(lags.at(-1) ?? 0, 2), staleReads };
 }
