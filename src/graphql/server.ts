@@ -3,7 +3,7 @@
 // WebSockets) and limits such as the body's can share the port with /graphql.
 import { ApolloServer, type ApolloServerPlugin } from "@apollo/server";
 import { ApolloServerPluginCacheControlDisabled } from "@apollo/server/plugin/disabled";
-import fastifyApollo, { fastifyApolloDrainPlugin } from "@as-integrations/fastify";
+import { fastifyApolloDrainPlugin } from "@as-integrations/fastify";
 import fastifyCors from "@fastify/cors";
 import Fastify, { type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
@@ -14,6 +14,7 @@ import type { ApiMetrics } from "./api-metrics.js";
 import { createContext, type Context } from "./context.js";
 import { createFormatError } from "./format-error.js";
 import { installHttpErrorHandlers } from "./http-errors.js";
+import { registerGraphQLRoute } from "./graphql-route.js";
 import { jitGateway } from "./jit-executor.js";
 import { attachLiveServer, type LiveServer } from "./live-server.js";
 import { createRequestLimitsPlugin, type RequestLimitsOptions } from "./limits/request-limits-plugin.js";
@@ -153,7 +154,7 @@ export async function serveGraphQL(
     const status = !report.ready ? "unavailable" : report.degraded ? "degraded" : "ready";
     return reply.code(report.ready ? 200 : 503).send({ status, checks: report.checks });
   });
-  await http.register(fastifyApollo(apollo), {
+  registerGraphQLRoute(http, apollo, {
     context: async (request) => {
       const context: HttpContext = { ...(await createContext(services, request.headers.authorization, request.ip)), [httpRequest]: request };
       return context;
