@@ -15,7 +15,7 @@ import { createContext, type Context } from "./context.js";
 import { createFormatError } from "./format-error.js";
 import { installHttpErrorHandlers } from "./http-errors.js";
 import { registerGraphQLRoute } from "./graphql-route.js";
-import { jitGateway } from "./jit-executor.js";
+import { jitExecution } from "./jit-executor.js";
 import { attachLiveServer, type LiveServer } from "./live-server.js";
 import { createRequestLimitsPlugin, type RequestLimitsOptions } from "./limits/request-limits-plugin.js";
 import { chargeOperation, rateLimitPlugin } from "./rate-limit-plugin.js";
@@ -122,8 +122,10 @@ export async function serveGraphQL(
     });
   }
   const formatError = createFormatError(options.logger, options.isUnavailable);
+  const execution = jitExecution(schema);
   const apollo = new ApolloServer<Context>({
-    gateway: jitGateway(schema),
+    gateway: execution.gateway,
+    stringifyResult: execution.stringifyResult,
     introspection: options.introspection,
     // "Did you mean …?" suggestions would describe the schema that turning introspection off hides.
     hideSchemaDetailsFromClientErrors: !options.introspection,
