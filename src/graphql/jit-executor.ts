@@ -3,8 +3,11 @@
 // Apollo still parses, validates and caches each document; this compiles each
 // operation once into a JavaScript function and runs that. Measured here on a
 // feed of 100 posts: about 26 µs per execution against 600 µs for graphql-js.
+// Responses of operations that repeat are serialized by a function graphql-jit
+// compiles from the operation's shape (fast-json-stringify), handed to Apollo as
+// its stringifyResult: 10 µs against 30 µs for JSON.stringify on that feed.
 import type { GatewayExecutor, GatewayInterface } from "@apollo/server-gateway-interface";
-import { GraphQLError, Kind, OperationTypeNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from "graphql";
+import { GraphQLError, Kind, OperationTypeNode, type DocumentNode, type ExecutionResult, type FormattedExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from "graphql";
 import { compileQuery, isCompiledQuery, type CompiledQuery } from "graphql-jit";
 import { RequestErrorCode } from "../errors.js";
 
@@ -58,9 +61,63 @@ function sharedAmongAnonymous(
   return pending.then((result) => ({ ...result }));
 }
 
-export function jitGateway(schema: GraphQLSchema): GatewayInterface {
+/** A compiled operation, and whether its `stringify` is the serializer compiled from its shape. */
+interface CompiledOperation {
+  query: CompiledQuery;
+  serializer: "not yet" | "compiled" | "unavailable";
+}
+
+/**
+ * Runs of an operation before its serializer is compiled. Compiling one costs
+ * 0.1–0.5 ms (the query again, with fast-json-stringify's code for its shape), so a
+ * document sent once, as a flood of distinct documents is, never pays for it.
+ */
+const runsBeforeSerializer = 2;
+
+export interface JitExecution {
+  readonly gateway: GatewayInterface;
+  /**
+   * Apollo's `stringifyResult`: the compiled serializer for a result without errors or
+   * extensions of an operation that has one, else JSON.stringify, each followed by a
+   * newline as Apollo's own. Plugins must not change a result's `data` in place after
+   * execution: the serializer writes the fields the operation selects, as the executor
+   * produced them.
+   */
+  readonly stringifyResult: (result: FormattedExecutionResult) => string;
+}
+
+export function jitExecution(schema: GraphQLSchema): JitExecution {
   // Apollo hands the same DocumentNode (and so the same operation node) for every repeat of a query.
-  const compiled = new WeakMap<OperationDefinitionNode, CompiledQuery | ExecutionResult>();
+  const compiled = new WeakMap<OperationDefinitionNode, CompiledOperation | ExecutionResult>();
+  const runs = new WeakMap<OperationDefinitionNode, number>();
+  // Each result's data, as the executor returned it, to the serializer of its operation.
+  const serializers = new WeakMap<object, CompiledQuery["stringify"]>();
+
+  function compile(operation: OperationDefinitionNode, document: DocumentNode): CompiledOperation | ExecutionResult {
+    let entry = compiled.get(operation);
+    if (!entry) {
+      const query = compileQuery(schema, document, operation.name?.value);
+      entry = isCompiledQuery(query) ? { query, serializer: "not yet" } : query;
+      compiled.set(operation, entry);
+    }
+    if (!("query" in entry) || entry.serializer !== "not yet") return entry;
+    const seen = (runs.get(operation) ?? 0) + 1;
+    if (seen < runsBeforeSerializer) {
+      runs.set(operation, seen);
+      return entry;
+    }
+    runs.delete(operation);
+    // Custom scalars (DateTime) have no JSON type graphql-jit knows: such operations keep JSON.stringify.
+    const withSerializer = compileQuery(schema, document, operation.name?.value, { customJSONSerializer: true });
+    if (isCompiledQuery(withSerializer)) {
+      entry.query = withSerializer;
+      entry.serializer = "compiled";
+    } else {
+      entry.serializer = "unavailable";
+    }
+    return entry;
+  }
+
   const executor: GatewayExecutor = async (request) => {
     // Typed as always present, but absent when the operation name matches nothing.
     const operation = request.operation as OperationDefinitionNode | undefined;
@@ -73,27 +130,38 @@ export function jitGateway(schema: GraphQLSchema): GatewayInterface {
     if (operation.operation === OperationTypeNode.SUBSCRIPTION) {
       return { errors: [new GraphQLError("Subscriptions are served over WebSocket (graphql-ws on /graphql), not over plain HTTP; use a graphql-ws client.", { extensions: { code: RequestErrorCode.OPERATION_NOT_SUPPORTED, http: { status: 400 } } })] };
     }
-    let query = compiled.get(operation);
-    if (!query) {
-      query = compileQuery(schema, request.document, operation.name?.value);
-      compiled.set(operation, query);
-    }
+    const entry = compile(operation, request.document);
     // Apollo's validation rejects first anything graphql-jit refuses to compile; should one slip
     // through, it is still the document's fault, not the server's.
-    if (!isCompiledQuery(query)) return { errors: (query.errors ?? []).map((e) => asGraphQLError(e, "GRAPHQL_VALIDATION_FAILED")) };
+    if (!("query" in entry)) return { errors: (entry.errors ?? []).map((e) => asGraphQLError(e, "GRAPHQL_VALIDATION_FAILED")) };
+    const { query, serializer } = entry;
     const run = query.query;
     const result = await sharedAmongAnonymous(operation, request.context, request.request.variables, () => run(undefined, request.context, request.request.variables ?? {}));
-    if (!result.errors?.length) return result;
+    if (!result.errors?.length) {
+      if (serializer === "compiled" && result.data) serializers.set(result.data, query.stringify);
+      return result;
+    }
     // A result without `data` means the variables did not coerce: the caller's mistake.
     const code = "data" in result ? undefined : "BAD_USER_INPUT";
     return { ...result, errors: result.errors.map((e) => asGraphQLError(e, code)) };
   };
   return {
-    onSchemaLoadOrUpdate(callback) {
-      callback({ apiSchema: schema, coreSupergraphSdl: "" });
-      return () => {};
+    gateway: {
+      onSchemaLoadOrUpdate(callback) {
+        callback({ apiSchema: schema, coreSupergraphSdl: "" });
+        return () => {};
+      },
+      load: async () => ({ executor }),
+      stop: async () => {},
     },
-    load: async () => ({ executor }),
-    stop: async () => {},
+    stringifyResult(result) {
+      const stringify = result.data && result.errors === undefined && result.extensions === undefined ? serializers.get(result.data) : undefined;
+      return `${stringify ? stringify({ data: result.data }) : JSON.stringify(result)}\n`;
+    },
   };
+}
+
+/** The executor alone, for a server that serializes results with JSON.stringify. */
+export function jitGateway(schema: GraphQLSchema): GatewayInterface {
+  return jitExecution(schema).gateway;
 }

@@ -29,6 +29,9 @@ export function createRequestLog(options: RequestLogOptions): RequestLog {
   const log = options.logger.child({ component: "request" });
   const level = options.level ?? "info";
   return (http, operation) => {
+    const lineLevel = http.status >= 500 ? "error" : level;
+    // A line the logger would drop (LOG_LEVEL=warn, as benches and many deployments run) is not built.
+    if (!log.isLevelEnabled(lineLevel)) return;
     const line = {
       requestId: http.requestId,
       clientIp: http.clientIp,
@@ -39,6 +42,6 @@ export function createRequestLog(options: RequestLogOptions): RequestLog {
       errorCodes: operation?.errorCodes ?? [],
       viewerId: operation?.viewerId ?? null,
     };
-    log[http.status >= 500 ? "error" : level](line, "graphql request");
+    log[lineLevel](line, "graphql request");
   };
 }

@@ -3,7 +3,7 @@
 // WebSockets) and limits such as the body's can share the port with /graphql.
 import { ApolloServer, type ApolloServerPlugin } from "@apollo/server";
 import { ApolloServerPluginCacheControlDisabled } from "@apollo/server/plugin/disabled";
-import fastifyApollo, { fastifyApolloDrainPlugin } from "@as-integrations/fastify";
+import { fastifyApolloDrainPlugin } from "@as-integrations/fastify";
 import fastifyCors from "@fastify/cors";
 import Fastify, { type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
@@ -14,7 +14,8 @@ import type { ApiMetrics } from "./api-metrics.js";
 import { createContext, type Context } from "./context.js";
 import { createFormatError } from "./format-error.js";
 import { installHttpErrorHandlers } from "./http-errors.js";
-import { jitGateway } from "./jit-executor.js";
+import { registerGraphQLRoute } from "./graphql-route.js";
+import { jitExecution } from "./jit-executor.js";
 import { attachLiveServer, type LiveServer } from "./live-server.js";
 import { createRequestLimitsPlugin, type RequestLimitsOptions } from "./limits/request-limits-plugin.js";
 import { chargeOperation, rateLimitPlugin } from "./rate-limit-plugin.js";
@@ -93,18 +94,22 @@ export async function serveGraphQL(
   http.server.headersTimeout = 10_000;
   installHttpErrorHandlers(http, options.logger, options.limits.bodyBytes);
   const schema = createSchema();
-  http.addHook("onRequest", async (request, reply) => {
-    reply.header("x-request-id", request.id);
+  // Hooks in callback style: an async hook costs a promise and a microtask per request.
+  http.addHook("onRequest", (request, reply, done) => {
+    void reply.header("x-request-id", request.id);
+    done();
   });
   const operations = new WeakMap<FastifyRequest, OperationFacts>();
   const requestLog = createRequestLog({ logger: options.logger });
-  http.addHook("onResponse", async (request, reply) => {
+  http.addHook("onResponse", (request, reply, done) => {
     // CORS preflights carry no operation: counting them would read as failed GraphQL requests.
-    if (request.method === "OPTIONS" || (request.url !== "/graphql" && !request.url.startsWith("/graphql?"))) return;
-    const facts = { requestId: request.id, clientIp: request.ip, status: reply.statusCode, durationMs: reply.elapsedTime };
-    const operation = operations.get(request);
-    requestLog(facts, operation);
-    options.metrics?.observeRequest(facts, operation);
+    if (request.method !== "OPTIONS" && (request.url === "/graphql" || request.url.startsWith("/graphql?"))) {
+      const facts = { requestId: request.id, clientIp: request.ip, status: reply.statusCode, durationMs: reply.elapsedTime };
+      const operation = operations.get(request);
+      requestLog(facts, operation);
+      options.metrics?.observeRequest(facts, operation);
+    }
+    done();
   });
   const corsOrigins = options.corsOrigins ?? [];
   if (corsOrigins === "*" || corsOrigins.length > 0) {
@@ -117,8 +122,10 @@ export async function serveGraphQL(
     });
   }
   const formatError = createFormatError(options.logger, options.isUnavailable);
+  const execution = jitExecution(schema);
   const apollo = new ApolloServer<Context>({
-    gateway: jitGateway(schema),
+    gateway: execution.gateway,
+    stringifyResult: execution.stringifyResult,
     introspection: options.introspection,
     // "Did you mean …?" suggestions would describe the schema that turning introspection off hides.
     hideSchemaDetailsFromClientErrors: !options.introspection,
@@ -153,9 +160,11 @@ export async function serveGraphQL(
     const status = !report.ready ? "unavailable" : report.degraded ? "degraded" : "ready";
     return reply.code(report.ready ? 200 : 503).send({ status, checks: report.checks });
   });
-  await http.register(fastifyApollo(apollo), {
+  registerGraphQLRoute(http, apollo, {
     context: async (request) => {
-      const context: HttpContext = { ...(await createContext(services, request.headers.authorization, request.ip)), [httpRequest]: request };
+      // The request is added to the context made, not copied with it into another object.
+      const context: HttpContext = await createContext(services, request.headers.authorization, request.ip);
+      (context as { [httpRequest]?: FastifyRequest })[httpRequest] = request;
       return context;
     },
   });
