@@ -89,7 +89,12 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const databaseReconcile = createDatabaseReconcileStore(db);
   // Counts kept in an API process's memory while Redis tells it of every write to them; never older than the bound.
   const hotCounts = clients.countInvalidations
-    ? new HotCounts({ invalidations: clients.countInvalidations, maxTargets: config.hotCountsTargets, maxStalenessMs: hotCountsMaxStalenessMs })
+    ? new HotCounts({
+        invalidations: clients.countInvalidations,
+        targetOf: (key) => keys.parseCounters(key),
+        maxTargets: config.hotCountsTargets,
+        maxStalenessMs: hotCountsMaxStalenessMs,
+      })
     : null;
   const counterStore = createCounterStore(redis, keys, hotCounts ? { hotCounts } : {});
   const rebuilds = createRebuildStore(redis, keys);

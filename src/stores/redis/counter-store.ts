@@ -69,9 +69,9 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys, options:
     plan.asks[j] ? (grown.get(grownKey(counterKey, plan.request.relations[j] as Relation)) ?? 0) + 1 : 0;
 
   /** Notes what a read of a target's counters told (its generations), and keeps it in the hot counts. */
-  const learn = (plan: Plan, counterKey: string, read: Read, fill: Fill | undefined) => {
+  const learn = (plan: Plan, target: Target, counterKey: string, read: Read, fill: Fill | undefined) => {
     plan.request.relations.forEach((relation, j) => remember(grownKey(counterKey, relation), read.generations[j] ?? 0));
-    fill?.keep(counterKey, hotTarget(read, plan.request.relations));
+    fill?.keep(target, hotTarget(read, plan.request.relations));
   };
 
   /**
@@ -81,7 +81,7 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys, options:
    */
   async function readExactly(targets: readonly Target[], counterKeys: readonly string[], plan: Plan, indexes: readonly number[], answers: (Read | null)[]): Promise<void> {
     if (indexes.length === 0) return;
-    const fill = hotCounts?.fill(indexes.map((i) => counterKeys[i] as string));
+    const fill = hotCounts?.fill(indexes.map((i) => targets[i] as Target));
     try {
       let pending = indexes.map((i) => ({ i, shards: (j: number) => guessShards(plan, counterKeys[i] as string, j) }));
       for (let round = 0; pending.length > 0 && round < 3; round++) {
@@ -97,7 +97,7 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys, options:
           const { i } = batch[k] as (typeof batch)[number];
           answers[i] = read;
           if (!read) return;
-          learn(plan, counterKeys[i] as string, read, fill);
+          learn(plan, targets[i] as Target, counterKeys[i] as string, read, fill);
           if (unsure(read, plan)) pending.push({ i, shards: (j) => (plan.asks[j] ? (read.generations[j] ?? 0) + 1 : 0) });
         });
       }
@@ -123,7 +123,7 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys, options:
   ): Promise<void> {
     const { relations } = plan.request;
     const unheld = targets.flatMap((_, i) => (held[i] ? [] : [i]));
-    const fill = hotCounts?.fill(unheld.map((i) => counterKeys[i] as string));
+    const fill = hotCounts?.fill(unheld.map((i) => targets[i] as Target));
     let confirmed = true;
     const again: number[] = [];
     try {
@@ -144,13 +144,13 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys, options:
         const entry = held[i];
         if (entry) {
           // Still the entry held once the barrier came back: no write to the target was missed.
-          if (confirmed && read && hot.peek(counterKeys[i] as string) === entry) answers[i] = { ...read, counts: entry.counts };
+          if (confirmed && read && hot.peek(targets[i] as Target) === entry) answers[i] = { counts: entry.counts, viewerIn: read.viewerIn, generations: read.generations, unsure: read.unsure };
           else again.push(i);
           return;
         }
         answers[i] = read;
         if (!read) return;
-        learn(plan, counterKeys[i] as string, read, fill);
+        learn(plan, targets[i] as Target, counterKeys[i] as string, read, fill);
         if (unsure(read, plan)) again.push(i);
       });
     } finally {
@@ -174,7 +174,7 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys, options:
         hotCounts?.missed(targets.length);
         await readExactly(targets, counterKeys, plan, targets.map((_, i) => i), answers);
       } else {
-        const held = counterKeys.map((key) => hot.get(key));
+        const held = targets.map((target) => hot.get(target));
         if (plan.asks.some(Boolean) && held.some(Boolean)) {
           await readBesideHeld(targets, counterKeys, plan, hot, held, answers);
         } else {

@@ -9,10 +9,14 @@
 //
 // A read that fills an entry can race a write: the write's invalidation may arrive
 // before the read's reply, and the reply would then put back a value already stale.
-// Keys being read are marked; an invalidation of a marked key (or of everything)
-// spoils the fill, and the reply is used for the request but not kept.
-import { LRUCache } from "lru-cache";
-import type { Relation } from "../../domain/model.js";
+// Targets being read are marked; an invalidation of a marked target (or of
+// everything) spoils the fill, and the reply is used for the request but not kept.
+//
+// Entries are keyed by a number made of the target's type and id, and the oldest
+// filled goes first: a feed looks up 100 targets, and lru-cache's get over the
+// counter hashes' names (a string built and hashed per lookup, then the recency
+// list moved) was about 5% of a feed's API CPU.
+import type { Relation, Target, TargetType } from "../../domain/model.js";
 import type { CountInvalidations } from "./count-invalidations.js";
 
 /** What an entry holds of a counter hash: its counters and each relation's newest membership generation. */
@@ -33,7 +37,9 @@ export interface HotCountsStats {
 
 export interface HotCountsOptions {
   readonly invalidations: CountInvalidations;
-  /** Counter hashes kept at most; the least recently read go first. */
+  /** The target a counter hash's name belongs to, or null for any other key (keys.ts). */
+  readonly targetOf: (key: string) => Target | null;
+  /** Counter hashes kept at most; the oldest filled go first. */
   readonly maxTargets: number;
   /** How old the newest confirmation of what was heard may be for entries to be served. */
   readonly maxStalenessMs: number;
@@ -41,16 +47,24 @@ export interface HotCountsOptions {
   readonly nowMs?: () => number;
 }
 
-/** A read in flight for some keys: `keep` stores what it read unless a write was heard meanwhile; `end` releases it. */
+/** A read in flight for some targets: `keep` stores what it read unless a write was heard meanwhile; `end` releases it. */
 export interface Fill {
-  keep(key: string, target: HotTarget): void;
+  keep(target: Target, held: HotTarget): void;
   end(): void;
 }
 
+const typeNumbers: Readonly<Record<TargetType, number>> = { post: 0, comment: 1, user: 2 };
+/** Ids up to this make an exact key (id × 4 + type stays below 2^53); larger ones are never held. */
+const largestKeyedId = BigInt(Math.floor(Number.MAX_SAFE_INTEGER / 4));
+
+/** A target's key in the maps, or -1 when its id is too large to key exactly. */
+const keyOf = (target: Target): number => (target.id <= largestKeyedId ? Number(target.id) * 4 + typeNumbers[target.type] : -1);
+
 export class HotCounts {
-  private readonly entries: LRUCache<string, HotTarget>;
-  /** Keys being read, with whether a write to them was heard since the read was sent. */
-  private readonly reading = new Map<string, { readers: number; spoiled: boolean }>();
+  /** In the order filled: the first is the oldest. */
+  private readonly entries = new Map<number, HotTarget>();
+  /** Targets being read, with whether a write to them was heard since the read was sent. */
+  private readonly reading = new Map<number, { readers: number; spoiled: boolean }>();
   private readonly nowMs: () => number;
   private hits = 0;
   private misses = 0;
@@ -58,9 +72,12 @@ export class HotCounts {
   private served: (confirmationAgeMs: number) => void = () => {};
 
   constructor(private readonly options: HotCountsOptions) {
-    this.entries = new LRUCache<string, HotTarget>({ max: options.maxTargets });
     this.nowMs = options.nowMs ?? (() => performance.now());
-    options.invalidations.onInvalidate((key) => (key === null ? this.forgetAll() : this.forget(key)));
+    options.invalidations.onInvalidate((key) => {
+      if (key === null) return this.forgetAll();
+      const target = options.targetOf(key);
+      if (target) this.forget(keyOf(target));
+    });
   }
 
   /**
@@ -79,17 +96,17 @@ export class HotCounts {
     this.served = observe;
   }
 
-  /** The entry of a counter hash, or undefined; counted as a hit or a miss. */
-  get(key: string): HotTarget | undefined {
-    const found = this.entries.get(key);
+  /** The entry of a target, or undefined; counted as a hit or a miss. */
+  get(target: Target): HotTarget | undefined {
+    const found = this.entries.get(keyOf(target));
     if (found) this.hits++;
     else this.misses++;
     return found;
   }
 
-  /** The entry as held now, without counting or refreshing it: whether an entry served is still the one held. */
-  peek(key: string): HotTarget | undefined {
-    return this.entries.peek(key);
+  /** The entry as held now, without counting it: whether an entry served is still the one held. */
+  peek(target: Target): HotTarget | undefined {
+    return this.entries.get(keyOf(target));
   }
 
   /** Counts targets read from Redis without looking here (entries not servable, a read that must be exact). */
@@ -97,26 +114,32 @@ export class HotCounts {
     this.misses += targets;
   }
 
-  /** Marks `keys` as being read: call before the read is sent. */
-  fill(keys: readonly string[]): Fill {
+  /** Marks `targets` as being read: call before the read is sent. */
+  fill(targets: readonly Target[]): Fill {
     // Kept only if every node was listening when the read was sent: a listener lost or
     // re-armed meanwhile spoils every read in flight (forgetAll).
     const listening = this.options.invalidations.listening();
-    for (const key of keys) {
+    const marked = targets.map(keyOf);
+    for (const key of marked) {
       const mark = this.reading.get(key);
       if (mark) mark.readers++;
       else this.reading.set(key, { readers: 1, spoiled: false });
     }
     let ended = false;
     return {
-      keep: (key, target) => {
-        if (ended || !listening || this.reading.get(key)?.spoiled !== false) return;
-        this.entries.set(key, target);
+      keep: (target, held) => {
+        const key = keyOf(target);
+        if (ended || !listening || key < 0 || this.reading.get(key)?.spoiled !== false) return;
+        if (!this.entries.has(key) && this.entries.size >= this.options.maxTargets) {
+          const oldest = this.entries.keys().next();
+          if (!oldest.done) this.entries.delete(oldest.value);
+        }
+        this.entries.set(key, held);
       },
       end: () => {
         if (ended) return;
         ended = true;
-        for (const key of keys) {
+        for (const key of marked) {
           const mark = this.reading.get(key);
           if (mark && --mark.readers === 0) this.reading.delete(key);
         }
@@ -150,15 +173,15 @@ export class HotCounts {
   }
 
   /**
-   * This process changed the counter hash (a like's script answered): its entry
-   * goes now, so a read this process serves after the change shows it, without
+   * This process changed the target (a like's script answered): its entry goes
+   * now, so a read this process serves after the change shows it, without
    * waiting for Redis to tell.
    */
-  changed(key: string): void {
-    this.forget(key);
+  changed(target: Target): void {
+    this.forget(keyOf(target));
   }
 
-  private forget(key: string): void {
+  private forget(key: number): void {
     const mark = this.reading.get(key);
     if (mark) mark.spoiled = true;
     if (this.entries.delete(key)) this.invalidations++;

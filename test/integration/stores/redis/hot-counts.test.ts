@@ -36,7 +36,7 @@ beforeAll(async () => {
     prefix: countersPrefix,
     pingEveryMs: 20,
   });
-  hot = new HotCounts({ invalidations, maxTargets: 1_000, maxStalenessMs: 100 });
+  hot = new HotCounts({ invalidations, targetOf: (key) => keys.parseCounters(key), maxTargets: 1_000, maxStalenessMs: 100 });
 });
 afterAll(async () => {
   await invalidations.close();
@@ -52,10 +52,10 @@ describe("counts kept in memory", () => {
     await servable();
     const anonymous = { names: counterNames.post, relations: [], viewerId: null } as const;
     expect((await store.view([post], anonymous))[0]?.counts.like).toBe(0);
-    expect(hot.peek(keys.counters(post))).toBeDefined();
+    expect(hot.peek(post)).toBeDefined();
     await createMembershipStore(redis, keys).add("like", post, 7n);
-    for (let i = 0; i < 100 && hot.peek(keys.counters(post)); i++) await sleep(5);
-    expect(hot.peek(keys.counters(post))).toBeUndefined();
+    for (let i = 0; i < 100 && hot.peek(post); i++) await sleep(5);
+    expect(hot.peek(post)).toBeUndefined();
     expect((await store.view([post], anonymous))[0]?.counts.like).toBe(1);
   });
 
@@ -70,7 +70,7 @@ describe("counts kept in memory", () => {
     await servable();
     const asked = { names: counterNames.post, relations: ["like"] as const, viewerId: viewer };
     expect((await store.view([post], asked))[0]).toEqual({ counts: expect.objectContaining({ like: 8 }) as unknown, viewerIn: { like: false } });
-    const held = hot.peek(keys.counters(post));
+    const held = hot.peek(post);
     expect(held?.generations.like).toBeGreaterThan(0);
     // Every shard the viewer hashes to in the held generations is full: the viewer lands in a newer one.
     proxy.stall();
