@@ -1,9 +1,9 @@
 # One image for every process of the service: the API (the default command), the worker,
-# the reconcile pass and migrations, each chosen by the script given to `node --import tsx/esm`
-# (deploy/kubernetes/ shows each). The service runs its TypeScript through tsx, which is a
-# dependency: there is nothing to compile, only the Prisma client to generate.
+# the reconcile pass and migrations, each chosen by the script given to `node`
+# (deploy/kubernetes/ shows each). The service runs compiled JavaScript (dist/, built by
+# `npm run build`); migrations run their TypeScript through tsx, a dependency.
 
-# Production dependencies, shared by both stages below. Dependencies' install scripts are
+# Production dependencies, shared by the stages below. Dependencies' install scripts are
 # skipped: none is needed, and @prisma/engines' would download engine binaries the service
 # does not use (generation and migrations need none; see scripts/generate.ts, scripts/lib/schema-engine.ts).
 FROM node:20-bookworm-slim AS dependencies
@@ -11,13 +11,15 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
-# The Prisma client, generated into src/generated/ (prisma and tsx are dependencies). Its
-# caches stay in this stage.
+# The Prisma client, generated into src/generated/, and the build into dist/: TypeScript and
+# the types are development dependencies, installed in this stage only.
 FROM dependencies AS build
-COPY prisma.config.ts ./
+RUN npm ci --include=dev --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json prisma.config.ts ./
 COPY prisma ./prisma
-COPY scripts/generate.ts ./scripts/
-RUN node_modules/.bin/tsx scripts/generate.ts
+COPY scripts/generate.ts scripts/build.sh ./scripts/
+COPY src ./src
+RUN node_modules/.bin/tsx scripts/generate.ts && bash scripts/build.sh
 
 FROM dependencies AS runtime
 # Production mode requires JWT_SECRET, refuses a Redis that keeps nothing on a restart
@@ -36,8 +38,10 @@ COPY tsconfig.json schema.graphql ./
 COPY prisma ./prisma
 COPY scripts/migrate.ts ./scripts/
 COPY scripts/lib ./scripts/lib
+# src/ for the migrations (scripts/migrate.ts reads src/config.ts through tsx); dist/ for the service.
 COPY src ./src
 COPY --from=build /app/src/generated ./src/generated
+COPY --from=build /app/dist ./dist
 # Files stay root's: the process can read them, not change them. tsx caches what it
 # compiles under the temporary directory.
 USER node
@@ -45,6 +49,7 @@ EXPOSE 4000 9464
 # One API process per container: Kubernetes restarts it, scales it by replicas and probes
 # the very process that serves. The semi-space size is the one npm start's supervisor gives
 # its API processes (README, Processes). Other processes: give their script as the command's
-# arguments, e.g. `src/worker.ts`, `scripts/migrate.ts`, `--max-old-space-size=160 src/reconcile.ts`.
-ENTRYPOINT ["node", "--import", "tsx/esm"]
-CMD ["--max-semi-space-size=32", "src/api.ts"]
+# arguments, e.g. `dist/worker.js`, `--max-old-space-size=160 dist/reconcile.js`, and for
+# migrations `--import tsx/esm scripts/migrate.ts`.
+ENTRYPOINT ["node"]
+CMD ["--max-semi-space-size=32", "dist/api.js"]

@@ -4,7 +4,7 @@ import { defineConfig } from "eslint/config";
 import tseslint from "typescript-eslint";
 
 export default defineConfig(
-  { ignores: ["node_modules/", "src/generated/"] },
+  { ignores: ["node_modules/", "src/generated/", "dist/"] },
   js.configs.recommended,
   tseslint.configs.recommendedTypeChecked,
   {

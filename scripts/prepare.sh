@@ -7,7 +7,9 @@ cd "$(dirname "$0")/.."
 stamp=node_modules/.install-stamp
 if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
   echo "[prepare] installing dependencies (npm ci)" >&2
-  npm ci --no-audit --no-fund --loglevel=error
+  # --include=dev: the build needs TypeScript and the types, and the same checkout runs the
+  # tests, even when NODE_ENV=production is set in the environment (npm would omit them).
+  npm ci --include=dev --no-audit --no-fund --loglevel=error
   cp package-lock.json "$stamp"
 fi
 

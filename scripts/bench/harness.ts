@@ -14,6 +14,7 @@ import { Cluster, Redis } from "ioredis";
 import { createRedisClient, type RedisClient } from "../../src/stores/redis/client.js";
 import { migrate } from "../lib/migrate.js";
 import { projectRoot } from "../lib/schema-engine.js";
+import { entryArgs } from "../lib/entries.js";
 import { freePort } from "../lib/ports.js";
 
 export const benchSecret = "bench-secret-not-for-production-use";
@@ -283,7 +284,7 @@ export function cpuBetween(before: ReadonlyMap<number, number>, after: ReadonlyM
 
 const isPipelineProcess = (pid: number) => {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("src/worker.ts");
+    return /(src\/worker\.ts|dist\/worker\.js)/.test(readFileSync(`/proc/${pid}/cmdline`, "utf8"));
   } catch {
     return false;
   }
@@ -308,6 +309,8 @@ export interface RunningService {
 
 export type ServiceMode = "npm start" | "API only";
 
+
+
 /** The value of each sample of a Prometheus text exposition, by its name and labels as written ("name{le=\"0.1\"}"). */
 export async function scrapeMetrics(url: string): Promise<Map<string, number>> {
   const samples = new Map<string, number>();
@@ -320,7 +323,7 @@ export async function scrapeMetrics(url: string): Promise<Map<string, number>> {
 }
 
 /**
- * Starts the service the way `npm start` does (`node --import tsx/esm src/server.ts`,
+ * Starts the service the way `npm start` does (`node dist/server.js`,
  * the API on every core and the persistence pipeline beside it), or with
  * `PIPELINE=off` for the API alone; production settings, quiet logs.
  */
@@ -330,7 +333,7 @@ export async function startService(mode: ServiceMode, env: Record<string, string
   const metricsPort = await freePort();
   // Every process of the service inherits these flags, so each writes its own CPU profile when it stops.
   const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
-  const child: ChildProcess = spawn(process.execPath, [...profile, "--import", "tsx/esm", "src/server.ts"], {
+  const child: ChildProcess = spawn(process.execPath, [...profile, ...entryArgs("server", directory)], {
     cwd: directory,
     env: {
       ...process.env,

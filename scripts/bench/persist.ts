@@ -10,6 +10,7 @@ import { createRedisKeys } from "../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../src/stores/redis/membership-store.js";
 import { projectRoot } from "../lib/schema-engine.js";
 import { freePort } from "../lib/ports.js";
+import { entryArgs } from "../lib/entries.js";
 import { partitions, type PrivateRedis } from "./harness.js";
 
 export interface PersistFigures {
@@ -23,7 +24,7 @@ export interface PersistFigures {
 
 async function startWorker(env: Record<string, string>) {
   const metricsPort = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx/esm", "src/worker.ts"], {
+  const child = spawn(process.execPath, entryArgs("worker"), {
     cwd: projectRoot,
     env: { ...process.env, ...env, METRICS_PORT: String(metricsPort), LOG_LEVEL: "warn" },
     stdio: ["ignore", "inherit", "inherit"],

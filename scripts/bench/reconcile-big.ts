@@ -11,6 +11,7 @@ import path from "node:path";
 import type pg from "pg";
 import { createRedisKeys, epochField, generationField, membershipFanout, versionField } from "../../src/stores/redis/keys.js";
 import { projectRoot } from "../lib/schema-engine.js";
+import { entryArgs } from "../lib/entries.js";
 import { partitions, type PrivateRedis } from "./harness.js";
 import { peakRss } from "./reconcile.js";
 
@@ -80,7 +81,7 @@ process.on("exit", () => { sample(); writeFileSync(${JSON.stringify(file)}, Stri
 export async function reconcileBigPass(redis: PrivateRedis, databaseUrl: string, amqpUrl: string, memberChunk: number): Promise<Omit<ReconcileBigFigures, "loadSeconds">> {
   const probe = heapProbe();
   writeFileSync(probe.file, "0");
-  const child = spawn(process.execPath, ["--max-old-space-size=160", "--import", probe.preload, "--import", "tsx/esm", "src/reconcile.ts"], {
+  const child = spawn(process.execPath, ["--max-old-space-size=160", "--import", probe.preload, ...entryArgs("reconcile")], {
     cwd: projectRoot,
     env: {
       ...process.env,

@@ -10,6 +10,7 @@ import { compose } from "../../src/compose.js";
 import { createLogger } from "../../src/logger.js";
 import { createDatabase } from "../../src/stores/postgres/database.js";
 import { projectRoot } from "../lib/schema-engine.js";
+import { entryArgs } from "../lib/entries.js";
 import type { PrivateRedis } from "./harness.js";
 
 export interface ReconcileFigures {
@@ -75,7 +76,7 @@ export async function reconcileScenario(redis: PrivateRedis, sql: pg.Client, dat
 
   process.stderr.write(`  reconcile: full pass (npm run reconcile) ...\n`);
   // The same command line as npm run reconcile.
-  const child = spawn(process.execPath, ["--max-old-space-size=160", "--import", "tsx/esm", "src/reconcile.ts"], {
+  const child = spawn(process.execPath, ["--max-old-space-size=160", ...entryArgs("reconcile")], {
     cwd: projectRoot,
     env: { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqpUrl, RABBITMQ_PREFIX: "likes_bench", COLD_TARGET_IDLE_SECONDS: "0" },
     stdio: ["ignore", "pipe", "inherit"],

@@ -1,12 +1,13 @@
-// The service's processes started the way users start them: node with tsx's
-// loader on an entry of src/ (server.ts = npm start's supervisor, api.ts and
-// worker.ts alone, reconcile.ts = npm run reconcile), output appended to a log
+// The service's processes started the way users start them: node on a compiled
+// entry of dist/ (server = npm start's supervisor, api and worker alone,
+// reconcile = npm run reconcile), output appended to a log
 // file kept as evidence. Each runs in a process group of its own, so stopping
 // one also stops the processes it forked, and nothing else.
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { entryArgs } from "../lib/entries.js";
 import { projectRoot } from "../lib/schema-engine.js";
 
 export type Entry = "server" | "api" | "worker" | "reconcile";
@@ -39,7 +40,7 @@ const alive = (child: ChildProcess) => child.exitCode === null && child.signalCo
 
 export function startEntry(entry: Entry, env: Record<string, string>, logFile: string): ServiceProcess {
   const fd = openSync(logFile, "a");
-  const child = spawn(process.execPath, ["--import", "tsx/esm", `src/${entry}.ts`], {
+  const child = spawn(process.execPath, entryArgs(entry), {
     cwd: projectRoot,
     env: { ...process.env, ...env },
     stdio: ["ignore", fd, fd],
