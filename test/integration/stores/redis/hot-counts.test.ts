@@ -20,9 +20,11 @@ let hot: HotCounts;
 const keys = createRedisKeys(1024);
 let nextId = BigInt(Date.now()) * 1000n;
 
+/** Waits until the hot counts serve, with every earlier write heard: a late invalidation would spoil a fill. */
 async function servable(): Promise<void> {
   for (let i = 0; i < 200 && !hot.servable(); i++) await sleep(10);
   expect(hot.servable()).toBe(true);
+  await hot.barrier();
 }
 
 beforeAll(async () => {
