@@ -16,6 +16,7 @@ const acrossNodes = [
   "test/integration/graphql/hot-counts.test.ts",
   "test/integration/graphql/known-users.test.ts",
   "test/integration/pipeline/persistence.test.ts",
+  "test/integration/pipeline/persist-batch.test.ts",
   "test/integration/pipeline/relations.test.ts",
   "test/integration/pipeline/rebuild.test.ts",
   "test/integration/pipeline/reconcile.test.ts",

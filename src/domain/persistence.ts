@@ -15,10 +15,10 @@
 //   credit whether or not this delivery moved them: a delivery that failed after
 //   the commit (the worker died) leaves them to its redelivery, which finds the
 //   changes applied and mirrors the same values again.
-// - A user's list of liked or collected posts lives in the user's slot: the API
-//   wrote it right after the change, and it is written again here with the
-//   committed change, so a write the API missed is healed; each write applies
-//   only when newer than what the list knows (apply-list-changes.lua).
+// - A user's list of liked or collected posts lives in the user's slot: it takes
+//   the committed changes here, every list of the batch in one call per node;
+//   each change applies only when newer than what the list knows
+//   (apply-list-changes.lua), so batches committing in either order end right.
 // - The hot ranking (src/domain/rankings.ts) lives in a slot of its own: it takes the
 //   like counts per time bucket and in all of every post the batch's likes name, as
 //   PostgreSQL committed them, absolute values with sequence numbers.
@@ -133,7 +133,7 @@ export function createChangePersistence(deps: ChangePersistenceDeps): ChangePers
       if (!list) byList.set(key, (list = { relation: change.relation, userId: change.userId, changes: [] }));
       list.changes.push({ targetId: change.target.id, member: change.member, version: change.version, at: change.at });
     }
-    await Promise.all([...byList.values()].map((l) => lists.apply(l.relation, l.userId, l.changes, true)));
+    await lists.applyCommitted([...byList.values()]);
   }
 
   return {

@@ -291,6 +291,13 @@ export interface HeldList {
   readonly recent: ReadonlyMap<bigint, RecentChange>;
 }
 
+/** Changes to one user's list. */
+export interface ListChanges {
+  readonly relation: ListedRelation;
+  readonly userId: bigint;
+  readonly changes: readonly ListChange[];
+}
+
 export interface ListStore {
   /**
    * Applies changes to a user's list, each only when newer than what the list
@@ -299,6 +306,8 @@ export interface ListStore {
    * PostgreSQL holds these changes (the pipeline's write), so their records may expire.
    */
   apply(relation: ListedRelation, userId: bigint, changes: readonly ListChange[], committed: boolean): Promise<boolean>;
+  /** Applies a persist batch's committed changes to every list they touch, as `apply` does, in one call per node. */
+  applyCommitted(lists: readonly ListChanges[]): Promise<void>;
   /** The user's list, or null when Redis does not hold it (or is loading it). */
   read(relation: ListedRelation, userId: bigint): Promise<HeldList | null>;
   /** The records of recent changes of the list, whether or not Redis holds it. */

@@ -8,6 +8,7 @@ import { batchRead, type RedisClient } from "./client.js";
 import { parseCounterHash } from "./counter-hash.js";
 import type { Fill, HotCounts, HotTarget } from "./hot-counts.js";
 import { authorField, type RedisKeys } from "./keys.js";
+import { perNode } from "./per-node.js";
 import { ScriptStatus, toError } from "./statuses.js";
 import { createTargetReader, type NodeOf, type Read } from "./target-reader.js";
 
@@ -200,19 +201,21 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys, options:
       throw toError("init-counters", status, target);
     },
     async mirror(values) {
-      const byTarget = new Map<string, { target: Target; triples: (string | number)[] }>();
+      const byTarget = new Map<string, { key: string; target: Target; triples: (string | number)[] }>();
       for (const v of values) {
         const key = keys.counters(v.target);
         let entry = byTarget.get(key);
-        if (!entry) byTarget.set(key, (entry = { target: v.target, triples: [] }));
+        if (!entry) byTarget.set(key, (entry = { key, target: v.target, triples: [] }));
         entry.triples.push(v.name, v.value, v.seq.toString());
       }
-      await Promise.all(
-        [...byTarget].map(async ([key, { target, triples }]) => {
-          const [status] = await redis.mirrorCounters(key, ...triples);
-          if (status !== ScriptStatus.Applied && status !== ScriptStatus.TargetAbsent) throw toError("mirror-counters", status, target);
-        }),
-      );
+      await perNode(redis, [...byTarget.values()], (t) => [t.key], async (group, { declared, named }) => {
+        const args: (string | number)[] = [declared.length, ...declared, group.length];
+        for (const t of group) args.push(t.triples.length / 3);
+        for (const t of group) args.push(...t.triples);
+        args.push(...named);
+        const [status] = await redis.mirrorCounters(...(args as [number, ...(string | number)[]]));
+        if (status !== ScriptStatus.Applied) throw toError("mirror-counters", status, (group[0] as { target: Target }).target);
+      });
     },
   };
 }

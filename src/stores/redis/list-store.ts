@@ -3,9 +3,10 @@
 // from PostgreSQL), in the user's slot.
 import { randomUUID } from "node:crypto";
 import { listCapacity, type ListPosition } from "../../domain/model.js";
-import type { ListStore, RecentChange } from "../../domain/ports.js";
+import type { ListChanges, ListStore, RecentChange } from "../../domain/ports.js";
 import { pipelineReplies, type RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
+import { perNode } from "./per-node.js";
 import { ScriptStatus, toError } from "./statuses.js";
 import { splitVersion } from "../versions.js";
 
@@ -30,19 +31,42 @@ function parseRecords(recent: Record<string, string>): Map<bigint, RecentChange>
 }
 
 export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore {
+  const keysOf = (l: ListChanges) => {
+    const list = keys.list(l.relation, l.userId);
+    return [list.entries, list.horizon, list.recent];
+  };
+
+  /** Applies changes to many lists, one call per node; whether Redis holds each list. */
+  async function applyLists(lists: readonly ListChanges[], committed: boolean): Promise<boolean[]> {
+    const held = new Map<ListChanges, boolean>();
+    await perNode(redis, lists, keysOf, async (group, { declared, named }) => {
+      const args: (string | number)[] = [declared.length, ...declared, listCapacity, committed ? "1" : "0", group.length];
+      for (const l of group) args.push(l.changes.length);
+      for (const l of group) {
+        for (const c of l.changes) {
+          const { epoch, micros } = splitVersion(c.version);
+          args.push(c.targetId.toString(), c.member ? "1" : "0", epoch.toString(), micros.toString(), c.at.getTime());
+        }
+      }
+      args.push(...named);
+      const [status, marks] = await redis.applyListChanges(...(args as [number, ...(string | number)[]]));
+      if (status !== ScriptStatus.Applied) throw toError("apply-list-changes", status, { type: "user", id: (group[0] as ListChanges).userId });
+      group.forEach((l, k) => held.set(l, marks?.[k] === "1"));
+    });
+    return lists.map((l) => held.get(l) ?? false);
+  }
+
   return {
     async apply(relation, userId, changes, committed) {
       if (changes.length === 0) return true;
-      const list = keys.list(relation, userId);
-      const args: (string | number)[] = [listCapacity, committed ? "1" : "0"];
-      for (const c of changes) {
-        const { epoch, micros } = splitVersion(c.version);
-        args.push(c.targetId.toString(), c.member ? "1" : "0", epoch.toString(), micros.toString(), c.at.getTime());
-      }
-      const [status] = await redis.applyListChanges(list.entries, list.horizon, list.recent, ...args);
-      if (status === ScriptStatus.Applied) return true;
-      if (status === ScriptStatus.TargetAbsent) return false;
-      throw toError("apply-list-changes", status, { type: "user", id: userId });
+      const [held] = await applyLists([{ relation, userId, changes }], committed);
+      return held as boolean;
+    },
+    async applyCommitted(lists) {
+      await applyLists(
+        lists.filter((l) => l.changes.length > 0),
+        true,
+      );
     },
     async read(relation, userId) {
       const list = keys.list(relation, userId);

@@ -31,7 +31,9 @@ import { relations, type MalformedOutboxEntry, type OutboxEntry, type Relation, 
 import type { Outbox, OutboxEntryPlace, OutboxRead } from "../../domain/ports.js";
 import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
+import { perNode } from "./per-node.js";
 import { relationLayouts, relationOfTag } from "./relations.js";
+import { ScriptReplyError, ScriptStatus } from "./statuses.js";
 import { versionOf } from "../versions.js";
 
 export const relayGroup = "relay";
@@ -319,7 +321,14 @@ export function createOutboxStore(redis: RedisClient, keys: RedisKeys, options: 
         return { ...read, more: claimCursors.size > 0 };
       }),
     async length() {
-      const lengths = await within(timeoutMs, Promise.all(streams.map((s) => redis.xlen(s))));
+      const lengths = await within(
+        timeoutMs,
+        perNode(redis, streams, (s) => [s], async (_, { declared, named }) => {
+          const [status, entries] = await redis.outboxLength(declared.length, ...declared, ...named);
+          if (status !== ScriptStatus.Unchanged) throw new ScriptReplyError("outbox-length", status, "the outbox");
+          return entries ?? 0;
+        }),
+      );
       return lengths.reduce((a, b) => a + b, 0);
     },
   };

@@ -44,17 +44,18 @@ const definitions = {
   addMember: { file: "add-member", numberOfKeys: membershipKeys },
   removeMember: { file: "remove-member", numberOfKeys: membershipKeys },
   initCounters: { file: "init-counters", numberOfKeys: 1 },
-  mirrorCounters: { file: "mirror-counters", numberOfKeys: 1 },
+  mirrorCounters: { file: "mirror-counters", numberOfKeys: undefined },
   recordViews: { file: "record-views", numberOfKeys: 3 },
   replayChange: { file: "replay-change", numberOfKeys: membershipKeys },
   replayViews: { file: "replay-views", numberOfKeys: 2 },
   finishRebuild: { file: "finish-rebuild", numberOfKeys: 1 },
   releaseLock: { file: "release-lock", numberOfKeys: 1 },
-  applyListChanges: { file: "apply-list-changes", numberOfKeys: 3 },
+  applyListChanges: { file: "apply-list-changes", numberOfKeys: undefined },
   loadList: { file: "load-list", numberOfKeys: 3 },
   evictTarget: { file: "evict-target", numberOfKeys: undefined },
   recountMembers: { file: "recount-members", numberOfKeys: undefined },
   readTargets: { file: "read-targets", numberOfKeys: undefined, readOnly: true },
+  outboxLength: { file: "outbox-length", numberOfKeys: undefined, readOnly: true },
   chargeBudget: { file: "charge-budget", numberOfKeys: 1 },
   reportSpending: { file: "report-spending", numberOfKeys: 1 },
   mirrorRanking: { file: "mirror-ranking", numberOfKeys: 2 },
@@ -87,8 +88,8 @@ declare module "ioredis" {
     removeMember(counters: string, ...keysAndArgs: (string | number)[]): Result<MembershipReply, Context>;
     /** scripts/init-counters.lua */
     initCounters(key: string, ...fieldsAndValues: (string | number)[]): Result<ScriptReply, Context>;
-    /** scripts/mirror-counters.lua: the counter hash, then counter, value, sequence number triples. */
-    mirrorCounters(key: string, ...triples: (string | number)[]): Result<ScriptReply, Context>;
+    /** scripts/mirror-counters.lua: the number of keys, the keys, then ARGV. */
+    mirrorCounters(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<number>, Context>;
     /** scripts/record-views.lua: the counter hash, the outbox, the receipt, then views, target type and id. */
     recordViews(counters: string, outbox: string, flushes: string, views: number, targetType: string, targetId: string, seq: number): Result<ScriptReply<number>, Context>;
     /** scripts/replay-change.lua: the same keys as addMember, then ARGV. */
@@ -97,8 +98,8 @@ declare module "ioredis" {
     replayViews(counters: string, replayed: string, epoch: string, total: number, intoEpoch: string): Result<ScriptReply, Context>;
     /** scripts/finish-rebuild.lua */
     finishRebuild(key: string, ...fieldsAndValues: (string | number)[]): Result<ScriptReply, Context>;
-    /** scripts/apply-list-changes.lua: entries, horizon, recent changes, then ARGV. */
-    applyListChanges(entries: string, horizon: string, recent: string, ...args: (string | number)[]): Result<ScriptReply, Context>;
+    /** scripts/apply-list-changes.lua: the number of keys, the keys, then ARGV. */
+    applyListChanges(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<string>, Context>;
     /** scripts/load-list.lua: entries, horizon, recent changes, then ARGV. */
     loadList(entries: string, horizon: string, recent: string, ...args: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/evict-target.lua: the number of keys, the keys, then ARGV. */
@@ -109,6 +110,8 @@ declare module "ioredis" {
     releaseLock(key: string, token: string): Result<ScriptReply, Context>;
     /** scripts/read-targets.lua: the number of keys, the keys, then ARGV. */
     readTargets(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<string>, Context>;
+    /** scripts/outbox-length.lua: the number of keys, the keys, then the other streams. */
+    outboxLength(numberOfKeys: number, ...keysAndArgs: string[]): Result<ScriptReply<number>, Context>;
     /** scripts/charge-budget.lua: the budget, then interval (µs), limit and cost. */
     chargeBudget(key: string, intervalMicros: number, limit: number, cost: number): Result<ScriptReply<number>, Context>;
     /** scripts/report-spending.lua: the budget, then interval (µs), limit and units spent. */

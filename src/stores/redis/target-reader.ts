@@ -1,11 +1,11 @@
 // Reads what feeds show of many targets with scripts/read-targets.lua: one call
 // per Redis node, its one-string reply decoded here. The counter store decides
 // what to ask (counters, or the viewer's memberships alone for counts it holds).
-import calculateSlot from "cluster-key-slot";
 import { Cluster } from "ioredis";
 import type { Counts, Relation, Target, TargetView } from "../../domain/model.js";
 import type { ViewRequest } from "../../domain/ports.js";
 import { inTickPipeline, type RedisClient } from "./client.js";
+import { nodeBySlotMap, slotsMoved } from "./per-node.js";
 import type { RedisKeys } from "./keys.js";
 import { relationLayouts } from "./relations.js";
 import { ScriptStatus, toError } from "./statuses.js";
@@ -103,7 +103,6 @@ export function decodeTargetLines(text: string, targets: number, names: readonly
  * Whether a cluster node refused a script for keys of slots it does not serve (any more, or
  * not yet). ioredis follows MOVED and ASK for the first key itself; the others only the node sees.
  */
-const slotsMoved = (error: unknown) => error instanceof Error && /Script attempted to access (a non local key|a slot not served)/.test(error.message);
 
 /**
  * What one read asks of each target i: whether to read its counters (else the
@@ -120,8 +119,6 @@ export type TargetReader = (targets: readonly Target[], counterKeys: readonly st
 
 /** On a cluster, the node serving a key as the client believes. */
 export type NodeOf = (cluster: Cluster, key: string) => string;
-
-export const nodeBySlotMap = (cluster: Cluster, key: string) => cluster.slots[calculateSlot(key)]?.[0] ?? "";
 
 export function createTargetReader(redis: RedisClient, keys: RedisKeys, nodeOf: NodeOf = nodeBySlotMap): TargetReader {
   function readOnce(targets: readonly Target[], counterKeys: readonly string[], request: ViewRequest, asked: Asked): Promise<(Read | null)[]> {

@@ -1,5 +1,7 @@
+#!lua flags=allow-cross-slot-keys
 --[[
-  Applies changes to a user's list of liked or collected posts: the newest
+  Applies changes to users' lists of liked or collected posts, many lists in
+  one call (a persist batch's, one call per node: src/stores/redis/per-node.ts): the newest
   entries in a sorted set (member: the post, score: when, in ms), at most a
   capacity, older ones left to PostgreSQL behind the horizon.
 
@@ -35,16 +37,20 @@
   before the entries, so a list is never held without them), to be loaded again.
 
   Input:
-    KEYS[1]      the list's entries (sorted set)
-    KEYS[2]      the list's horizon (includes/list-positions.lua); missing: Redis does not hold the list
-    KEYS[3]      the list's records of recent changes (hash)
+    keys         per list, its entries (sorted set), its horizon
+                 (includes/list-positions.lua; missing: Redis does not hold the
+                 list) and its records of recent changes (hash): KEYS, or on a
+                 cluster KEYS[1] and then the ARGV after the changes
     ARGV[1]      capacity of the entries
     ARGV[2]      '1' when PostgreSQL committed these changes (the persist consumer's write), '0' from the API
-    ARGV[3..]    per change: post id, state (1 member, 0 not), epoch, microseconds, time (ms)
+    ARGV[3]      m, the number of lists
+    ARGV[4..3+m] c_k, how many changes list k takes (at least one)
+    then         the changes of list 1, then of list 2, …: post id, state (1
+                 member, 0 not), epoch, microseconds, time (ms)
 
   Output:
-    { APPLIED }              applied to the list (each change only when newer)
-    { TARGET_ABSENT }        Redis does not hold the list: only the records moved
+    { APPLIED, held }        each change applied when newer; held: per list '1'
+                             when Redis holds it, '0' when only the records moved
     { INVALID_ARGUMENTS }
 ]]
 --@include statuses
@@ -57,14 +63,33 @@ local recentCapacity = 9999
 local pendingField = 'pending'
 local capacity = tonumber(ARGV[1])
 local committed = ARGV[2]
-if not capacity or capacity < 1 or (committed ~= '1' and committed ~= '0') or (#ARGV - 2) % 5 ~= 0 or #ARGV == 2 then
+local m = tonumber(ARGV[3])
+if not capacity or capacity < 1 or (committed ~= '1' and committed ~= '0') or not m or m < 1 or #ARGV < 3 + m then
   return { INVALID_ARGUMENTS }
 end
-for i = 3, #ARGV, 5 do
+local counts = {}
+local changes = 0
+for k = 1, m do
+  counts[k] = tonumber(ARGV[3 + k])
+  if not counts[k] or counts[k] < 1 then
+    return { INVALID_ARGUMENTS }
+  end
+  changes = changes + counts[k]
+end
+local first = 4 + m
+local named = first + 5 * changes
+if #KEYS < 1 or #ARGV ~= named - 1 + 3 * m - #KEYS then
+  return { INVALID_ARGUMENTS }
+end
+for i = first, named - 1, 5 do
   if not string.match(ARGV[i], '^[1-9]%d*$') or (ARGV[i + 1] ~= '1' and ARGV[i + 1] ~= '0')
     or not string.match(ARGV[i + 2], '^%d+$') or not string.match(ARGV[i + 3], '^%d+$') or not string.match(ARGV[i + 4], '^%d+$') then
     return { INVALID_ARGUMENTS }
   end
+end
+
+local function keyAt(i)
+  return KEYS[i] or ARGV[named + i - 1 - #KEYS]
 end
 
 -- Whether a record's change may not be committed yet ('epoch:micros:state:ms:0').
@@ -72,89 +97,100 @@ local function isPending(record)
   return string.match(record, '^%d+:%d+:[01]:%d+:0$') ~= nil
 end
 
-local horizonValue = redis.call('GET', KEYS[2])
-local held = horizonValue ~= false
-local wroteRecent = false
-local pendingDelta = 0
-for i = 3, #ARGV, 5 do
-  local id, state, epoch, micros, at = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
-  local record = redis.call('HGET', KEYS[3], id)
-  local rEpoch, rMicros = string.match(record or '', '^(%d+):(%d+):')
-  rEpoch, rMicros = tonumber(rEpoch), tonumber(rMicros)
-  -- A record without the flag predates it: taken as committed, so it holds nothing open.
-  local rPending = record and isPending(record)
-  local newer = not rEpoch or epoch > rEpoch or (epoch == rEpoch and micros > rMicros)
-  local raw = redis.call('ZSCORE', KEYS[1], id)
-  local score = raw and tonumber(raw)
-  if newer and score and score > at then
-    newer = false
-  end
-  if not newer and rPending and committed == '1' and epoch == rEpoch and micros == rMicros then
-    -- PostgreSQL now holds the change this record speaks for.
-    redis.call('HSET', KEYS[3], id, string.sub(record, 1, -2) .. '1')
-    pendingDelta = pendingDelta - 1
-    wroteRecent = true
-  end
-  if newer and not record and redis.call('HLEN', KEYS[3]) >= recentCapacity then
-    -- Too many changes to keep apart from PostgreSQL: the list starts again from it when next
-    -- read, and the records of changes it holds go; those it may lack stay, unless they alone
-    -- fill the hash.
-    redis.call('DEL', KEYS[1], KEYS[2])
-    held = false
-    horizonValue = false
-    local all = redis.call('HGETALL', KEYS[3])
-    local stillPending = 0
-    for j = 1, #all, 2 do
-      if all[j] ~= pendingField then
-        if isPending(all[j + 1]) then
-          stillPending = stillPending + 1
-        else
-          redis.call('HDEL', KEYS[3], all[j])
+-- Applies ARGV[from..to] (changes of 5 values) to one list; returns whether Redis holds it.
+local function applyList(entriesKey, horizonKey, recentKey, from, to)
+  local horizonValue = redis.call('GET', horizonKey)
+  local held = horizonValue ~= false
+  local wroteRecent = false
+  local pendingDelta = 0
+  for i = from, to, 5 do
+    local id, state, epoch, micros, at = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
+    local record = redis.call('HGET', recentKey, id)
+    local rEpoch, rMicros = string.match(record or '', '^(%d+):(%d+):')
+    rEpoch, rMicros = tonumber(rEpoch), tonumber(rMicros)
+    -- A record without the flag predates it: taken as committed, so it holds nothing open.
+    local rPending = record and isPending(record)
+    local newer = not rEpoch or epoch > rEpoch or (epoch == rEpoch and micros > rMicros)
+    local raw = redis.call('ZSCORE', entriesKey, id)
+    local score = raw and tonumber(raw)
+    if newer and score and score > at then
+      newer = false
+    end
+    if not newer and rPending and committed == '1' and epoch == rEpoch and micros == rMicros then
+      -- PostgreSQL now holds the change this record speaks for.
+      redis.call('HSET', recentKey, id, string.sub(record, 1, -2) .. '1')
+      pendingDelta = pendingDelta - 1
+      wroteRecent = true
+    end
+    if newer and not record and redis.call('HLEN', recentKey) >= recentCapacity then
+      -- Too many changes to keep apart from PostgreSQL: the list starts again from it when next
+      -- read, and the records of changes it holds go; those it may lack stay, unless they alone
+      -- fill the hash.
+      redis.call('DEL', entriesKey, horizonKey)
+      held = false
+      horizonValue = false
+      local all = redis.call('HGETALL', recentKey)
+      local stillPending = 0
+      for j = 1, #all, 2 do
+        if all[j] ~= pendingField then
+          if isPending(all[j + 1]) then
+            stillPending = stillPending + 1
+          else
+            redis.call('HDEL', recentKey, all[j])
+          end
         end
       end
+      if stillPending >= recentCapacity - 1 then
+        redis.call('DEL', recentKey)
+        pendingDelta = 0
+      end
     end
-    if stillPending >= recentCapacity - 1 then
-      redis.call('DEL', KEYS[3])
-      pendingDelta = 0
-    end
-  end
-  if newer then
-    redis.call('HSET', KEYS[3], id, ARGV[i + 2] .. ':' .. ARGV[i + 3] .. ':' .. state .. ':' .. ARGV[i + 4] .. ':' .. committed)
-    if record and rPending then
-      pendingDelta = pendingDelta - 1
-    end
-    if committed == '0' then
-      pendingDelta = pendingDelta + 1
-    end
-    wroteRecent = true
-    if held then
-      if state == '0' then
-        redis.call('ZREM', KEYS[1], id)
-      else
-        local hAt, hId = horizonOf(horizonValue)
-        if not hAt or olderPosition(hAt, hId, at, id) then
-          redis.call('ZADD', KEYS[1], at, id)
-          if horizonValue ~= 'loading' then
-            trimList(KEYS[1], KEYS[2], capacity)
-            horizonValue = redis.call('GET', KEYS[2])
+    if newer then
+      redis.call('HSET', recentKey, id, ARGV[i + 2] .. ':' .. ARGV[i + 3] .. ':' .. state .. ':' .. ARGV[i + 4] .. ':' .. committed)
+      if record and rPending then
+        pendingDelta = pendingDelta - 1
+      end
+      if committed == '0' then
+        pendingDelta = pendingDelta + 1
+      end
+      wroteRecent = true
+      if held then
+        if state == '0' then
+          redis.call('ZREM', entriesKey, id)
+        else
+          local hAt, hId = horizonOf(horizonValue)
+          if not hAt or olderPosition(hAt, hId, at, id) then
+            redis.call('ZADD', entriesKey, at, id)
+            if horizonValue ~= 'loading' then
+              trimList(entriesKey, horizonKey, capacity)
+              horizonValue = redis.call('GET', horizonKey)
+            end
           end
         end
       end
     end
   end
-end
-if wroteRecent then
-  local pending = tonumber(redis.call('HGET', KEYS[3], pendingField) or '0') + pendingDelta
-  if pending > 0 then
-    redis.call('HSET', KEYS[3], pendingField, pending)
-    redis.call('PEXPIRE', KEYS[3], pendingLifetimeMs)
-  else
-    redis.call('HDEL', KEYS[3], pendingField)
-    redis.call('PEXPIRE', KEYS[3], recentLifetimeMs)
+  if wroteRecent then
+    local pending = tonumber(redis.call('HGET', recentKey, pendingField) or '0') + pendingDelta
+    if pending > 0 then
+      redis.call('HSET', recentKey, pendingField, pending)
+      redis.call('PEXPIRE', recentKey, pendingLifetimeMs)
+    else
+      redis.call('HDEL', recentKey, pendingField)
+      redis.call('PEXPIRE', recentKey, recentLifetimeMs)
+    end
   end
+  if held then
+    keepList(entriesKey, horizonKey)
+  end
+  return held
 end
-if held then
-  keepList(KEYS[1], KEYS[2])
-  return { APPLIED }
+
+local held = {}
+local at = first
+for k = 1, m do
+  local last = at + 5 * counts[k] - 1
+  held[k] = applyList(keyAt(3 * k - 2), keyAt(3 * k - 1), keyAt(3 * k), at, last) and '1' or '0'
+  at = last + 1
 end
-return { TARGET_ABSENT }
+return { APPLIED, table.concat(held) }
