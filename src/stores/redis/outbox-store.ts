@@ -275,25 +275,19 @@ export function createOutboxStore(redis: RedisClient, keys: RedisKeys, options: 
         return { ...read, more: busy.length > 0 };
       }),
     async acknowledge(entries) {
-      const byStream = groupByStream(entries);
-      if (redis instanceof Cluster) {
-        // Per stream, each on the node that holds it.
-        await within(
-          timeoutMs,
-          Promise.all(
-            [...byStream].map(async ([stream, ids]) => {
-              await redis.xack(stream, relayGroup, ...ids);
-              await redis.xdel(stream, ...ids);
-            }),
-          ),
-        );
-        return;
-      }
-      // One round trip for every stream touched (a round may touch hundreds).
-      const pipeline = redis.pipeline();
-      for (const [stream, ids] of byStream) pipeline.xack(stream, relayGroup, ...ids).xdel(stream, ...ids);
-      const failed = ((await within(timeoutMs, pipeline.exec())) ?? []).find(([error]) => error)?.[0];
-      if (failed) throw concise(failed);
+      const streams = [...groupByStream(entries)];
+      await within(
+        timeoutMs,
+        perNode(redis, streams, ([stream]) => [stream], async (group, { declared, named }) => {
+          const args: string[] = [relayGroup, String(group.length)];
+          for (const [, ids] of group) args.push(String(ids.length));
+          for (const [, ids] of group) args.push(...ids);
+          const [status] = await redis.acknowledgeOutbox(declared.length, ...declared, ...args, ...named).catch((err: unknown) => {
+            throw concise(err);
+          });
+          if (status !== ScriptStatus.Applied) throw new ScriptReplyError("acknowledge-outbox", status, "the outbox");
+        }),
+      );
     },
     async keep(entries) {
       // Claiming its own entries resets their idle time, which is what other readers' XAUTOCLAIM looks at.
@@ -324,7 +318,9 @@ export function createOutboxStore(redis: RedisClient, keys: RedisKeys, options: 
       const lengths = await within(
         timeoutMs,
         perNode(redis, streams, (s) => [s], async (_, { declared, named }) => {
-          const [status, entries] = await redis.outboxLength(declared.length, ...declared, ...named);
+          const [status, entries] = await redis.outboxLength(declared.length, ...declared, ...named).catch((err: unknown) => {
+            throw concise(err);
+          });
           if (status !== ScriptStatus.Unchanged) throw new ScriptReplyError("outbox-length", status, "the outbox");
           return entries ?? 0;
         }),

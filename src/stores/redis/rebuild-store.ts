@@ -1,9 +1,8 @@
 // Puts a target back into Redis from what PostgreSQL holds, and brings late
 // changes into a rebuilt target (scripts/replay-change.lua, scripts/replay-views.lua).
 import { randomUUID } from "node:crypto";
-import { Cluster } from "ioredis";
 import { relations, relationsOf, type Target } from "../../domain/model.js";
-import type { RebuildStore } from "../../domain/ports.js";
+import type { RebuildMark, RebuildStore } from "../../domain/ports.js";
 import { pipelineReplies, type RedisClient } from "./client.js";
 import {
   authorField,
@@ -18,6 +17,7 @@ import {
   versionField,
   type RedisKeys,
 } from "./keys.js";
+import { perNode } from "./per-node.js";
 import { relationLayouts } from "./relations.js";
 import { epochScale, splitVersion, versionOf } from "../versions.js";
 import { ScriptStatus, toError } from "./statuses.js";
@@ -178,12 +178,18 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
       return epoch && micros ? versionOf(BigInt(epoch), BigInt(micros)) : null;
     },
     async rebuilds(targets) {
-      const values =
-        redis instanceof Cluster
-          ? await Promise.all(targets.map((t) => redis.hmget(keys.counters(t), epochField, snapshotMarkField)))
-          : ((await pipelineReplies(redis.pipeline(targets.map((t) => ["hmget", keys.counters(t), epochField, snapshotMarkField])).exec())) as (string | null)[][]);
-      // No mark: never rebuilt (epoch 0, where nothing is older), rebuilt before marks, or not held; nothing to replay.
-      return values.map(([epoch, mark]) => (epoch && mark ? { epoch: BigInt(epoch), epochStart: BigInt(epoch) * epochScale, mark } : null));
+      const marks = new Map<Target, RebuildMark | null>();
+      await perNode(redis, targets, (t) => [keys.counters(t)], async (group, { declared, named }) => {
+        const [status, text] = await redis.rebuildMarks(declared.length, ...declared, ...named);
+        if (status !== ScriptStatus.Unchanged) throw toError("rebuild-marks", status, group[0] as Target);
+        // No mark: never rebuilt (epoch 0, where nothing is older), rebuilt before marks, or not held; nothing to replay.
+        (text ?? "").split(";").forEach((line, k) => {
+          const colon = line.indexOf(":");
+          const epoch = colon > 0 ? BigInt(line.slice(0, colon)) : null;
+          marks.set(group[k] as Target, epoch === null ? null : { epoch, epochStart: epoch * epochScale, mark: line.slice(colon + 1) });
+        });
+      });
+      return targets.map((t) => marks.get(t) ?? null);
     },
   };
 }

@@ -56,6 +56,8 @@ const definitions = {
   recountMembers: { file: "recount-members", numberOfKeys: undefined },
   readTargets: { file: "read-targets", numberOfKeys: undefined, readOnly: true },
   outboxLength: { file: "outbox-length", numberOfKeys: undefined, readOnly: true },
+  acknowledgeOutbox: { file: "acknowledge-outbox", numberOfKeys: undefined },
+  rebuildMarks: { file: "rebuild-marks", numberOfKeys: undefined, readOnly: true },
   chargeBudget: { file: "charge-budget", numberOfKeys: 1 },
   reportSpending: { file: "report-spending", numberOfKeys: 1 },
   mirrorRanking: { file: "mirror-ranking", numberOfKeys: 2 },
@@ -112,6 +114,10 @@ declare module "ioredis" {
     readTargets(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<string>, Context>;
     /** scripts/outbox-length.lua: the number of keys, the keys, then the other streams. */
     outboxLength(numberOfKeys: number, ...keysAndArgs: string[]): Result<ScriptReply<number>, Context>;
+    /** scripts/rebuild-marks.lua: the number of keys, the keys, then the other counter hashes. */
+    rebuildMarks(numberOfKeys: number, ...keysAndArgs: string[]): Result<ScriptReply<string>, Context>;
+    /** scripts/acknowledge-outbox.lua: the number of keys, the keys, then ARGV. */
+    acknowledgeOutbox(numberOfKeys: number, ...keysAndArgs: string[]): Result<ScriptReply, Context>;
     /** scripts/charge-budget.lua: the budget, then interval (µs), limit and cost. */
     chargeBudget(key: string, intervalMicros: number, limit: number, cost: number): Result<ScriptReply<number>, Context>;
     /** scripts/report-spending.lua: the budget, then interval (µs), limit and units spent. */

@@ -1,6 +1,6 @@
-// What a persist batch asks of Redis after its commit: the authors' credits and
-// the likers' lists of every change in one script call per node each, not one
-// per change.
+// What a persist batch asks of Redis after its commit: the targets' rebuild
+// marks, the authors' credits and the likers' lists of every change in one
+// script call per node each, not one per change.
 import { Cluster } from "ioredis";
 import { describe, expect, it } from "vitest";
 import type { LikeableTarget, RelationChange, Target } from "../../../src/domain/model.js";
@@ -30,7 +30,7 @@ async function scriptCalls(): Promise<number> {
 }
 
 describe("a persist batch", () => {
-  it("when 40 users each like a post of a different author, then credits and lists take one script call per node each, and every one of them moved", async () => {
+  it("when 40 users each like a post of a different author, then rebuild marks, credits and lists take one script call per node each, and every one of them moved", async () => {
     const config = testConfig();
     const keys = createRedisKeys(config.redisPartitions);
     const counters = createCounterStore(redis, keys);
@@ -68,8 +68,8 @@ describe("a persist batch", () => {
     const calls = (await scriptCalls()) - before;
 
     const nodes = redis instanceof Cluster ? redis.nodes("master").length : 1;
-    // Credits and lists one call per node each; the ranking one per time bucket and one for all time.
-    expect(calls).toBeLessThanOrEqual(2 * nodes + 4);
+    // Marks, credits and lists one call per node each; the ranking one per time bucket and one for all time.
+    expect(calls).toBeLessThanOrEqual(3 * nodes + 4);
     const credited = await counters.read(authors.map((a): Target => ({ type: "user", id: a.id })));
     expect(credited.map((c) => c?.likesReceived)).toEqual(authors.map(() => 1));
     const recorded = await Promise.all(likers.map((l) => lists.recent("like", l.id)));

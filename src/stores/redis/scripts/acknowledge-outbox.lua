@@ -1,0 +1,50 @@
+#!lua flags=allow-cross-slot-keys
+--[[
+  Acknowledges and deletes relayed entries of many outbox streams in one call
+  per node (src/stores/redis/per-node.ts): a relay round touches hundreds of
+  streams, and two commands from the client for each cost the relay more than
+  the round's publish.
+
+  Input:
+    keys          the streams: KEYS, or on a cluster KEYS[1] and then the ARGV
+                  after the entry ids
+    ARGV[1]       the consumer group
+    ARGV[2]       n, the number of streams
+    ARGV[3..2+n]  e_i, how many entries of stream i (at least one)
+    then          the entry ids of stream 1, then of stream 2, …
+
+  Output:
+    { APPLIED }
+    { INVALID_ARGUMENTS }
+]]
+--@include statuses
+
+local group = ARGV[1]
+local n = tonumber(ARGV[2])
+if not group or group == '' or not n or n < 1 or #ARGV < 2 + n then
+  return { INVALID_ARGUMENTS }
+end
+local counts = {}
+local ids = 0
+for i = 1, n do
+  counts[i] = tonumber(ARGV[2 + i])
+  if not counts[i] or counts[i] < 1 then
+    return { INVALID_ARGUMENTS }
+  end
+  ids = ids + counts[i]
+end
+local first = 3 + n
+local named = first + ids
+if #KEYS < 1 or #ARGV ~= named - 1 + n - #KEYS then
+  return { INVALID_ARGUMENTS }
+end
+
+local at = first
+for i = 1, n do
+  local stream = KEYS[i] or ARGV[named + i - 1 - #KEYS]
+  local last = at + counts[i] - 1
+  redis.call('XACK', stream, group, unpack(ARGV, at, last))
+  redis.call('XDEL', stream, unpack(ARGV, at, last))
+  at = last + 1
+end
+return { APPLIED }
