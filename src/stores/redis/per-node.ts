@@ -26,10 +26,12 @@ export const slotsMoved = (error: unknown) => error instanceof Error && /Script 
 
 /**
  * Calls `call` once per node with the items whose keys it serves (all of them on
- * a standalone Redis); an item's keys share its slot, the first routes it. When a cluster's slots moved under the call, that node's
- * items are called again one by one, each routed by its own key: the scripts
- * called this way take values with sequence numbers or versions, so what the
- * refused call applied before the refusal is applied again harmlessly.
+ * a standalone Redis); an item's keys share its slot, the first routes it.
+ * When a cluster's slots moved under the call, that node's items are called
+ * again one by one, each routed by its own key: the scripts called this way are
+ * safe to repeat (they read, acknowledge, or take values guarded by sequence
+ * numbers or versions), so what the refused call did before the refusal is
+ * done again harmlessly.
  */
 export async function perNode<T, R>(
   redis: RedisClient,
