@@ -18,21 +18,14 @@
     { INVALID_ARGUMENTS }
 ]]
 --@include statuses
+--@include node-call
 
 local group = ARGV[1]
-local n = tonumber(ARGV[2])
-if not group or group == '' or not n or n < 1 or #ARGV < 2 + n then
+local counts, ids = itemSizes(2)
+if not group or group == '' or not counts then
   return { INVALID_ARGUMENTS }
 end
-local counts = {}
-local ids = 0
-for i = 1, n do
-  counts[i] = tonumber(ARGV[2 + i])
-  if not counts[i] or counts[i] < 1 then
-    return { INVALID_ARGUMENTS }
-  end
-  ids = ids + counts[i]
-end
+local n = #counts
 local first = 3 + n
 local named = first + ids
 if #KEYS < 1 or #ARGV ~= named - 1 + n - #KEYS then
@@ -41,7 +34,7 @@ end
 
 local at = first
 for i = 1, n do
-  local stream = KEYS[i] or ARGV[named + i - 1 - #KEYS]
+  local stream = nodeKey(i, named)
   local last = at + counts[i] - 1
   redis.call('XACK', stream, group, unpack(ARGV, at, last))
   redis.call('XDEL', stream, unpack(ARGV, at, last))

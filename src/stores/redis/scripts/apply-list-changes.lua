@@ -55,6 +55,7 @@
 ]]
 --@include statuses
 --@include list-positions
+--@include node-call
 
 local recentLifetimeMs = 120000
 local pendingLifetimeMs = 86400000
@@ -63,19 +64,11 @@ local recentCapacity = 9999
 local pendingField = 'pending'
 local capacity = tonumber(ARGV[1])
 local committed = ARGV[2]
-local m = tonumber(ARGV[3])
-if not capacity or capacity < 1 or (committed ~= '1' and committed ~= '0') or not m or m < 1 or #ARGV < 3 + m then
+local counts, changes = itemSizes(3)
+if not capacity or capacity < 1 or (committed ~= '1' and committed ~= '0') or not counts then
   return { INVALID_ARGUMENTS }
 end
-local counts = {}
-local changes = 0
-for k = 1, m do
-  counts[k] = tonumber(ARGV[3 + k])
-  if not counts[k] or counts[k] < 1 then
-    return { INVALID_ARGUMENTS }
-  end
-  changes = changes + counts[k]
-end
+local m = #counts
 local first = 4 + m
 local named = first + 5 * changes
 if #KEYS < 1 or #ARGV ~= named - 1 + 3 * m - #KEYS then
@@ -86,10 +79,6 @@ for i = first, named - 1, 5 do
     or not string.match(ARGV[i + 2], '^%d+$') or not string.match(ARGV[i + 3], '^%d+$') or not string.match(ARGV[i + 4], '^%d+$') then
     return { INVALID_ARGUMENTS }
   end
-end
-
-local function keyAt(i)
-  return KEYS[i] or ARGV[named + i - 1 - #KEYS]
 end
 
 -- Whether a record's change may not be committed yet ('epoch:micros:state:ms:0').
@@ -190,7 +179,7 @@ local held = {}
 local at = first
 for k = 1, m do
   local last = at + 5 * counts[k] - 1
-  held[k] = applyList(keyAt(3 * k - 2), keyAt(3 * k - 1), keyAt(3 * k), at, last) and '1' or '0'
+  held[k] = applyList(nodeKey(3 * k - 2, named), nodeKey(3 * k - 1, named), nodeKey(3 * k, named), at, last) and '1' or '0'
   at = last + 1
 end
 return { APPLIED, table.concat(held) }

@@ -30,20 +30,13 @@
 ]]
 --@include statuses
 --@include hash-fields
+--@include node-call
 
-local n = tonumber(ARGV[1])
-if not n or n < 1 or #ARGV < 1 + n then
+local counts, triples = itemSizes(1)
+if not counts then
   return { INVALID_ARGUMENTS }
 end
-local counts = {}
-local triples = 0
-for i = 1, n do
-  counts[i] = tonumber(ARGV[1 + i])
-  if not counts[i] or counts[i] < 1 then
-    return { INVALID_ARGUMENTS }
-  end
-  triples = triples + counts[i]
-end
+local n = #counts
 local first = 2 + n
 local named = first + 3 * triples
 if #ARGV ~= named - 1 + n - #KEYS or #KEYS < 1 then
@@ -58,7 +51,7 @@ end
 local absent = 0
 local at = first
 for i = 1, n do
-  local key = KEYS[i] or ARGV[named + i - 1 - #KEYS]
+  local key = nodeKey(i, named)
   local last = at + 3 * counts[i] - 1
   if redis.call('EXISTS', key) == 0 then
     absent = absent + 1
