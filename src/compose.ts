@@ -8,6 +8,7 @@ import { createCounterService } from "./domain/counters.js";
 import { createTokenService } from "./domain/identity.js";
 import { KnownUsers } from "./domain/known-users.js";
 import { createListService } from "./domain/lists.js";
+import { createMemberIndexLoader } from "./domain/member-indexes.js";
 import { createLiveCounts } from "./domain/live-counts.js";
 import { createMembershipService } from "./domain/memberships.js";
 import { createChangePersistence } from "./domain/persistence.js";
@@ -39,6 +40,7 @@ import { isRedisUnavailable } from "./stores/redis/client.js";
 import { createRedisKeys } from "./stores/redis/keys.js";
 import { createLease, createTickClaims } from "./stores/redis/lease-store.js";
 import { createListStore } from "./stores/redis/list-store.js";
+import { createMemberIndexStore, memberIndexesOf } from "./stores/redis/member-index-store.js";
 import { createMembershipStore } from "./stores/redis/membership-store.js";
 import { createOutboxStore } from "./stores/redis/outbox-store.js";
 import { createRankingStore } from "./stores/redis/ranking-store.js";
@@ -96,7 +98,18 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
         maxStalenessMs: hotCountsMaxStalenessMs,
       })
     : null;
-  const counterStore = createCounterStore(redis, keys, hotCounts ? { hotCounts } : {});
+  const memberIndexes = memberIndexesOf(redis, keys);
+  const memberIndexLoader = memberIndexes
+    ? createMemberIndexLoader({
+        indexes: createMemberIndexStore(redis, memberIndexes),
+        history,
+        onFailure: (err) => logger.warn({ err }, "a member index could not be loaded; feeds look memberships up target by target until it is"),
+      })
+    : null;
+  const counterStore = createCounterStore(redis, keys, {
+    ...(hotCounts ? { hotCounts } : {}),
+    ...(memberIndexes && memberIndexLoader ? { memberIndexes: { indexes: memberIndexes, missing: (relation, type, userId) => memberIndexLoader.missing(relation, type, userId) } } : {}),
+  });
   const rebuilds = createRebuildStore(redis, keys);
   const redisReconcile = createRedisReconcileStore(redis, keys);
   const listStore = createListStore(redis, keys);

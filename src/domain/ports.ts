@@ -298,6 +298,21 @@ export interface ListChanges {
   readonly changes: readonly ListChange[];
 }
 
+/**
+ * Per user, relation and target type, a superset of the targets the user joined,
+ * which lets a feed rule out the targets a viewer did not join without asking each
+ * (src/stores/redis/member-index-store.ts).
+ */
+export interface MemberIndexStore {
+  /** Targets an index holds at most. */
+  readonly capacity: number;
+  /**
+   * Adds the targets PostgreSQL holds the user a member of to the index and marks it
+   * complete, or marks it overflowed when PostgreSQL holds more than the capacity.
+   */
+  complete(relation: Relation, targetType: TargetType, userId: bigint, targetIds: readonly bigint[], overflowed: boolean): Promise<void>;
+}
+
 export interface ListStore {
   /**
    * Applies changes to a user's list, each only when newer than what the list

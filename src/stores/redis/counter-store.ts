@@ -10,7 +10,7 @@ import type { Fill, HotCounts, HotTarget } from "./hot-counts.js";
 import { authorField, type RedisKeys } from "./keys.js";
 import { perNode } from "./per-node.js";
 import { ScriptStatus, toError } from "./statuses.js";
-import { createTargetReader, type NodeOf, type Read } from "./target-reader.js";
+import { createTargetReader, type NodeOf, type Read, type TargetReaderOptions } from "./target-reader.js";
 
 export interface CounterStoreOptions {
   /**
@@ -20,11 +20,13 @@ export interface CounterStoreOptions {
   readonly nodeOf?: NodeOf;
   /** Counts kept in this process's memory, served within their bound; without them every view reads Redis. */
   readonly hotCounts?: HotCounts;
+  /** Where this Redis keeps member indexes, and whom to tell of a viewer's missing one (member-index-store.ts). */
+  readonly memberIndexes?: TargetReaderOptions["memberIndexes"];
 }
 
 export function createCounterStore(redis: RedisClient, keys: RedisKeys, options: CounterStoreOptions = {}): CounterStore {
   const { hotCounts } = options;
-  const readOnce = createTargetReader(redis, keys, options.nodeOf);
+  const readOnce = createTargetReader(redis, keys, { nodeOf: options.nodeOf, memberIndexes: options.memberIndexes });
   // Targets this process has seen grown past their first membership generation, per
   // relation, with the newest generation seen, so a viewer's membership is looked up in
   // one round trip; a target that grew since costs a second one. Few targets ever grow

@@ -17,6 +17,9 @@
 //   uh:{p}:user:<id>:<tag>         string: where that list's knowledge ends (scripts/load-list.lua)
 //   ur:{p}:user:<id>:<tag>         hash: that list's recent changes, per post, and how many PostgreSQL lacks (scripts/apply-list-changes.lua)
 //   ulk:{p}:user:<id>:<tag>        string: lock held by the process loading that list from PostgreSQL
+//   um:{p}:user:<id>:<tag>:<type>  set: ids of the targets of one type a user joined in one relation, a superset of
+//                                  their memberships, with marks 0 (complete) and -1 (overflowed); standalone only
+//                                  (scripts/includes/member-index.lua)
 //   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
 //   reconcile:tick:<ms>            string: a scheduled reconcile tick, claimed by the worker that runs its pass
 //   rif:{p}:<type>:<id>            string: versions at which reconcile passes found the target in flight, and how many in a row
@@ -160,6 +163,8 @@ export interface RedisKeys {
   generationShards(relation: Relation, target: Target, generation: number): string[];
   /** A user's list of a relation: its entries, where its knowledge ends, its recent changes, the lock of its load. */
   list(relation: ListedRelation, userId: bigint): { readonly entries: string; readonly horizon: string; readonly recent: string; readonly lock: string };
+  /** The targets of one type a user joined in one relation (scripts/includes/member-index.lua). */
+  memberIndex(relation: Relation, targetType: TargetType, userId: bigint): string;
   /** The hot ranking's keys, all in one slot. */
   readonly ranking: RankingKeys;
   /** The sharded pub/sub channel on which each new user's id is announced to every API process. */
@@ -244,6 +249,7 @@ export function createRedisKeys(partitions: number): RedisKeys {
         lock: `${base("ulk", user)}:${tag}`,
       };
     },
+    memberIndex: (relation, targetType, userId) => `${base("um", { type: "user", id: userId })}:${relationLayouts[relation].tag}:${targetType}`,
     ranking: rankingKeys,
     userAnnouncements: "users:registered",
   };

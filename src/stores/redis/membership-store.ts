@@ -4,6 +4,7 @@ import { Cluster } from "ioredis";
 import { batchRead, inTickPipeline, type RedisClient } from "./client.js";
 import type { HotCounts } from "./hot-counts.js";
 import { defaultShardCapacity, type RedisKeys } from "./keys.js";
+import { memberIndexesOf, type MemberIndexes } from "./member-index-store.js";
 import { relationLayouts } from "./relations.js";
 import type { MembershipReply } from "./scripts.js";
 import { ScriptStatus, toError } from "./statuses.js";
@@ -35,7 +36,13 @@ type ScriptArgs = [counters: string, ...keysAndArgs: (string | number)[]];
  * `hotCounts`, when this process keeps counts in memory: told of each change it
  * makes, so its own later reads show the change without waiting for Redis to tell.
  */
-export function createMembershipStore(redis: RedisClient, keys: RedisKeys, shardCapacity = defaultShardCapacity, hotCounts?: Pick<HotCounts, "changed">): MembershipStore {
+export function createMembershipStore(
+  redis: RedisClient,
+  keys: RedisKeys,
+  shardCapacity = defaultShardCapacity,
+  hotCounts?: Pick<HotCounts, "changed">,
+  memberIndexes: MemberIndexes | null = memberIndexesOf(redis, keys),
+): MembershipStore {
   /**
    * On a standalone Redis a script call goes in the pipeline of the current tick:
    * changes arriving together share one socket write, which was a tenth of a like's
@@ -65,6 +72,7 @@ export function createMembershipStore(redis: RedisClient, keys: RedisKeys, shard
       const reply = await run("addMember", target, [
         ...keysOf(relation, target, userId),
         userId.toString(), shardCapacity, relations[relation].counter, target.type, target.id.toString(), tag, generationField,
+        memberIndexes?.key(relation, target.type, userId) ?? "", memberIndexes?.capacity ?? 1,
         ...counterNames[target.type],
       ]);
       return toChange("add-member", reply, target);

@@ -17,6 +17,7 @@ import {
   versionField,
   type RedisKeys,
 } from "./keys.js";
+import { memberIndexesOf, type MemberIndexes } from "./member-index-store.js";
 import { perNode } from "./per-node.js";
 import { relationLayouts } from "./relations.js";
 import { epochScale, splitVersion, versionOf } from "../versions.js";
@@ -63,7 +64,12 @@ function replayOutcome(script: string, status: number, target: Target): "replaye
   }
 }
 
-export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCapacity = defaultShardCapacity): RebuildStore {
+export function createRebuildStore(
+  redis: RedisClient,
+  keys: RedisKeys,
+  shardCapacity = defaultShardCapacity,
+  memberIndexes: MemberIndexes | null = memberIndexesOf(redis, keys),
+): RebuildStore {
   /** Everything of a target besides its counter hash: rebuild records and shards of generations 0..upTo of each relation. */
   const recordsAndShards = (target: Target, upTo: number) => [
     ...relationsOf(target.type).map((relation) => keys.touched(target, relation)),
@@ -138,6 +144,15 @@ export function createRebuildStore(redis: RedisClient, keys: RedisKeys, shardCap
           pipeline.pexpire(keys.viewsReplayed(target), rebuildWindowMs + 60_000);
         }
         await pipelineReplies(pipeline.exec());
+      }
+      if (memberIndexes) {
+        for (const { relation, members } of held) {
+          for (let i = 0; i < members.length; i += 1_000) {
+            const indexes = members.slice(i, i + 1_000).map((member) => memberIndexes.key(relation, target.type, member));
+            const [status] = await redis.noteMembers(indexes.length, ...indexes, target.id.toString(), memberIndexes.capacity);
+            if (status !== ScriptStatus.Applied) throw toError("note-members", status, target);
+          }
+        }
       }
       const fields: (string | number)[] = [
         ...Object.entries(snapshot.counts).flat(),

@@ -52,6 +52,8 @@ const definitions = {
   releaseLock: { file: "release-lock", numberOfKeys: 1 },
   applyListChanges: { file: "apply-list-changes", numberOfKeys: undefined },
   loadList: { file: "load-list", numberOfKeys: 3 },
+  completeMemberIndex: { file: "complete-member-index", numberOfKeys: 1 },
+  noteMembers: { file: "note-members", numberOfKeys: undefined },
   evictTarget: { file: "evict-target", numberOfKeys: undefined },
   recountMembers: { file: "recount-members", numberOfKeys: undefined },
   readTargets: { file: "read-targets", numberOfKeys: undefined, readOnly: true },
@@ -104,6 +106,10 @@ declare module "ioredis" {
     applyListChanges(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<string>, Context>;
     /** scripts/load-list.lua: entries, horizon, recent changes, then ARGV. */
     loadList(entries: string, horizon: string, recent: string, ...args: (string | number)[]): Result<ScriptReply, Context>;
+    /** scripts/complete-member-index.lua. */
+    completeMemberIndex(index: string, capacity: number, over: 0 | 1, ...targetIds: string[]): Result<ScriptReply, Context>;
+    /** scripts/note-members.lua. */
+    noteMembers(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/evict-target.lua: the number of keys, the keys, then ARGV. */
     evictTarget(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/recount-members.lua: the number of keys, the keys, then ARGV. */
@@ -111,7 +117,7 @@ declare module "ioredis" {
     /** scripts/release-lock.lua */
     releaseLock(key: string, token: string): Result<ScriptReply, Context>;
     /** scripts/read-targets.lua: the number of keys, the keys, then ARGV. */
-    readTargets(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<string>, Context>;
+    readTargets(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<[status: number, text?: string, indexes?: string], Context>;
     /** scripts/outbox-length.lua: the number of keys, the keys, then the other streams. */
     outboxLength(numberOfKeys: number, ...keysAndArgs: string[]): Result<ScriptReply<number>, Context>;
     /** scripts/rebuild-marks.lua: the number of keys, the keys, then the other counter hashes. */

@@ -2,11 +2,12 @@
 // per Redis node, its one-string reply decoded here. The counter store decides
 // what to ask (counters, or the viewer's memberships alone for counts it holds).
 import { Cluster } from "ioredis";
-import type { Counts, Relation, Target, TargetView } from "../../domain/model.js";
+import type { Counts, Relation, Target, TargetType, TargetView } from "../../domain/model.js";
 import type { ViewRequest } from "../../domain/ports.js";
 import { inTickPipeline, type RedisClient } from "./client.js";
 import { nodeBySlotMap, slotsMoved } from "./per-node.js";
 import type { RedisKeys } from "./keys.js";
+import type { MemberIndexes } from "./member-index-store.js";
 import { relationLayouts } from "./relations.js";
 import { ScriptStatus, toError } from "./statuses.js";
 
@@ -120,7 +121,19 @@ export type TargetReader = (targets: readonly Target[], counterKeys: readonly st
 /** On a cluster, the node serving a key as the client believes. */
 export type NodeOf = (cluster: Cluster, key: string) => string;
 
-export function createTargetReader(redis: RedisClient, keys: RedisKeys, nodeOf: NodeOf = nodeBySlotMap): TargetReader {
+export interface TargetReaderOptions {
+  /** On a cluster, the node serving a key as the client believes: by default ioredis's slot map. */
+  readonly nodeOf?: NodeOf;
+  /** Where this Redis keeps member indexes (null on a cluster), and whom to tell of a viewer's missing one. */
+  readonly memberIndexes?: { readonly indexes: MemberIndexes; missing(relation: Relation, targetType: TargetType, userId: bigint): void } | undefined;
+}
+
+/** read-targets' letter for a member index it found neither complete nor overflowed. */
+const indexMissing = "m";
+
+export function createTargetReader(redis: RedisClient, keys: RedisKeys, options: TargetReaderOptions = {}): TargetReader {
+  const nodeOf = options.nodeOf ?? nodeBySlotMap;
+  const memberIndexes = options.memberIndexes;
   function readOnce(targets: readonly Target[], counterKeys: readonly string[], request: ViewRequest, asked: Asked): Promise<(Read | null)[]> {
     if (redis instanceof Cluster) return readPerNode(redis, targets, counterKeys, request, asked);
     return readScript((args) => inTickPipeline(redis, (pipeline) => void pipeline.readTargets(...args)).then(([reply]) => reply), targets, counterKeys, request, asked);
@@ -154,15 +167,28 @@ export function createTargetReader(redis: RedisClient, keys: RedisKeys, nodeOf: 
         for (let g = 0; g < shards; g++) keyList.push(shard(target, g));
       });
     });
+    // The viewer's member index of each relation looked up, where this Redis keeps them:
+    // one command then rules out every target the viewer did not join.
+    const targetType = (targets[0])?.type;
+    const indexed = relations.map((_, j) => memberIndexes !== undefined && viewer !== null && !firstKeyOnly && shardCounts.some((p, k) => k % relations.length === j && p > 0));
+    if (indexed.some(Boolean)) {
+      relations.forEach((relation, j) => {
+        if (indexed[j]) keyList.push(memberIndexes?.indexes.key(relation, targetType as TargetType, viewer as bigint) as string);
+      });
+    }
     const declared = firstKeyOnly ? keyList.splice(0, 1) : keyList.splice(0);
     const args: [number, ...(string | number)[]] = [
       declared.length, ...declared,
       targets.length, viewer?.toString() ?? "", request.names.length, ...request.names,
       relations.length, ...relations.map((r) => relationLayouts[r].generationField), ...flags, ...shardCounts,
+      ...indexed.map((x) => (x ? 1 : 0)), ...(indexed.some(Boolean) ? targets.map((t) => t.id.toString()) : []),
       ...keyList,
     ];
-    const [status, text] = (await send(args)) as [number, string?];
+    const [status, text, indexStates] = (await send(args)) as [number, string?, string?];
     if (status !== ScriptStatus.Unchanged) throw toError("read-targets", status, targets[0] as Target);
+    relations.forEach((relation, j) => {
+      if (indexStates?.[j] === indexMissing) memberIndexes?.missing(relation, targetType as TargetType, viewer as bigint);
+    });
     return decodeTargetLines(text ?? "", targets.length, request.names, relations);
   }
 

@@ -22,7 +22,10 @@
     ARGV[5]       target id, for the event
     ARGV[6]       relation tag, for the event ('l', 'c', 'f')
     ARGV[7]       counter hash field of the relation's newest generation
-    ARGV[8..]     the counters of the target's type to answer, its first counter first
+    ARGV[8]       the user's member index of the relation and the target's type
+                  (includes/member-index.lua), or '' where Redis keeps none (a cluster)
+    ARGV[9]       the member index's capacity
+    ARGV[10..]    the counters of the target's type to answer, its first counter first
 
   Output:
     { APPLIED, c1, … }     added; c = each counter named in ARGV[8..] after the change (nil where absent)
@@ -41,13 +44,16 @@
 --@include membership
 --@include receipts
 --@include member-change
+--@include member-index
 
 local user = ARGV[1]
 local capacity = tonumber(ARGV[2])
 local counter, targetType, targetId, tag, generationField = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local names = { unpack(ARGV, 8) }
+local memberIndex, indexCapacity = ARGV[8], tonumber(ARGV[9])
+local names = { unpack(ARGV, 10) }
 local index = counterIndex(names, counter)
-if not isUserId(user) or not capacity or capacity < 1 or not index or not targetType or not targetId or not tag or not generationField then
+if not isUserId(user) or not capacity or capacity < 1 or not index or not targetType or not targetId or not tag or not generationField
+  or not memberIndex or not indexCapacity or indexCapacity < 1 then
   return { INVALID_ARGUMENTS }
 end
 local target = readTarget(KEYS[1], names, generationField)
@@ -71,5 +77,8 @@ if not addMember(target.key, user, capacity, target.generation, generationField)
   return { TARGET_FULL }
 end
 recordChange(target, index, 1, KEYS[2], KEYS[3], targetType, targetId, user, '1', tag)
+if memberIndex ~= '' then
+  noteJoined(memberIndex, indexCapacity, targetId)
+end
 keepReceipt(receipt, APPLIED)
 return countsReply(APPLIED, target)

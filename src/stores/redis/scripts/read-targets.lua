@@ -29,9 +29,16 @@
     then n flags      c_i: 1 to read target i's counters, 0 when the caller holds them
                       (then its counter hash is not read: the p_ij are its generations + 1)
     then n*r numbers  p_ij: how many of the user's shards were passed for target i, relation j
+    then r flags      x_j: 1 when the user's member index of relation j is passed (includes/member-index.lua)
+    then n ids        the targets' ids, when some x_j is 1
+    keys after the shards: the member index of each relation whose x_j is 1
 
   Output:
-    { UNCHANGED, text }  one line per target, separated by ';':
+    { UNCHANGED, text, indexes }
+                         indexes: a letter per relation, what its member index told: 'c' complete,
+                         so a target it lacks was answered 0 without its shards; 'm' missing or
+                         not loaded; 'o' overflowed; '-' none passed
+                         text: one line per target, separated by ';':
                            ''                          Redis does not hold the target (c_i 1)
                            'c1,...,cf,g1,...,gr,m'     counters ('' when absent), each relation's
                                                        newest generation, then a mark per relation:
@@ -46,15 +53,36 @@
 ]]
 --@include statuses
 --@include check-user
+--@include member-index
 
 local n = tonumber(ARGV[1])
 local user = ARGV[2]
 local f = tonumber(ARGV[3])
 local r = f and tonumber(ARGV[4 + f])
 local flags = f and r and 4 + f + r
-local fixed = flags and n and flags + n + n * r
+local indexFlags = flags and n and flags + n + n * r
+local fixed = indexFlags and indexFlags + r
 if not n or n < 0 or not f or f < 1 or not r or r < 0 or #ARGV < fixed or (user ~= '' and not isUserId(user)) then
   return { INVALID_ARGUMENTS }
+end
+local indexed = {}
+local indexes = 0
+for j = 1, r do
+  local flag = ARGV[indexFlags + j]
+  if flag ~= '0' and flag ~= '1' or (flag == '1' and user == '') then
+    return { INVALID_ARGUMENTS }
+  end
+  indexed[j] = flag == '1'
+  if indexed[j] then
+    indexes = indexes + 1
+  end
+end
+local ids = fixed
+if indexes > 0 then
+  fixed = fixed + n
+  if #ARGV < fixed then
+    return { INVALID_ARGUMENTS }
+  end
 end
 local fields = {}
 for j = 1, f do
@@ -73,7 +101,7 @@ for i = 1, n do
   reads[i] = flag == '1'
 end
 local passed = {}
-local keysNeeded = n
+local keysNeeded = n + indexes
 for i = 1, n * r do
   passed[i] = tonumber(ARGV[flags + n + i])
   if not passed[i] or passed[i] < 0 or (user == '' and passed[i] > 0) then
@@ -101,6 +129,48 @@ local function holds(from, count)
   return false
 end
 
+-- Per relation, the targets its complete member index lacks (the user joined none of them),
+-- or nil where no complete index was passed; and a letter per relation for the reply.
+local lacking = {}
+local indexStates = {}
+local indexKey = #keys - indexes
+for j = 1, r do
+  indexStates[j] = '-'
+  if indexed[j] then
+    indexKey = indexKey + 1
+    -- The marks and the targets asked together, in steps under Lua's bound on unpacked values.
+    local found = redis.call('SMISMEMBER', keys[indexKey], indexComplete, indexOverflowed, unpack(ARGV, ids + 1, ids + math.min(n, 1000)))
+    if found[2] == 1 then
+      indexStates[j] = 'o'
+    elseif found[1] == 0 then
+      indexStates[j] = 'm'
+    else
+      indexStates[j] = 'c'
+      local lacks = {}
+      for i = 1, #found - 2 do
+        lacks[i] = found[i + 2] == 0
+      end
+      for from = 1001, n, 1000 do
+        local more = redis.call('SMISMEMBER', keys[indexKey], unpack(ARGV, ids + from, ids + math.min(n, from + 999)))
+        for k = 1, #more do
+          lacks[from + k - 1] = more[k] == 0
+        end
+      end
+      lacking[j] = lacks
+    end
+  end
+end
+
+-- Whether target i's shards of relation j (from..from+count-1) hold the user, asking
+-- them only when the index does not rule the user out.
+local function joined(i, j, from, count)
+  local lacks = lacking[j]
+  if lacks and lacks[i] then
+    return false
+  end
+  return holds(from, count)
+end
+
 local lines = {}
 local shard = n + 1
 for i = 1, n do
@@ -108,7 +178,7 @@ for i = 1, n do
     local marks = { '=' }
     for j = 1, r do
       local p = passed[(i - 1) * r + j]
-      marks[j + 1] = holds(shard, p) and '1' or '0'
+      marks[j + 1] = joined(i, j, shard, p) and '1' or '0'
       shard = shard + p
     end
     lines[i] = table.concat(marks)
@@ -135,8 +205,9 @@ for i = 1, n do
         local p = passed[(i - 1) * r + j]
         if user ~= '' then
           local newest = tonumber(values[f + j]) or 0
-          local mark = holds(shard, math.min(newest + 1, p)) and '1' or '0'
-          if mark == '0' and newest >= p then
+          local ruledOut = lacking[j] and lacking[j][i]
+          local mark = joined(i, j, shard, math.min(newest + 1, p)) and '1' or '0'
+          if mark == '0' and newest >= p and not ruledOut then
             mark = '?'
           end
           marks[j] = mark
@@ -148,4 +219,4 @@ for i = 1, n do
     end
   end
 end
-return { UNCHANGED, table.concat(lines, ';') }
+return { UNCHANGED, table.concat(lines, ';'), table.concat(indexStates) }

@@ -1,0 +1,29 @@
+--[[
+  A user's member index (keys.ts, um:): the ids of the targets of one type the
+  user joined in one relation, kept in the user's slot so a feed learns which of
+  its targets the viewer may have joined with one SMISMEMBER, rather than one
+  SISMEMBER in each target's shards (half of Redis's work per feed of 100 posts).
+
+  It holds a superset of the user's memberships. Each add of a member notes its
+  target in the same script (add-member.lua); a removal leaves it there, since a
+  target noted is only ever looked up exactly; a load from PostgreSQL
+  (complete-member-index.lua) adds every membership PostgreSQL holds and marks
+  the index complete; a target rebuilt from PostgreSQL notes its members in the
+  indexes that exist (note-members.lua). Only a complete index may answer "not a
+  member". One that reaches its capacity is marked overflowed and answers nothing
+  again: its user's memberships are looked up target by target, as without one.
+  A member index lives in the user's slot, which a like's script cannot reach on
+  a cluster, so only a standalone Redis keeps them.
+]]
+
+local indexComplete = '0'
+local indexOverflowed = '-1'
+
+-- Notes a target the user just joined in their index (KEYS-free: the key is the caller's).
+local function noteJoined(index, capacity, targetId)
+  if redis.call('SCARD', index) < capacity then
+    redis.call('SADD', index, targetId)
+  else
+    redis.call('SADD', index, indexOverflowed)
+  end
+end
