@@ -8,7 +8,7 @@ import { createCounterService } from "./domain/counters.js";
 import { createTokenService } from "./domain/identity.js";
 import { KnownUsers } from "./domain/known-users.js";
 import { createListService } from "./domain/lists.js";
-import { createMemberIndexLoader } from "./domain/member-indexes.js";
+import { createMemberIndexLoader, type MemberIndexLoader } from "./domain/member-indexes.js";
 import { createLiveCounts } from "./domain/live-counts.js";
 import { createMembershipService } from "./domain/memberships.js";
 import { createChangePersistence } from "./domain/persistence.js";
@@ -70,6 +70,8 @@ export interface App {
   readonly rankings: RankingRefresher;
   /** Counts kept in this process's memory (an API process given count invalidations), or null. */
   readonly hotCounts: HotCounts | null;
+  /** Loads the member indexes feeds find missing (a standalone Redis), or null on a cluster. */
+  readonly memberIndexes: MemberIndexLoader | null;
   /** One full reconcile pass; its repairs are published for a running pipeline to apply. */
   reconcileOnce(onProgress?: (progress: ReconcileProgress) => void): Promise<ReconcileSummary>;
   /**
@@ -235,6 +237,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     }),
     rankings,
     hotCounts,
+    memberIndexes: memberIndexLoader,
     async startPipeline(hooks) {
       if (!clients.relayRedis) throw new Error("The pipeline needs the relay's own Redis client: open the clients with { relay: true }.");
       const bus = openBus();

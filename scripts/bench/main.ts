@@ -136,6 +136,19 @@ async function warmRedis(redis: BenchRedis, data: Dataset): Promise<number> {
   }
   bar.update(targets.length, targets.length);
   bar.stop();
+  // Each liker's member index of likes, loaded from PostgreSQL as their first feed loads it
+  // (a standalone Redis keeps them, with AOF, across restarts; a cluster keeps none).
+  const indexes = app.memberIndexes;
+  if (indexes) {
+    const indexBar = progressBar(`loading the likers' member indexes`);
+    for (let i = 0; i < data.likerIds.length; i += 500) {
+      for (const id of data.likerIds.slice(i, i + 500)) indexes.missing("like", "post", id);
+      await indexes.idle();
+      indexBar.update(i, data.likerIds.length);
+    }
+    indexBar.update(data.likerIds.length, data.likerIds.length);
+    indexBar.stop();
+  }
   // The hot ranking, rebuilt from PostgreSQL as a worker does when Redis lacks it.
   await app.rankings.refresh();
   await db.$disconnect();
