@@ -52,8 +52,9 @@ const definitions = {
   releaseLock: { file: "release-lock", numberOfKeys: 1 },
   applyListChanges: { file: "apply-list-changes", numberOfKeys: undefined },
   loadList: { file: "load-list", numberOfKeys: 3 },
-  completeMemberIndex: { file: "complete-member-index", numberOfKeys: 1 },
-  noteMembers: { file: "note-members", numberOfKeys: undefined },
+  // Member indexes live in users' slots, which a like's script cannot reach on a cluster: standalone only.
+  completeMemberIndex: { file: "complete-member-index", numberOfKeys: 1, standaloneOnly: true },
+  noteMembers: { file: "note-members", numberOfKeys: undefined, standaloneOnly: true },
   evictTarget: { file: "evict-target", numberOfKeys: undefined },
   recountMembers: { file: "recount-members", numberOfKeys: undefined },
   readTargets: { file: "read-targets", numberOfKeys: undefined, readOnly: true },
@@ -80,6 +81,13 @@ const definitions = {
 export const variableKeyCommands: readonly string[] = Object.entries(definitions)
   .filter(([, definition]) => definition.numberOfKeys === undefined)
   .map(([command]) => command);
+
+/** The script files only a standalone Redis runs (scripts/includes/member-index.lua). */
+export const standaloneOnlyScripts: ReadonlySet<string> = new Set(
+  Object.values(definitions as Record<string, { file: string; standaloneOnly?: boolean }>)
+    .filter((definition) => definition.standaloneOnly === true)
+    .map(({ file }) => file),
+);
 
 /** Every command defined, with its script file (scripts/<file>.lua). */
 export const scriptFiles: ReadonlyMap<string, string> = new Map(Object.entries(definitions).map(([command, { file }]) => [command, file]));

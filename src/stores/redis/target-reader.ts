@@ -154,7 +154,9 @@ export function createTargetReader(redis: RedisClient, keys: RedisKeys, options:
     const viewer = request.viewerId;
     const relations = request.relations;
     // One list built in place: the command's arguments are much of a feed's client cost.
-    const keyList: string[] = [...counterKeys];
+    // Counter hashes only of the targets whose counters are asked for: a feed whose counts
+    // this process holds sends none, a third of the bytes Redis parsed per feed.
+    const keyList: string[] = counterKeys.filter((_, i) => asked.counters(i));
     const flags: number[] = [];
     const shardCounts: number[] = [];
     const shardOf = viewer === null ? [] : relations.map((relation) => keys.memberShardsOf(relation, viewer));
@@ -176,6 +178,8 @@ export function createTargetReader(redis: RedisClient, keys: RedisKeys, options:
         if (indexed[j]) keyList.push(memberIndexes?.indexes.key(relation, targetType as TargetType, viewer as bigint) as string);
       });
     }
+    // Nothing to read (held counts, nobody asked about): on a cluster no key would route the call.
+    if (keyList.length === 0) return decodeTargetLines(targets.map(() => "=").join(";"), targets.length, request.names, relations);
     const declared = firstKeyOnly ? keyList.splice(0, 1) : keyList.splice(0);
     const args: [number, ...(string | number)[]] = [
       declared.length, ...declared,

@@ -14,8 +14,8 @@
   instead of about seven per target, which was a quarter of the API's CPU.
 
   Input:
-    keys 1..n         counter hash of each target
-    keys n+1..        the user's membership shards, target after target and, for each
+    keys 1..c         counter hash of each target whose counters are asked for (c_i 1), in order
+    keys c+1..        the user's membership shards, target after target and, for each
                       target, relation after relation: for target i and relation j, its
                       generations 0..p_ij-1 (see keys.ts)
                       The keys are KEYS, or on a cluster KEYS[1] and then the ARGV after
@@ -92,16 +92,21 @@ for j = 1, r do
   fields[f + j] = ARGV[4 + f + j]
 end
 
+-- reads[i]: the KEYS index of target i's counter hash, or nil when its counters are not asked for.
 local reads = {}
+local countersAsked = 0
 for i = 1, n do
   local flag = ARGV[flags + i]
   if flag ~= '0' and flag ~= '1' then
     return { INVALID_ARGUMENTS }
   end
-  reads[i] = flag == '1'
+  if flag == '1' then
+    countersAsked = countersAsked + 1
+    reads[i] = countersAsked
+  end
 end
 local passed = {}
-local keysNeeded = n + indexes
+local keysNeeded = countersAsked + indexes
 for i = 1, n * r do
   passed[i] = tonumber(ARGV[flags + n + i])
   if not passed[i] or passed[i] < 0 or (user == '' and passed[i] > 0) then
@@ -172,7 +177,7 @@ local function joined(i, j, from, count)
 end
 
 local lines = {}
-local shard = n + 1
+local shard = countersAsked + 1
 for i = 1, n do
   if not reads[i] then
     local marks = { '=' }
@@ -183,13 +188,13 @@ for i = 1, n do
     end
     lines[i] = table.concat(marks)
   else
-    local values = redis.call('HMGET', keys[i], unpack(fields))
+    local values = redis.call('HMGET', keys[reads[i]], unpack(fields))
     local held = true
     for j = 1, f + r do
       if not values[j] then
         values[j] = ''
         -- A hash holds at least its type's first counter, so a missing field is rare: check then.
-        if held and j == 1 and redis.call('EXISTS', keys[i]) == 0 then
+        if held and j == 1 and redis.call('EXISTS', keys[reads[i]]) == 0 then
           held = false
         end
       end
