@@ -164,6 +164,7 @@ export function createTargetReader(redis: RedisClient, keys: RedisKeys, options:
       flags.push(asked.counters(i) ? 1 : 0);
       relations.forEach((_, j) => {
         const shards = viewer === null ? 0 : asked.shards(i, j);
+        // One digit each in the call: a target has at most membershipGenerations (keys.ts).
         shardCounts.push(shards);
         const shard = shardOf[j] as (target: Target, generation: number) => string;
         for (let g = 0; g < shards; g++) keyList.push(shard(target, g));
@@ -184,8 +185,8 @@ export function createTargetReader(redis: RedisClient, keys: RedisKeys, options:
     const args: [number, ...(string | number)[]] = [
       declared.length, ...declared,
       targets.length, viewer?.toString() ?? "", request.names.length, ...request.names,
-      relations.length, ...relations.map((r) => relationLayouts[r].generationField), ...flags, ...shardCounts,
-      ...indexed.map((x) => (x ? 1 : 0)), ...(indexed.some(Boolean) ? targets.map((t) => t.id.toString()) : []),
+      relations.length, ...relations.map((r) => relationLayouts[r].generationField), flags.join(""), shardCounts.join(""),
+      indexed.map((x) => (x ? 1 : 0)).join(""), ...(indexed.some(Boolean) ? targets.map((t) => t.id.toString()) : []),
       ...keyList,
     ];
     const [status, text, indexStates] = (await send(args)) as [number, string?, string?];

@@ -359,7 +359,7 @@ describe("scripts on a Redis Cluster", () => {
     await Promise.all(sameSlot.map((t) => counters.init(t, { like: 0, read: 4 })));
     await createMembershipStore(cluster, keys).add("like", sameSlot[1] as LikeableTarget, 41n);
     const shardOf = keys.memberShardsOf("like", 41n);
-    const args = [...sameSlot.map((t) => keys.counters(t)), ...sameSlot.map((t) => shardOf(t, 0)), sameSlot.length, "41", 2, "like", "read", 1, relationLayouts.like.generationField, ...sameSlot.map(() => 1), 1, 1, 1, 0];
+    const args = [...sameSlot.map((t) => keys.counters(t)), ...sameSlot.map((t) => shardOf(t, 0)), sameSlot.length, "41", 2, "like", "read", 1, relationLayouts.like.generationField, sameSlot.map(() => 1).join(""), "111", "0"];
 
     // Alongside reads of other masters' targets, in one tick.
     const [[status, text]] = await Promise.all([cluster.readTargets(2 * sameSlot.length, ...args), counters.read(elsewhere)]);
