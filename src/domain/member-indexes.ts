@@ -47,6 +47,8 @@ export function createMemberIndexLoader(deps: MemberIndexLoaderDeps): MemberInde
       for (const [key] of taken) waiting.delete(key);
       const wanted = taken.map(([, w]) => w);
       try {
+        // Begun first: a target rebuilt from PostgreSQL after the read below notes its members in it.
+        await Promise.all(wanted.map((w) => indexes.begin(w.relation, w.targetType, w.userId)));
         const found = await history.memberships(
           wanted.map((w) => ({ relation: w.relation, targetType: w.targetType, userId: w.userId, limit: indexes.capacity + 1, after: null, skip: new Set<bigint>() })),
         );
@@ -58,7 +60,11 @@ export function createMemberIndexLoader(deps: MemberIndexLoaderDeps): MemberInde
           }),
         );
       } catch (error) {
-        deps.onFailure?.(error);
+        try {
+          deps.onFailure?.(error);
+        } catch {
+          // A failing report must not stop the loads that follow.
+        }
       }
     }
   }

@@ -307,6 +307,11 @@ export interface MemberIndexStore {
   /** Targets an index holds at most. */
   readonly capacity: number;
   /**
+   * Makes the index exist before PostgreSQL is read for it, so targets rebuilt
+   * meanwhile note their members in it.
+   */
+  begin(relation: Relation, targetType: TargetType, userId: bigint): Promise<void>;
+  /**
    * Adds the targets PostgreSQL holds the user a member of to the index and marks it
    * complete, or marks it overflowed when PostgreSQL holds more than the capacity.
    */

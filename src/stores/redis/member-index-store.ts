@@ -29,6 +29,10 @@ export function memberIndexesOf(redis: RedisClient, keys: RedisKeys, capacity = 
 export function createMemberIndexStore(redis: RedisClient, indexes: MemberIndexes): MemberIndexStore {
   return {
     capacity: indexes.capacity,
+    async begin(relation, targetType, userId) {
+      const [status] = await redis.beginMemberIndex(indexes.key(relation, targetType, userId));
+      if (status !== ScriptStatus.Applied) throw toError("begin-member-index", status, { type: "user", id: userId });
+    },
     async complete(relation, targetType, userId, targetIds, overflowed) {
       const key = indexes.key(relation, targetType, userId);
       const [status] = await redis.completeMemberIndex(key, indexes.capacity, overflowed ? 1 : 0, ...targetIds.map(String));

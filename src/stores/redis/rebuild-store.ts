@@ -177,6 +177,7 @@ export function createRebuildStore(
         keys.counters(target), keys.outbox(target), keys.touched(target, relation), keys.receipt(target), ...keys.memberShards(relation, target, userId),
         userId.toString(), member ? "1" : "0", epoch.toString(), micros.toString(), shardCapacity, intoEpoch.toString(),
         relations[relation].counter, relationLayouts[relation].generationField,
+        memberIndexes?.key(relation, target.type, userId) ?? "", memberIndexes?.capacity ?? 1, target.id.toString(),
       );
       return replayOutcome("replay-change", status, target);
     },

@@ -53,6 +53,7 @@ const definitions = {
   applyListChanges: { file: "apply-list-changes", numberOfKeys: undefined },
   loadList: { file: "load-list", numberOfKeys: 3 },
   // Member indexes live in users' slots, which a like's script cannot reach on a cluster: standalone only.
+  beginMemberIndex: { file: "begin-member-index", numberOfKeys: 1, standaloneOnly: true },
   completeMemberIndex: { file: "complete-member-index", numberOfKeys: 1, standaloneOnly: true },
   noteMembers: { file: "note-members", numberOfKeys: undefined, standaloneOnly: true },
   evictTarget: { file: "evict-target", numberOfKeys: undefined },
@@ -114,6 +115,8 @@ declare module "ioredis" {
     applyListChanges(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<string>, Context>;
     /** scripts/load-list.lua: entries, horizon, recent changes, then ARGV. */
     loadList(entries: string, horizon: string, recent: string, ...args: (string | number)[]): Result<ScriptReply, Context>;
+    /** scripts/begin-member-index.lua. */
+    beginMemberIndex(index: string): Result<ScriptReply, Context>;
     /** scripts/complete-member-index.lua. */
     completeMemberIndex(index: string, capacity: number, over: 0 | 1, ...targetIds: string[]): Result<ScriptReply, Context>;
     /** scripts/note-members.lua. */

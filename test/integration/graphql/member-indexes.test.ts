@@ -97,6 +97,16 @@ describe("member indexes", () => {
     expect((await likedInFeed())[3]).toBe(false);
   });
 
+  it("when a viewer reads users they follow, then their index of follows loads and the answers stay exact", async () => {
+    const [followed, other] = (await createUsers(db, reader.config, 2)) as [TestUser, TestUser];
+    await writer.gql(`mutation($id: ID!) { followUser(userId: $id) { changed } }`, { id: followed.id.toString() }, viewer.token);
+    const query = `query { a: user(id: "${followed.id}") { viewerFollows } b: user(id: "${other.id}") { viewerFollows } }`;
+    const read = async () => dataOf(await reader.gql<{ a: { viewerFollows: boolean }; b: { viewerFollows: boolean } }>(query, {}, viewer.token));
+    expect(await read()).toEqual({ a: { viewerFollows: true }, b: { viewerFollows: false } });
+    await expect.poll(async () => redis.sismember(keys.memberIndex("follow", "user", viewer.id), "0"), { timeout: 10_000 }).toBe(1);
+    expect(await read()).toEqual({ a: { viewerFollows: true }, b: { viewerFollows: false } });
+  });
+
   it("when an index reaches its capacity, then it is marked overflowed and the feed looks up every post again", async () => {
     await redis.sadd(indexKey(), ...Array.from({ length: 5_000 }, (_, i) => String(10n ** 17n + BigInt(i))));
     expect(dataOf(await like(writer, postIds[2] as string))).toEqual({ likePost: { changed: true } });

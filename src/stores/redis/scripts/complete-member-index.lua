@@ -1,8 +1,9 @@
 --[[
   Completes a user's member index (includes/member-index.lua) with the
-  memberships PostgreSQL holds, read after the index was asked for: what the
-  index noted meanwhile stays, so the union holds every membership, whether it
-  reached PostgreSQL before the read or was noted by its add since.
+  memberships PostgreSQL holds, read after the load began (begin-member-index.lua):
+  what the index noted meanwhile stays, so the union holds every membership,
+  whether it reached PostgreSQL before the read or was noted since (by its add,
+  its replay or its target's rebuild).
 
   Input:
     KEYS[1]   the member index
@@ -23,13 +24,17 @@ local over = ARGV[2]
 if not capacity or capacity < 1 or (over ~= '0' and over ~= '1') then
   return { INVALID_ARGUMENTS }
 end
-if over == '1' or redis.call('SCARD', index) + #ARGV - 2 > capacity then
+if over == '0' then
+  -- In steps, under Lua's bound on unpacked values.
+  for from = 3, #ARGV, 1000 do
+    redis.call('SADD', index, unpack(ARGV, from, math.min(#ARGV, from + 999)))
+  end
+end
+redis.call('SREM', index, indexLoading)
+-- The marks aside, at most the capacity.
+if over == '1' or redis.call('SCARD', index) - redis.call('SMISMEMBER', index, indexOverflowed)[1] > capacity then
   redis.call('SADD', index, indexOverflowed)
-  return { APPLIED }
+else
+  redis.call('SADD', index, indexComplete)
 end
--- In steps, under Lua's bound on unpacked values.
-for from = 3, #ARGV, 1000 do
-  redis.call('SADD', index, unpack(ARGV, from, math.min(#ARGV, from + 999)))
-end
-redis.call('SADD', index, indexComplete)
 return { APPLIED }

@@ -20,6 +20,10 @@
                   rebuilt again since, and that rebuild's snapshot holds the change
     ARGV[7]       the relation's counter field
     ARGV[8]       counter hash field of the relation's newest generation
+    ARGV[9]       the user's member index of the relation and the target's type
+                  (includes/member-index.lua), or '' where Redis keeps none (a cluster)
+    ARGV[10]      the member index's capacity
+    ARGV[11]      the target's id, noted in the member index when the user joins
 
   Output:
     { APPLIED }              replayed
@@ -34,6 +38,7 @@
 --@include check-user
 --@include membership
 --@include rebuild-window
+--@include member-index
 
 local counters = KEYS[1]
 local user = ARGV[1]
@@ -42,7 +47,9 @@ local micros = tonumber(ARGV[4])
 local capacity = tonumber(ARGV[5])
 local intoEpoch = tonumber(ARGV[6])
 local counter, generationField = ARGV[7], ARGV[8]
-if not isUserId(user) or (ARGV[2] ~= '1' and ARGV[2] ~= '0') or not epoch or not micros or not capacity or not intoEpoch or not counter or not generationField then
+local memberIndex, indexCapacity, targetId = ARGV[9], tonumber(ARGV[10]), ARGV[11]
+if not isUserId(user) or (ARGV[2] ~= '1' and ARGV[2] ~= '0') or not epoch or not micros or not capacity or not intoEpoch or not counter or not generationField
+  or not memberIndex or not indexCapacity or indexCapacity < 1 or not targetId then
   return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', counters) == 0 then
@@ -71,6 +78,10 @@ if ARGV[2] == '1' and not shard then
     return { TARGET_FULL }
   end
   redis.call('HINCRBY', counters, counter, 1)
+  -- The like's own note may be lost with the last second of writes Redis lost: note it again.
+  if memberIndex ~= '' then
+    noteJoined(memberIndex, indexCapacity, targetId)
+  end
   status = APPLIED
 elseif ARGV[2] == '0' and shard then
   redis.call('SREM', KEYS[shard], user)

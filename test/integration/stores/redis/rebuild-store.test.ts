@@ -4,6 +4,7 @@ import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { parseCounterHash } from "../../../../src/stores/redis/counter-hash.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
+import { createMemberIndexStore, memberIndexesOf, type MemberIndexes } from "../../../../src/stores/redis/member-index-store.js";
 import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
 import { createRebuildStore, rebuildGeneration } from "../../../../src/stores/redis/rebuild-store.js";
 import { versionOf } from "../../../../src/stores/versions.js";
@@ -54,6 +55,23 @@ describe("rebuild store", () => {
     expect(await memberships.holds("like", [target, target], 14n)).toEqual([true, true]);
     expect(await memberships.holds("collect", [target], 27n)).toEqual([true]);
     expect(await memberships.holds("collect", [target], 1n)).toEqual([false]);
+  });
+
+  it("when a target is rebuilt and a like replayed into it, then the member indexes that exist and the replayed liker's note it", async () => {
+    const target: LikeableTarget = { type: "post", id: nextId++ };
+    const [loading, without, late] = [nextId++, nextId++, nextId++];
+    const indexes = memberIndexesOf(redis, keys) as MemberIndexes;
+    // An index being loaded exists: a rebuild between its read of PostgreSQL and its completion notes the target in it.
+    await createMemberIndexStore(redis, indexes).begin("like", "post", loading);
+    const store = createRebuildStore(redis, keys);
+    await store.write(target, snapshot([loading, without], 10n, 2n), null);
+    expect(await redis.sismember(indexes.key("like", "post", loading), target.id.toString())).toBe(1);
+    // No index is made for a member who has none: its load reads PostgreSQL, which holds the membership.
+    expect(await redis.exists(indexes.key("like", "post", without))).toBe(0);
+    // A like made before the rebuild and replayed into it is noted as its add was, in case Redis lost that note.
+    const before = versionOf(1n, BigInt(Date.now()) * 1000n);
+    expect(await store.replay({ relation: "like", target, userId: late, member: true, version: before, intoEpoch: 2n })).toBe("replayed");
+    expect(await redis.sismember(indexes.key("like", "post", late), target.id.toString())).toBe(1);
   });
 
   it("when a user is rebuilt, then its followers are found and followers counts them", async () => {

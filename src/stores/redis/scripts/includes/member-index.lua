@@ -5,11 +5,13 @@
   SISMEMBER in each target's shards (half of Redis's work per feed of 100 posts).
 
   It holds a superset of the user's memberships. Each add of a member notes its
-  target in the same script (add-member.lua); a removal leaves it there, since a
-  target noted is only ever looked up exactly; a load from PostgreSQL
-  (complete-member-index.lua) adds every membership PostgreSQL holds and marks
-  the index complete; a target rebuilt from PostgreSQL notes its members in the
-  indexes that exist (note-members.lua). Only a complete index may answer "not a
+  target in the same script (add-member.lua, and replay-change.lua for a change
+  replayed into a rebuilt target); a removal leaves it there, since a target
+  noted is only ever looked up exactly; a load from PostgreSQL
+  (begin-member-index.lua, then complete-member-index.lua) adds every membership
+  PostgreSQL holds and marks the index complete; a target rebuilt from PostgreSQL
+  notes its members in the indexes that exist (note-members.lua), which includes
+  every index being loaded. Only a complete index may answer "not a
   member". One that reaches its capacity is marked overflowed and answers nothing
   again: its user's memberships are looked up target by target, as without one.
   A member index lives in the user's slot, which a like's script cannot reach on
@@ -18,6 +20,8 @@
 
 local indexComplete = '0'
 local indexOverflowed = '-1'
+-- Makes the index exist while it loads (begin-member-index.lua); complete-member-index.lua removes it.
+local indexLoading = '-2'
 
 -- Notes a target the user just joined in their index (KEYS-free: the key is the caller's).
 local function noteJoined(index, capacity, targetId)
