@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { compose } from "../../src/compose.js";
 import type { Config } from "../../src/config.js";
 import type { Services } from "../../src/domain/services.js";
+import type { MemberIndexLoader } from "../../src/domain/member-indexes.js";
 import type { DirectoryLoad } from "../../src/domain/user-directory.js";
 import type { ApiMetrics } from "../../src/graphql/api-metrics.js";
 import type { LiveServer } from "../../src/graphql/live-server.js";
@@ -28,6 +29,8 @@ export interface TestApi {
   knowsUser(userId: bigint): boolean;
   /** The counts the API keeps in memory (HOT_COUNTS_TARGETS=0: null). */
   readonly hotCounts: HotCounts | null;
+  /** Loads the member indexes reads find missing (null on a cluster). */
+  readonly memberIndexes: MemberIndexLoader | null;
   close(): Promise<void>;
 }
 
@@ -82,6 +85,7 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
     usersLoaded,
     knowsUser: (userId) => directory.knows(userId),
     hotCounts: app.hotCounts,
+    memberIndexes: app.memberIndexes,
     async close() {
       await api.close();
       await directory.close();
