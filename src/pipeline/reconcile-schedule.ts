@@ -40,7 +40,7 @@ export function scheduleReconcile(options: {
 
   async function runTick(tick: Date): Promise<void> {
     const claimed = await options.ticks.claim(tick).catch((err: unknown) => {
-      logger.error({ err }, "reconcile pass skipped: its tick could not be claimed");
+      logger.error({ err, tick }, "reconcile pass skipped: its tick could not be claimed");
       return null;
     });
     if (claimed === null) return;

@@ -159,8 +159,12 @@ describe("two API processes and two workers", () => {
     const newest = started().map((p) => p.tick).sort().at(-1);
     const passes = started().filter((p) => p.tick !== newest);
     expect(new Set(passes.map((p) => p.tick)).size).toBe(passes.length);
-    // The other worker found each of those ticks taken.
-    for (const { w, tick } of passes) {
+    // The other worker found each of those ticks taken, where it had come to them: a loaded
+    // machine may hold a worker's timer back by more than a tick when both are stopped.
+    const cameTo = (w: number) => lines()[w]?.flatMap((l) => (l.tick ? [l.tick] : [])).sort().at(-1) ?? "";
+    const checked = passes.filter(({ w, tick }) => tick <= cameTo(1 - w));
+    expect(checked.length).toBeGreaterThanOrEqual(3);
+    for (const { w, tick } of checked) {
       expect({ tick, other: lines()[1 - w]?.find((l) => l.tick === tick)?.msg }).toEqual({ tick, other: "reconcile pass skipped: another worker took this tick" });
     }
   });
