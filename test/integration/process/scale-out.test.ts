@@ -18,7 +18,8 @@ import { agreeWithin, createPosts, useStores } from "../../support/stores.js";
 let db: Database;
 let redis: RedisClient;
 let author: TestUser;
-useStores((s) => ({ db, redis, author } = s));
+// Fresh stores: the workers relay whatever the outbox holds, and the published events are counted.
+useStores((s) => ({ db, redis, author } = s), { fresh: true });
 
 const mutations = {
   like: ["likePost", "unlikePost"],
