@@ -138,6 +138,7 @@ export function isRedisUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   return (
     error.name === "MaxRetriesPerRequestError" ||
+    error.name === "WriteDeadlinePassedError" ||
     error.name === "ClusterAllFailedError" ||
     error.message === "Command timed out" ||
     error.message === "Command aborted due to connection close" ||

@@ -8,6 +8,7 @@ import { memberIndexesOf, type MemberIndexes } from "./member-index-store.js";
 import { relationLayouts } from "./relations.js";
 import type { MembershipReply } from "./scripts.js";
 import { ScriptStatus, toError } from "./statuses.js";
+import { defaultWriteTimeoutMs, writeDeadline, WriteDeadlinePassedError } from "./write-deadline.js";
 
 /** The one place the membership scripts' replies become results or errors. */
 function toChange(script: string, reply: MembershipReply, target: Target): MembershipChange {
@@ -24,6 +25,8 @@ function toChange(script: string, reply: MembershipReply, target: Target): Membe
     }
     case ScriptStatus.TargetAbsent:
       return { kind: "unloaded" };
+    case ScriptStatus.DeadlinePassed:
+      throw new WriteDeadlinePassedError(script);
     default:
       throw toError(script, status, target);
   }
@@ -43,16 +46,26 @@ export function createMembershipStore(
   hotCounts?: Pick<HotCounts, "changed">,
   memberIndexes: MemberIndexes | null = memberIndexesOf(redis, keys),
 ): MembershipStore {
+  // What the client waits for a command: a write's deadline is set within it (write-deadline.ts).
+  const timeoutMs = (redis instanceof Cluster ? redis.options.redisOptions?.commandTimeout : redis.options.commandTimeout) ?? defaultWriteTimeoutMs;
+
   /**
    * On a standalone Redis a script call goes in the pipeline of the current tick:
    * changes arriving together share one socket write, which was a tenth of a like's
-   * CPU when each went alone. A cluster routes each call to its node itself.
+   * CPU when each went alone. A cluster routes each call to its node itself. A
+   * failure is answered only once the call's deadline has passed: until then it
+   * may still apply, held in a network or re-sent on a new connection.
    */
-  async function run(script: MembershipScript, target: Target, args: ScriptArgs): Promise<MembershipReply> {
+  async function run(script: MembershipScript, target: Target, argsBy: (deadlineMs: number) => ScriptArgs): Promise<MembershipReply> {
+    const deadline = writeDeadline(timeoutMs);
+    const args = argsBy(deadline.atMs);
     try {
       if (redis instanceof Cluster) return await redis[script](...args);
       const [reply] = await inTickPipeline(redis, (pipeline) => void pipeline[script](...args));
       return reply as MembershipReply;
+    } catch (error) {
+      await deadline.settled();
+      throw error;
     } finally {
       hotCounts?.changed(target);
     }
@@ -69,19 +82,19 @@ export function createMembershipStore(
   return {
     async add(relation, target, userId) {
       const { tag, generationField } = relationLayouts[relation];
-      const reply = await run("addMember", target, [
+      const reply = await run("addMember", target, (deadlineMs) => [
         ...keysOf(relation, target, userId),
         userId.toString(), shardCapacity, relations[relation].counter, target.type, target.id.toString(), tag, generationField,
-        memberIndexes?.key(relation, target.type, userId) ?? "", memberIndexes?.capacity ?? 1,
+        memberIndexes?.key(relation, target.type, userId) ?? "", memberIndexes?.capacity ?? 1, deadlineMs,
         ...counterNames[target.type],
       ]);
       return toChange("add-member", reply, target);
     },
     async remove(relation, target, userId) {
       const { tag, generationField } = relationLayouts[relation];
-      const reply = await run("removeMember", target, [
+      const reply = await run("removeMember", target, (deadlineMs) => [
         ...keysOf(relation, target, userId),
-        userId.toString(), relations[relation].counter, target.type, target.id.toString(), tag, generationField,
+        userId.toString(), relations[relation].counter, target.type, target.id.toString(), tag, generationField, deadlineMs,
         ...counterNames[target.type],
       ]);
       return toChange("remove-member", reply, target);

@@ -24,6 +24,8 @@ export const ScriptStatus = {
   TooLate: -7,
   /** A rate budget holds less than the cost asked for; nothing was charged. */
   OverBudget: -8,
+  /** A write ran after its deadline (includes/deadline.lua); nothing was written. */
+  DeadlinePassed: -9,
 } as const;
 
 export type ScriptStatus = (typeof ScriptStatus)[keyof typeof ScriptStatus];

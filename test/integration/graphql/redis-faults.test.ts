@@ -45,9 +45,35 @@ describe("Redis faults through the API", () => {
     } finally {
       proxy.resume();
     }
-    // The like sent during the stall may have run once Redis resumed; a retry is safe either way.
-    const retried = dataOf(await api.gql<{ likePost: { post: { counts: { likes: number } } } }>(likePost, { id: postId }, user.token));
-    expect(retried.likePost.post.counts.likes).toBe(1);
+    // The like sent during the stall reached Redis after its deadline and changed nothing; a retry applies.
+    const retried = dataOf(await api.gql<{ likePost: { changed: boolean; post: { counts: { likes: number } } } }>(likePost, { id: postId }, user.token));
+    expect(retried.likePost).toEqual({ changed: true, post: { counts: { likes: 1 } } });
+  });
+
+  it("when a like is held in a stalled connection and the user then likes and unlikes through another process, then the held like never applies", async () => {
+    const other = await startTestApi();
+    try {
+      const [liker] = (await createUsers(db, api.config, 1)) as [TestUser];
+      const target = dataOf(await other.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "held", body: "b") { id } }`, {}, liker.token)).createPost.id;
+      dataOf(await api.gql(readPost, { id: target }, liker.token));
+      proxy.stall();
+      let held: Awaited<ReturnType<typeof api.gql>>;
+      try {
+        held = await api.gql(likePost, { id: target }, liker.token);
+        const toggle = (op: "likePost" | "unlikePost") => other.gql<Record<string, { changed: boolean }>>(`mutation($id: ID!) { ${op}(postId: $id) { changed } }`, { id: target }, liker.token);
+        expect(dataOf(await toggle("likePost"))).toEqual({ likePost: { changed: true } });
+        expect(dataOf(await toggle("unlikePost"))).toEqual({ unlikePost: { changed: true } });
+      } finally {
+        // The held bytes reach Redis now, after the user's unlike.
+        proxy.resume();
+      }
+      expect(codesOf(held)).toEqual(["SERVICE_UNAVAILABLE"]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const read = dataOf(await other.gql<{ posts: { counts: { likes: number }; viewerHasLiked: boolean }[] }>(readPost, { id: target }, liker.token));
+      expect(read.posts).toEqual([{ counts: { likes: 0 }, viewerHasLiked: false }]);
+    } finally {
+      await other.close();
+    }
   });
 
   it("when Redis stalls, then readiness answers 503 naming Redis within its bound, and 200 once Redis answers again", async () => {

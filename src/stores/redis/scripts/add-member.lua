@@ -25,13 +25,15 @@
     ARGV[8]       the user's member index of the relation and the target's type
                   (includes/member-index.lua), or '' where Redis keeps none (a cluster)
     ARGV[9]       the member index's capacity
-    ARGV[10..]    the counters of the target's type to answer, its first counter first
+    ARGV[10]      the call's deadline, in milliseconds of Redis's clock (includes/deadline.lua)
+    ARGV[11..]    the counters of the target's type to answer, its first counter first
 
   Output:
     { APPLIED, c1, … }     added; c = each counter named in ARGV[8..] after the change (nil where absent)
     { UNCHANGED, c1, … }   already a member, nothing changed (no event appended, except in a
                            rebuild window: includes/member-change.lua)
     { TARGET_ABSENT }      the target's counter hash is not in Redis
+    { DEADLINE_PASSED }    run after its deadline: nothing changed
     { TARGET_FULL }        every generation of the relation is full
     { INVALID_ARGUMENTS }
 
@@ -44,16 +46,17 @@
 --@include membership
 --@include receipts
 --@include member-change
+--@include deadline
 --@include member-index
 
 local user = ARGV[1]
 local capacity = tonumber(ARGV[2])
 local counter, targetType, targetId, tag, generationField = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local memberIndex, indexCapacity = ARGV[8], tonumber(ARGV[9])
-local names = { unpack(ARGV, 10) }
+local memberIndex, indexCapacity, deadline = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+local names = { unpack(ARGV, 11) }
 local index = counterIndex(names, counter)
 if not isUserId(user) or not capacity or capacity < 1 or not index or not targetType or not targetId or not tag or not generationField
-  or not memberIndex or not indexCapacity or indexCapacity < 1 then
+  or not memberIndex or not indexCapacity or indexCapacity < 1 or not deadline then
   return { INVALID_ARGUMENTS }
 end
 local target = readTarget(KEYS[1], names, generationField)
@@ -65,6 +68,9 @@ local receipt = KEYS[4]
 local answered = firstAnswer(receipt)
 if answered then
   return countsReply(answered, target)
+end
+if pastDeadline(deadline) then
+  return { DEADLINE_PASSED }
 end
 
 if findMember(target.generation, user) then

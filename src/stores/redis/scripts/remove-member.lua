@@ -15,13 +15,15 @@
     ARGV[4]       target id, for the event
     ARGV[5]       relation tag, for the event ('l', 'c', 'f')
     ARGV[6]       counter hash field of the relation's newest generation
-    ARGV[7..]     the counters of the target's type to answer, its first counter first
+    ARGV[7]       the call's deadline, in milliseconds of Redis's clock (includes/deadline.lua)
+    ARGV[8..]     the counters of the target's type to answer, its first counter first
 
   Output:
-    { APPLIED, c1, … }     removed; c = each counter named in ARGV[7..] after the change (nil where absent)
+    { APPLIED, c1, … }     removed; c = each counter named in ARGV[8..] after the change (nil where absent)
     { UNCHANGED, c1, … }   not a member, nothing changed (no event appended, except in a
                            rebuild window: includes/member-change.lua)
     { TARGET_ABSENT }      the target's counter hash is not in Redis
+    { DEADLINE_PASSED }    run after its deadline: nothing changed
     { INVALID_ARGUMENTS }
 
   Safe to repeat: a call run again (re-sent after a lost reply) finds its receipt,
@@ -33,12 +35,14 @@
 --@include membership
 --@include receipts
 --@include member-change
+--@include deadline
 
 local user = ARGV[1]
 local counter, targetType, targetId, tag, generationField = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local names = { unpack(ARGV, 7) }
+local deadline = tonumber(ARGV[7])
+local names = { unpack(ARGV, 8) }
 local index = counterIndex(names, counter)
-if not isUserId(user) or not index or not targetType or not targetId or not tag or not generationField then
+if not isUserId(user) or not index or not targetType or not targetId or not tag or not generationField or not deadline then
   return { INVALID_ARGUMENTS }
 end
 local target = readTarget(KEYS[1], names, generationField)
@@ -50,6 +54,9 @@ local receipt = KEYS[4]
 local answered = firstAnswer(receipt)
 if answered then
   return countsReply(answered, target)
+end
+if pastDeadline(deadline) then
+  return { DEADLINE_PASSED }
 end
 
 local shard = findMember(target.generation, user)

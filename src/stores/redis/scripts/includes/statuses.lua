@@ -12,3 +12,4 @@ local CHANGED_SINCE = -5
 local TOO_MANY_GENERATIONS = -6
 local TOO_LATE = -7
 local OVER_BUDGET = -8
+local DEADLINE_PASSED = -9

@@ -1,0 +1,48 @@
+// A write to Redis either applies before its caller answers, or never. Each write
+// script carries a deadline on Redis's clock (scripts/includes/deadline.lua) and
+// changes nothing past it; the caller answers a failure only once the deadline
+// has passed, so a write held in a network or re-sent on a new connection cannot
+// apply after the user heard it failed, and undo what they did since.
+
+/**
+ * How far Redis's clock may lag this process's. A write's deadline is set this
+ * much before the moment the caller may answer its failure: a write Redis runs by
+ * its own clock before the deadline then ran, by this process's clock, before the
+ * answer. Processes and Redis on one host share a clock; NTP keeps hosts within
+ * a few milliseconds.
+ */
+export const clockSkewAllowanceMs = 100;
+
+/** The wait a write's deadline is set within when the client has no command timeout. */
+export const defaultWriteTimeoutMs = 1_000;
+
+/** A write that ran after its deadline: it changed nothing, and never will. */
+export class WriteDeadlinePassedError extends Error {
+  override readonly name = "WriteDeadlinePassedError";
+  constructor(script: string) {
+    super(`${script} ran after its deadline and changed nothing.`);
+  }
+}
+
+export interface WriteDeadline {
+  /** The deadline to pass the script: milliseconds since the epoch, on Redis's clock. */
+  readonly atMs: number;
+  /** Resolves once a failure of the write may be answered: the write can no longer apply. */
+  settled(): Promise<void>;
+}
+
+/**
+ * The deadline of a write sent now that its caller waits `timeoutMs` for. The
+ * timeout must exceed the skew allowance; half of it is the least the write gets.
+ */
+export function writeDeadline(timeoutMs: number, now = Date.now()): WriteDeadline {
+  const answerAt = now + timeoutMs;
+  const atMs = answerAt - Math.min(clockSkewAllowanceMs, timeoutMs / 2);
+  return {
+    atMs: Math.floor(atMs),
+    settled: async () => {
+      const wait = answerAt - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    },
+  };
+}
