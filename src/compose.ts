@@ -16,7 +16,7 @@ import type { MessageBus } from "./domain/ports.js";
 import { createRankingRefresher, createRankingService, type RankingRefresher } from "./domain/rankings.js";
 import { createRateLimits } from "./domain/rate-limits.js";
 import { createRepairService } from "./domain/repairs.js";
-import { createReadiness, outboxBacklog, type Readiness } from "./domain/readiness.js";
+import { createReadiness, outboxBacklog, shared, type Readiness } from "./domain/readiness.js";
 import type { Services } from "./domain/services.js";
 import { startUserDirectory, type UserDirectory } from "./domain/user-directory.js";
 import { createUserService } from "./domain/users.js";
@@ -81,6 +81,11 @@ export interface App {
    */
   startUserDirectory(): UserDirectory;
 }
+
+/** How long a readiness report answers every probe of a process. */
+export const readinessShareMs = 1_000;
+/** How long a reading of the outbox's length serves the readiness reports. */
+const outboxSampleMs = 5_000;
 
 export function compose(config: Config, clients: ComposedClients, logger: Logger): App {
   const { db, redis } = clients;
@@ -231,10 +236,15 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   return {
     services,
     isUnavailable: isStoreUnavailable,
-    readiness: createReadiness(clients.probes?.() ?? {}, config.readinessTimeoutMs, {
-      outbox: outboxBacklog(() => backlog.length(), config.relay.outboxWarnLength),
-      ...clients.advisories?.(),
-    }),
+    // Shared: one check a second per process whatever the probes' rate; the outbox's length
+    // (a sweep of every stream) at most every 5 s.
+    readiness: shared(
+      createReadiness(clients.probes?.() ?? {}, config.readinessTimeoutMs, {
+        outbox: outboxBacklog(shared(() => backlog.length(), outboxSampleMs), config.relay.outboxWarnLength),
+        ...clients.advisories?.(),
+      }),
+      readinessShareMs,
+    ),
     rankings,
     hotCounts,
     memberIndexes: memberIndexLoader,

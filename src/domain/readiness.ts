@@ -23,6 +23,31 @@ export interface ReadinessReport {
 
 export type Readiness = () => Promise<ReadinessReport>;
 
+/**
+ * A check shared by every caller: answered from its last result while that is
+ * younger than `maxAgeMs`, and never run twice at once (a caller arriving while
+ * it runs waits for that run). Probes at any rate then cost the stores one check
+ * per interval per process; a public probe hammered would otherwise be an
+ * amplifier (about 1,000 Redis commands per probe for the outbox's length).
+ */
+export function shared<T>(check: () => Promise<T>, maxAgeMs: number, now: () => number = Date.now): () => Promise<T> {
+  let last: { readonly at: number; readonly value: Promise<T> } | null = null;
+  let running: Promise<T> | null = null;
+  return () => {
+    if (running) return running;
+    if (last && now() - last.at < maxAgeMs) return last.value;
+    const started = now();
+    const run = check();
+    running = run;
+    const settle = () => {
+      if (running === run) running = null;
+      last = { at: started, value: run };
+    };
+    run.then(settle, settle);
+    return run;
+  };
+}
+
 export function createReadiness(probes: Readonly<Record<string, Probe>>, timeoutMs: number, advisories: Readonly<Record<string, Advisory>> = {}): Readiness {
   /** "ok", what the check found wrong, or why it did not answer. */
   const within = async (check: () => Promise<string | null>): Promise<string> => {

@@ -2,6 +2,7 @@
 // the API and PostgreSQL: a server that answers nothing must cost a request its
 // statement timeout, not hold it for as long as the stall lasts.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readinessShareMs } from "../../../src/compose.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
 import { codesOf, createUsers, dataOf, openDatabase, testConfig, type TestUser } from "../../support/env.js";
@@ -47,6 +48,8 @@ describe("PostgreSQL faults through the API", () => {
       proxy.resume();
     }
     dataOf(await api.gql(likers, { id: postId }, user.token));
+    // A report answers every probe for a second; the next one sees PostgreSQL back.
+    await new Promise((resolve) => setTimeout(resolve, readinessShareMs));
     expect((await fetch(`${api.url}health/ready`)).status).toBe(200);
   });
 });

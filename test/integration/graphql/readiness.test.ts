@@ -2,10 +2,10 @@
 // must answer; RabbitMQ is watched, and its absence makes the process degraded, not unready.
 import { createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { compose } from "../../../src/compose.js";
+import { compose, readinessShareMs } from "../../../src/compose.js";
 import type { ReadinessReport } from "../../../src/domain/readiness.js";
 import { openClients, type Clients } from "../../../src/stores/clients.js";
-import { silentLogger, testConfig } from "../../support/env.js";
+import { openRedis, silentLogger, testConfig } from "../../support/env.js";
 
 const opened: Clients[] = [];
 afterEach(async () => {
@@ -44,6 +44,31 @@ async function closedPort(): Promise<number> {
 }
 
 describe("readiness of an API process", () => {
+  it("when probes hammer readiness, then the stores see one check a second per process, not one per probe", async () => {
+    const readiness = await apiReadiness();
+    await readinessUntil(readiness, (report) => report.ready);
+    const redis = await openRedis();
+    try {
+      const commands = async () => {
+        let all = 0;
+        for (const match of (await redis.info("commandstats")).matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) all += Number(match[1]);
+        return all;
+      };
+      await new Promise((resolve) => setTimeout(resolve, readinessShareMs));
+      const before = await commands();
+      for (let round = 0; round < 10; round++) {
+        const reports = await Promise.all(Array.from({ length: 50 }, () => readiness()));
+        expect(reports.every((r) => r.ready)).toBe(true);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      // 500 probes over about half a second: at most one check (a PING, the outbox's length once per
+      // node) and the two INFO around them.
+      expect((await commands()) - before).toBeLessThanOrEqual(5);
+    } finally {
+      await redis.quit();
+    }
+  });
+
   it("when RabbitMQ answers, then the process is ready and reports RabbitMQ ok", async () => {
     const readiness = await apiReadiness();
     const report = await readinessUntil(readiness, (r) => r.checks.rabbitmq === "ok");

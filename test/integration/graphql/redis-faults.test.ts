@@ -2,6 +2,7 @@
 // the API and the test's Redis: a stall must answer a coded error within the
 // command timeout, not hold the request for as long as Redis stalls.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { readinessShareMs } from "../../../src/compose.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
 import { codesOf, createUsers, dataOf, openDatabase, type TestUser } from "../../support/env.js";
@@ -84,6 +85,8 @@ describe("Redis faults through the API", () => {
     expect(await ready()).toEqual({ status: 200, body: { status: "ready", checks: { postgres: "ok", redis: "ok", outbox: "ok" } } });
     proxy.stall();
     try {
+      // A report answers every probe for a second; the next one sees the stall.
+      await new Promise((resolve) => setTimeout(resolve, readinessShareMs));
       // The stall lasts until `finally`: only the probe's bound can answer this.
       const stalled = await ready();
       expect(stalled.status).toBe(503);
@@ -92,6 +95,7 @@ describe("Redis faults through the API", () => {
     } finally {
       proxy.resume();
     }
+    await new Promise((resolve) => setTimeout(resolve, readinessShareMs));
     expect((await ready()).status).toBe(200);
     expect(await (await fetch(`${api.url}health/live`)).json()).toEqual({ status: "live" });
   });
