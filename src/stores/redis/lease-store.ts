@@ -2,13 +2,23 @@ import { randomUUID } from "node:crypto";
 import type { Lease, TickClaims } from "../../domain/ports.js";
 import type { RedisClient } from "./client.js";
 
-/** A lock in one Redis key that several processes share (`SET NX PX`, released only by its holder). */
+/**
+ * Takes the lock in `key` for `ttlMs` under a new token, or answers null when
+ * another holds it. `SET NX GET` answers what the key held: a call that ioredis
+ * re-sends after losing its reply finds its own token there and knows it holds
+ * the lock, where a plain `SET NX` would answer "taken" and leave the lock held by
+ * nobody until it expired (every rebuild of its target failing meanwhile).
+ */
+export async function acquireLock(redis: RedisClient, key: string, ttlMs: number): Promise<string | null> {
+  const token = randomUUID();
+  const found = await redis.set(key, token, "PX", ttlMs, "NX", "GET");
+  return found === null || found === token ? token : null;
+}
+
+/** A lock in one Redis key that several processes share (`acquireLock`, released only by its holder). */
 export function createLease(redis: RedisClient, key: string): Lease {
   return {
-    async acquire(ttlMs) {
-      const token = randomUUID();
-      return (await redis.set(key, token, "PX", ttlMs, "NX")) === "OK" ? token : null;
-    },
+    acquire: (ttlMs) => acquireLock(redis, key, ttlMs),
     async release(token) {
       await redis.releaseLock(key, token);
     },

@@ -1,7 +1,7 @@
 // Users' lists of liked and collected posts: the newest entries in Redis
 // (scripts/apply-list-changes.lua keeps them, scripts/load-list.lua loads them
 // from PostgreSQL), in the user's slot.
-import { randomUUID } from "node:crypto";
+import { acquireLock } from "./lease-store.js";
 import { listCapacity, type ListPosition } from "../../domain/model.js";
 import type { ListChanges, ListStore, RecentChange } from "../../domain/ports.js";
 import { pipelineReplies, type RedisClient } from "./client.js";
@@ -91,10 +91,7 @@ export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore 
     async recent(relation, userId) {
       return parseRecords(await redis.hgetall(keys.list(relation, userId).recent));
     },
-    async lock(relation, userId, ttlMs) {
-      const token = randomUUID();
-      return (await redis.set(keys.list(relation, userId).lock, token, "PX", ttlMs, "NX")) === "OK" ? token : null;
-    },
+    lock: (relation, userId, ttlMs) => acquireLock(redis, keys.list(relation, userId).lock, ttlMs),
     async unlock(relation, userId, token) {
       await redis.releaseLock(keys.list(relation, userId).lock, token);
     },

@@ -1,6 +1,6 @@
 // Puts a target back into Redis from what PostgreSQL holds, and brings late
 // changes into a rebuilt target (scripts/replay-change.lua, scripts/replay-views.lua).
-import { randomUUID } from "node:crypto";
+import { acquireLock } from "./lease-store.js";
 import { relations, relationsOf, type Target } from "../../domain/model.js";
 import type { RebuildMark, RebuildStore } from "../../domain/ports.js";
 import { pipelineReplies, type RedisClient } from "./client.js";
@@ -103,10 +103,7 @@ export function createRebuildStore(
   }
 
   return {
-    async lock(target, ttlMs) {
-      const token = randomUUID();
-      return (await redis.set(keys.rebuildLock(target), token, "PX", ttlMs, "NX")) === "OK" ? token : null;
-    },
+    lock: (target, ttlMs) => acquireLock(redis, keys.rebuildLock(target), ttlMs),
     async unlock(target, token) {
       await redis.releaseLock(keys.rebuildLock(target), token);
     },

@@ -7,6 +7,7 @@ import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
+import { createRebuildStore } from "../../../../src/stores/redis/rebuild-store.js";
 import { createViewStore } from "../../../../src/stores/redis/view-store.js";
 import type { Catalog } from "../../../../src/domain/catalog.js";
 import type { CounterService } from "../../../../src/domain/counters.js";
@@ -114,6 +115,21 @@ describe("writes re-sent after a lost reply", () => {
     );
     expect(followed).toMatchObject({ kind: "applied", changed: true, counts: { followers: 1 } });
     expect(await direct.hget(keys.counters(user), "followers")).toBe("1");
+  });
+
+  it("when the reply to a lock's acquire is lost and the acquire is re-sent, then it finds its own token and holds the lock", async () => {
+    const target = { type: "post", id: nextId++ } as const;
+    const lock = keys.rebuildLock(target);
+    const token = await withLostReply(
+      () => createRebuildStore(proxied, keys).lock(target, 30_000),
+      async () => (await direct.exists(lock)) === 1,
+    );
+    expect(token).not.toBeNull();
+    expect(await direct.get(lock)).toBe(token);
+    // Another process still finds it taken.
+    expect(await createRebuildStore(direct, keys).lock(target, 30_000)).toBeNull();
+    await createRebuildStore(direct, keys).unlock(target, token as string);
+    expect(await direct.exists(lock)).toBe(0);
   });
 
   it("when an author's credit is re-sent after a lost reply, then it is set once: a credit is a value with its sequence number", async () => {
