@@ -19,6 +19,7 @@ import {
   type OperationDefinitionNode,
 } from "graphql";
 import { getComplexity, type ComplexityEstimatorArgs } from "graphql-query-complexity";
+import { maxPageSize } from "../../domain/ids.js";
 
 /**
  * How many times a field's selection runs: `first` for a connection (its schema
@@ -27,7 +28,8 @@ import { getComplexity, type ComplexityEstimatorArgs } from "graphql-query-compl
  */
 function fanOut(args: Record<string, unknown>): number {
   let times = 1;
-  if (typeof args.first === "number") times = Math.max(times, args.first);
+  // Priced at most a page: a larger `first` is refused by its resolver (BAD_USER_INPUT) before it costs anything.
+  if (typeof args.first === "number") times = Math.max(times, Math.min(args.first, maxPageSize));
   for (const value of Object.values(args)) {
     if (Array.isArray(value)) times = Math.max(times, value.length);
   }

@@ -83,6 +83,11 @@ describe("cursors and ids", () => {
     expect(answer.errors?.[0]?.extensions).toEqual({ code: "BAD_USER_INPUT", field: "after" });
   });
 
+  it.each([[101], [2_147_483_647]])("when a page asks for first: %s, then it is BAD_USER_INPUT on first, not a cost refusal", async (first) => {
+    const answer = await api.gql(`query($n: Int!) { feed(first: $n) { edges { node { id counts { likes } } } } }`, { n: first });
+    expect(answer.errors?.[0]?.extensions).toEqual({ code: "BAD_USER_INPUT", field: "first" });
+  });
+
   it("when likers gets a cursor of a time after the year 9999, then it is BAD_USER_INPUT on after", async () => {
     const query = `query($a: String, $p: ID!) { post(id: $p) { likers(after: $a) { edges { cursor } } } }`;
     const answer = await api.gql(query, { a: Buffer.from("l:253402300800000:1").toString("base64url"), p: postId });
