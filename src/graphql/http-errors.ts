@@ -2,12 +2,12 @@
 // a body that is not JSON or too large, an unknown path, a fault in the HTTP
 // layer. Fastify's own answers would be JSON of another shape, and clients look
 // for `errors[].extensions.code` whatever went wrong.
-import type { FastifyError, FastifyInstance } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { RequestErrorCode } from "../errors.js";
 
 const graphqlError = (message: string, code: string, extensions: Record<string, unknown> = {}) => ({
-  errors: [{ message, extensions: { code, ...extensions } }],
+  errors: [{ message, extensions: { code, ...extensions } }] as const,
 });
 
 function requestProblem(error: FastifyError, bodyLimitBytes: number): { status: number; body: ReturnType<typeof graphqlError> } {
@@ -28,18 +28,25 @@ function requestProblem(error: FastifyError, bodyLimitBytes: number): { status: 
   return { status, body: graphqlError(error.message, RequestErrorCode.BAD_REQUEST) };
 }
 
-export function installHttpErrorHandlers(http: FastifyInstance, logger: Logger, bodyLimitBytes: number): void {
+/**
+ * Answers the HTTP layer's errors as GraphQL errors. `sent` hears the code each
+ * answer carries, so the request log and the metrics name it as the client saw it.
+ */
+export function installHttpErrorHandlers(http: FastifyInstance, logger: Logger, bodyLimitBytes: number, sent: (request: FastifyRequest, code: string) => void = () => undefined): void {
   http.setErrorHandler((error: FastifyError, request, reply) => {
     if ((error.statusCode ?? 500) >= 500) {
       logger.error({ err: error, url: request.url }, "internal error in the HTTP layer");
+      sent(request, "INTERNAL_SERVER_ERROR");
       return reply.code(500).send(graphqlError("Internal server error", "INTERNAL_SERVER_ERROR"));
     }
     const { status, body } = requestProblem(error, bodyLimitBytes);
+    sent(request, body.errors[0].extensions.code);
     return reply.code(status).send(body);
   });
-  http.setNotFoundHandler((request, reply) =>
-    reply
+  http.setNotFoundHandler((request, reply) => {
+    sent(request, RequestErrorCode.ROUTE_NOT_FOUND);
+    return reply
       .code(404)
-      .send(graphqlError(`Nothing is served at ${request.method} ${request.url.slice(0, 200)}: GraphQL is at /graphql, health at /health/live and /health/ready.`, RequestErrorCode.ROUTE_NOT_FOUND)),
-  );
+      .send(graphqlError(`Nothing is served at ${request.method} ${request.url.slice(0, 200)}: GraphQL is at /graphql, health at /health/live and /health/ready.`, RequestErrorCode.ROUTE_NOT_FOUND));
+  });
 }

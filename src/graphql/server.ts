@@ -92,7 +92,9 @@ export async function serveGraphQL(
     requestTimeout: 30_000,
   });
   http.server.headersTimeout = 10_000;
-  installHttpErrorHandlers(http, options.logger, options.limits.bodyBytes);
+  // The code an answer of the HTTP layer carried (a body that is not JSON, too large, no such route).
+  const transportCodes = new WeakMap<FastifyRequest, string>();
+  installHttpErrorHandlers(http, options.logger, options.limits.bodyBytes, (request, code) => transportCodes.set(request, code));
   const schema = createSchema();
   // Hooks in callback style: an async hook costs a promise and a microtask per request.
   http.addHook("onRequest", (request, reply, done) => {
@@ -105,7 +107,8 @@ export async function serveGraphQL(
     // CORS preflights carry no operation: counting them would read as failed GraphQL requests.
     if (request.method !== "OPTIONS" && (request.url === "/graphql" || request.url.startsWith("/graphql?"))) {
       const facts = { requestId: request.id, clientIp: request.ip, status: reply.statusCode, durationMs: reply.elapsedTime };
-      const operation = operations.get(request);
+      const transportCode = transportCodes.get(request);
+      const operation = operations.get(request) ?? (transportCode ? { operationName: null, operationType: null, errorCodes: [transportCode], viewerId: null } : undefined);
       requestLog(facts, operation);
       options.metrics?.observeRequest(facts, operation);
     }

@@ -105,6 +105,18 @@ describe("the request log", () => {
     await eventually(async () => linesOf("log-3").length > 0, 5_000, () => JSON.stringify(lines));
     expect(linesOf("log-3")).toEqual([expect.objectContaining({ operationName: null, operationType: null, status: 400, errorCodes: ["GRAPHQL_PARSE_FAILED"] })]);
   });
+
+  it.each([
+    ["log-4", { body: "{not json" }, 400, "BAD_REQUEST"],
+    ["log-5", { body: JSON.stringify({ query: `{ ${"a".repeat(2_000_000)} }` }) }, 413, "PAYLOAD_TOO_LARGE"],
+    ["log-6", { method: "PUT", body: "{}" }, 404, "ROUTE_NOT_FOUND"],
+  ])("when the HTTP layer refuses a request (%s), then its line has the code its body carries", async (requestId, request, status, code) => {
+    const answer = await send(`${api.url}graphql`, { ...request, headers: { "x-request-id": requestId } });
+    expect(answer.status).toBe(status);
+    expect((JSON.parse(answer.body) as { errors: { extensions: { code: string } }[] }).errors[0]?.extensions.code).toBe(code);
+    await eventually(async () => linesOf(requestId).length > 0, 5_000, () => JSON.stringify(lines.slice(-3)));
+    expect(linesOf(requestId)).toEqual([expect.objectContaining({ status, errorCodes: [code] })]);
+  });
 });
 
 describe("the API's metrics", () => {
