@@ -8,7 +8,7 @@ import { createDatabase, isPostgresUnavailable, type Database } from "./postgres
 import { createRabbitConnection } from "./rabbitmq/connection.js";
 import { createRedisClient, isRedisUnavailable, type RedisClient } from "./redis/client.js";
 import { createCountInvalidations, type CountInvalidations } from "./redis/count-invalidations.js";
-import { checkDurability } from "./redis/durability.js";
+import { checkDurability, checkRedisVersion } from "./redis/durability.js";
 import { countersPrefix } from "./redis/keys.js";
 
 /**
@@ -140,6 +140,7 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     };
     const redis = await connectRedis(config.redisCommandTimeoutMs);
     if (needs.onRedisCommand) timeCommands(redis, needs.onRedisCommand);
+    await checkRedisVersion(redis);
     await checkDurability(redis, { policy: config.redisDurability, refuse: config.production, logger });
     // The relay's reads block, and after an outage one read can return a large backlog that takes
     // longer than a request's timeout to arrive: a timeout there would repeat the same read forever.

@@ -1,4 +1,4 @@
-// What a Redis keeps when it restarts. Redis holds likes the outbox has not yet
+// What a Redis keeps when it restarts, and whether it is new enough. Redis holds likes the outbox has not yet
 // handed to RabbitMQ: without AOF or a replica, a restart loses them silently
 // (both stores agree afterwards, so nothing would ever notice).
 import { Cluster } from "ioredis";
@@ -53,4 +53,30 @@ export async function checkDurability(redis: RedisClient, options: { policy: Dur
     options.logger.warn({ durability }, risk);
   }
   return durability;
+}
+
+/** The oldest Redis the service runs on: scripts with flags, `SET NX GET`, `SMISMEMBER`, sharded pub/sub. */
+export const minimumRedisVersion = [7, 0] as const;
+
+export class RedisVersionError extends Error {
+  override readonly name = "RedisVersionError";
+}
+
+/** Whether a `redis_version` (INFO server) is at least `minimumRedisVersion`. */
+export function meetsRedisVersion(version: string): boolean {
+  const [major = Number.NaN, minor = Number.NaN] = version.split(".").map(Number);
+  const [needMajor, needMinor] = minimumRedisVersion;
+  return major > needMajor || (major === needMajor && minor >= needMinor);
+}
+
+/** Refuses to start on a Redis older than `minimumRedisVersion` (every master of a cluster asked). */
+export async function checkRedisVersion(redis: RedisClient): Promise<void> {
+  const nodes = redis instanceof Cluster ? redis.nodes("master") : [redis];
+  const versions = await Promise.all(nodes.map(async (node) => field(await node.info("server"), "redis_version") ?? "unknown"));
+  const old = versions.find((version) => !meetsRedisVersion(version));
+  if (old !== undefined) {
+    throw new RedisVersionError(
+      `Redis ${old} is too old: the service needs Redis ${minimumRedisVersion.join(".")} or later (scripts with flags, SET NX GET, SMISMEMBER, sharded pub/sub). Upgrade Redis.`,
+    );
+  }
 }

@@ -1,7 +1,7 @@
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
-import { checkDurability, readDurability, VolatileRedisError } from "../../../../src/stores/redis/durability.js";
+import { checkDurability, checkRedisVersion, readDurability, VolatileRedisError } from "../../../../src/stores/redis/durability.js";
 import { openRedis } from "../../../support/env.js";
 
 let redis: RedisClient;
@@ -33,6 +33,10 @@ describe("Redis durability at start", () => {
     const development = capture();
     await checkDurability(redis, { policy: "durable", refuse: false, logger: development.logger });
     expect(development.warnings().join()).toMatch(/without AOF and without replicas/);
+  });
+
+  it("when the suite's Redis is asked its version, then it is new enough to start on", async () => {
+    await expect(checkRedisVersion(redis)).resolves.toBeUndefined();
   });
 
   it("when Redis appends to an AOF, then it starts without a warning, in production too", async () => {
