@@ -58,8 +58,8 @@ describe("hotPosts", () => {
       expect(codesOf(response)).toEqual(["BAD_USER_INPUT"]);
       expect(response.errors?.[0]?.message).toMatch(/first must be an integer from 1 to 100/);
     }
-    // A page this large is priced before anything runs, as feed's is.
-    expect(codesOf(await api.gql(hotPosts, { window: "DAY", first: 1_000_000 }))).toEqual(["QUERY_TOO_COSTLY"]);
+    // A page past 100 is the argument's error whatever its size: it is priced as a page at most.
+    expect(codesOf(await api.gql(hotPosts, { window: "DAY", first: 1_000_000 }))).toEqual(["BAD_USER_INPUT"]);
     expect(codesOf(await api.gql(hotPosts, { window: "YEAR", first: 5 }))).toEqual(["BAD_USER_INPUT"]);
     expect(codesOf(await api.gql(`{ hotPosts(window: YEAR) { id } }`))).toEqual(["GRAPHQL_VALIDATION_FAILED"]);
     expect(codesOf(await api.gql(`{ hotPosts(window: null) { id } }`))).toEqual(["BAD_USER_INPUT"]);
