@@ -1,4 +1,5 @@
-// Live counts: the counts of posts that subscribers watch, sent when they change.
+// Live counts: the counts of posts that subscribers watch, sent first as they are
+// when the subscription starts, then when they change.
 //
 // Every change of a post announces itself on Redis pub/sub (the scripts do, in the
 // same atomic step), so every API process hears of changes made by any other. A
@@ -145,6 +146,13 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
   const due = new Set<bigint>();
   let readScheduled = false;
 
+  /** The counts of `ids`; after a reconnect every watched post is due at once: read in slices, not one pipeline of all. */
+  async function readCounts(ids: readonly bigint[]): Promise<Counts[]> {
+    const counts: Counts[] = [];
+    for (let i = 0; i < ids.length; i += readSlice) counts.push(...(await read(ids.slice(i, i + readSlice).map(post))));
+    return counts;
+  }
+
   function schedule(postId: bigint, entry: WatchedPost): void {
     if (entry.reading || entry.timer || !entry.changed) return;
     const wait = entry.readAt + intervalMs - now();
@@ -176,11 +184,7 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
       entry.reading = true;
     }
     try {
-      // After a reconnect every watched post is due at once: read in slices, not one pipeline of all.
-      const slices: bigint[][] = [];
-      for (let i = 0; i < ids.length; i += readSlice) slices.push(ids.slice(i, i + readSlice));
-      const counts: Counts[] = [];
-      for (const slice of slices) counts.push(...(await read(slice.map(post))));
+      const counts = await readCounts(ids);
       // The interval runs from when the counts went out, so a slow read cannot bring two messages closer.
       const readAt = now();
       for (const entry of entries) entry.readAt = readAt;
@@ -270,6 +274,19 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
         }
         stream.end();
         throw error;
+      }
+      // The current counts first, read once Redis confirmed the listening: a change made before
+      // the read is in them and one made after it is heard, so none falls between the two.
+      try {
+        const counts = await readCounts(ids);
+        ids.forEach((id, i) => {
+          const value = counts[i];
+          if (value) stream.offer(id, value);
+        });
+      } catch (error) {
+        options.onReadFailure?.(error);
+        // Read again after the interval, for every stream watching them.
+        for (const id of ids) heard(post(id));
       }
       return stream;
     },

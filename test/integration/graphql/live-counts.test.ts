@@ -88,6 +88,26 @@ describe("postCounts over graphql-ws", () => {
     }
   });
 
+  it("when a subscription starts, then it first gets the current counts of each of its posts, with no change made", async () => {
+    const [liked, quiet] = [await newPost(), await newPost()];
+    await like(liked, users[0] as TestUser);
+    await like(liked, users[1] as TestUser);
+    const client = liveClient(api.url);
+    try {
+      await client.connected;
+      const subscription = client.subscribe<PostCounts>(postCounts, { ids: [liked, quiet] });
+      await eventually(async () => messagesOf(subscription.received, liked).length > 0 && messagesOf(subscription.received, quiet).length > 0, 5_000, () =>
+        JSON.stringify(subscription.received.map((m) => m.data)),
+      );
+      expect(lastLikes(subscription.received, liked)).toBe(2);
+      expect(lastLikes(subscription.received, quiet)).toBe(0);
+      subscription.stop();
+      await watching(api, 0);
+    } finally {
+      await client.dispose();
+    }
+  });
+
   it("when the connection carries a token, then viewer fields answer for that user; a bad token closes the connection with 4401", async () => {
     const post = await newPost();
     const viewer = users[5] as TestUser;
@@ -103,9 +123,10 @@ describe("postCounts over graphql-ws", () => {
         const other = otherViewer.subscribe<PostCounts>(`subscription($ids: [ID!]!) { postCounts(postIds: $ids) { id viewerHasLiked counts { likes } } }`, { ids: [post] });
         await eventually(async () => api.services.live?.stats().streams === 2, 5_000, () => JSON.stringify(api.services.live?.stats()));
         await like(post, viewer);
-        await eventually(async () => subscription.received.length > 0 && other.received.length > 0, 5_000, () => "no message");
-        expect(subscription.received[0]?.data).toEqual({ postCounts: { id: post, viewerHasLiked: true, counts: { likes: 1 } } });
-        expect(other.received[0]?.data).toEqual({ postCounts: { id: post, viewerHasLiked: false, counts: { likes: 1 } } });
+        // Each got the counts as they were first (no like), then the like.
+        await eventually(async () => lastLikes(subscription.received, post) === 1 && lastLikes(other.received, post) === 1, 5_000, () => "no message after the like");
+        expect(subscription.received.at(-1)?.data).toEqual({ postCounts: { id: post, viewerHasLiked: true, counts: { likes: 1 } } });
+        expect(other.received.at(-1)?.data).toEqual({ postCounts: { id: post, viewerHasLiked: false, counts: { likes: 1 } } });
       } finally {
         await otherViewer.dispose();
       }
