@@ -1,6 +1,7 @@
 // Whether this process can serve: every dependency answers within a bound.
 // Load balancers poll it, so a stalled store must show here within the bound
 // rather than hold the probe for as long as the stall lasts.
+import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 
 /** Resolves when the dependency answered, rejects with what went wrong. */
@@ -28,9 +29,10 @@ export type Readiness = () => Promise<ReadinessReport>;
  * younger than `maxAgeMs`, and never run twice at once (a caller arriving while
  * it runs waits for that run). Probes at any rate then cost the stores one check
  * per interval per process; a public probe hammered would otherwise be an
- * amplifier (about 1,000 Redis commands per probe for the outbox's length).
+ * amplifier (about 1,000 Redis commands per probe for the outbox's length). Ages
+ * are read on a monotonic clock: a wall clock stepped back would keep a report.
  */
-export function shared<T>(check: () => Promise<T>, maxAgeMs: number, now: () => number = Date.now): () => Promise<T> {
+export function shared<T>(check: () => Promise<T>, maxAgeMs: number, now: () => number = () => performance.now()): () => Promise<T> {
   let last: { readonly at: number; readonly value: Promise<T> } | null = null;
   let running: Promise<T> | null = null;
   return () => {
