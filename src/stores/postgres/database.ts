@@ -55,9 +55,10 @@ export function prismaCode(error: unknown): string | undefined {
 export function isPostgresUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = prismaCode(error);
-  // P1001 unreachable, P1008 timed out, P1017 connection closed, P2024 no connection from the pool in time,
-  // P2028 a transaction could not start in time (its pool full), P2037 too many connections.
-  if (code === "P1001" || code === "P1008" || code === "P1017" || code === "P2024" || code === "P2028" || code === "P2037") return true;
+  // P1001 unreachable, P1008 timed out, P1017 connection closed, P2024 no connection from the pool in time, P2037 too many connections.
+  if (code === "P1001" || code === "P1008" || code === "P1017" || code === "P2024" || code === "P2037") return true;
+  // P2028 is every fault of the transaction API; only a transaction that could not start in time (its pool full) is unavailability.
+  if (code === "P2028") return /unable to start a transaction in the given time/i.test(error.message);
   // 57014 query_canceled (statement_timeout), 57P01–57P03 the server is shutting down or starting.
   return /\b(57014|57P0[123]|53300)\b|statement timeout|Query read timeout|Connection terminated|timeout exceeded when trying to connect|ECONNREFUSED/i.test(
     `${code ?? ""} ${error.message}`,
