@@ -59,6 +59,8 @@ interface WatchedPost {
   timer: NodeJS.Timeout | null;
   /** Resolves once Redis confirmed the subscription; every stream of the post waits for it. */
   listening: Promise<void>;
+  /** Reads of its counts started so far: a read's number orders what it found against other reads'. */
+  reads: number;
 }
 
 const post = (id: bigint): Target => ({ type: "post", id });
@@ -73,6 +75,8 @@ const readSlice = 100;
 class Stream implements CountStream {
   private readonly waiting = new Map<bigint, Counts>();
   private readonly sentAt = new Map<bigint, number>();
+  /** Per post, the number of the newest read offered: an older read that ends later is dropped. */
+  private readonly offeredRead = new Map<bigint, number>();
   private wake: (() => void) | null = null;
   private timer: NodeJS.Timeout | null = null;
   closed = false;
@@ -83,8 +87,10 @@ class Stream implements CountStream {
     private readonly onClose: (stream: Stream) => void,
   ) {}
 
-  offer(postId: bigint, counts: Counts): void {
-    if (this.closed) return;
+  /** Offers what read number `read` found; counts of an older read than one offered already are not sent. */
+  offer(postId: bigint, counts: Counts, read: number): void {
+    if (this.closed || read < (this.offeredRead.get(postId) ?? 0)) return;
+    this.offeredRead.set(postId, read);
     this.waiting.set(postId, counts);
     this.wake?.();
   }
@@ -179,6 +185,7 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
     due.clear();
     if (ids.length === 0) return;
     const entries = ids.map((id) => watched.get(id) as WatchedPost);
+    const readNumbers = entries.map((entry) => ++entry.reads);
     for (const entry of entries) {
       entry.changed = false;
       entry.reading = true;
@@ -191,7 +198,7 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
       ids.forEach((id, i) => {
         const entry = watched.get(id);
         const value = counts[i];
-        if (entry && value) for (const stream of entry.streams) stream.offer(id, value);
+        if (entry && value) for (const stream of entry.streams) stream.offer(id, value, readNumbers[i] as number);
       });
     } catch (error) {
       // Read again after the interval: the change is still to be told.
@@ -257,7 +264,7 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
       const waits = new Set<Promise<void>>();
       for (const id of ids) {
         let entry = watched.get(id);
-        if (!entry) watched.set(id, (entry = { streams: new Set(), readAt: 0, changed: false, reading: false, timer: null, listening: listened }));
+        if (!entry) watched.set(id, (entry = { streams: new Set(), readAt: 0, changed: false, reading: false, timer: null, listening: listened, reads: 0 }));
         entry.streams.add(stream);
         waits.add(entry.listening);
       }
@@ -277,11 +284,16 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
       }
       // The current counts first, read once Redis confirmed the listening: a change made before
       // the read is in them and one made after it is heard, so none falls between the two.
+      // Numbered as any read: a change read and sent while this one waited (a cold post rebuilt) is not overtaken.
+      const readNumbers = ids.map((id) => {
+        const entry = watched.get(id) as WatchedPost;
+        return ++entry.reads;
+      });
       try {
         const counts = await readCounts(ids);
         ids.forEach((id, i) => {
           const value = counts[i];
-          if (value) stream.offer(id, value);
+          if (value) stream.offer(id, value, readNumbers[i] as number);
         });
       } catch (error) {
         options.onReadFailure?.(error);
