@@ -9,6 +9,7 @@ import { createRabbitConnection } from "./rabbitmq/connection.js";
 import { createRedisClient, isRedisUnavailable, type RedisClient } from "./redis/client.js";
 import { createCountInvalidations, type CountInvalidations } from "./redis/count-invalidations.js";
 import { checkDurability, checkRedisVersion } from "./redis/durability.js";
+import { checkClockSkew, clockSkewAllowanceMs } from "./redis/write-deadline.js";
 import { countersPrefix } from "./redis/keys.js";
 
 /**
@@ -141,6 +142,12 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     const redis = await connectRedis(config.redisCommandTimeoutMs);
     if (needs.onRedisCommand) timeCommands(redis, needs.onRedisCommand);
     await checkRedisVersion(redis);
+    await checkClockSkew(redis, (skewMs) =>
+      logger.error(
+        { skewMs: Math.round(skewMs) },
+        `Redis's clock and this host's differ by ${Math.round(skewMs)} ms, more than the ${clockSkewAllowanceMs} ms write deadlines allow for: a like may fail needlessly (Redis ahead) or apply after its failure was answered (Redis behind). Keep both clocks synchronized (NTP).`,
+      ),
+    );
     await checkDurability(redis, { policy: config.redisDurability, refuse: config.production, logger });
     // The relay's reads block, and after an outage one read can return a large backlog that takes
     // longer than a request's timeout to arrive: a timeout there would repeat the same read forever.

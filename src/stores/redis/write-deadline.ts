@@ -46,3 +46,22 @@ export function writeDeadline(timeoutMs: number, now = Date.now()): WriteDeadlin
     },
   };
 }
+
+/**
+ * How far Redis's clock runs ahead of this process's (negative: behind), from one
+ * TIME sent at `sentMs` and answered at `answeredMs`: Redis read its clock about
+ * halfway, so the estimate is off by at most half the round trip.
+ */
+export function clockSkewMs(sentMs: number, redisTime: readonly (string | number)[], answeredMs: number): number {
+  const redisMs = Number(redisTime[0]) * 1000 + Number(redisTime[1]) / 1000;
+  return redisMs - (sentMs + answeredMs) / 2;
+}
+
+/** Measures the skew once; a warning when write deadlines' allowance would not cover it. */
+export async function checkClockSkew(redis: { time(): Promise<(string | number)[]> }, warn: (skewMs: number) => void): Promise<number> {
+  const sent = Date.now();
+  const time = await redis.time();
+  const skew = clockSkewMs(sent, time, Date.now());
+  if (Math.abs(skew) > clockSkewAllowanceMs) warn(skew);
+  return skew;
+}
