@@ -297,7 +297,7 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
         });
       } catch (error) {
         options.onReadFailure?.(error);
-        // Read again after the interval, for every stream watching them.
+        // Read again as on a change (at once for a post never read), for every stream watching them.
         for (const id of ids) heard(post(id));
       }
       return stream;
