@@ -46,6 +46,7 @@ shutdown.add(() => app.services.views.close());
 const api = await serveGraphQL(app.services, {
   logger,
   isUnavailable: app.isUnavailable,
+  requestDeadlineMs: config.requestDeadlineMs,
   readiness: app.readiness,
   limits: config.limits,
   trustProxy: config.trustProxy,

@@ -14,6 +14,8 @@ const schema = z.object({
   REDIS_DURABILITY: z.enum(["durable", "volatile"]).default("durable"),
   // How long a Redis command may go unanswered before it fails (a stalled Redis answers nothing).
   REDIS_COMMAND_TIMEOUT_MS: positiveInt(1000),
+  // How long a GraphQL request may take before it answers SERVICE_UNAVAILABLE; every store call of the request inherits it.
+  REQUEST_DEADLINE_MS: positiveInt(1000),
   // How long getting a PostgreSQL connection may take.
   POSTGRES_CONNECT_TIMEOUT_MS: positiveInt(3000),
   // How long a PostgreSQL statement may run before it is cancelled (the client gives up a second later).
@@ -136,6 +138,7 @@ export interface Config {
   readonly redisUrl: string;
   readonly redisClusterNodes: readonly string[];
   readonly redisCommandTimeoutMs: number;
+  readonly requestDeadlineMs: number;
   readonly redisDurability: "durable" | "volatile";
   readonly postgresConnectTimeoutMs: number;
   readonly postgresStatementTimeoutMs: number;
@@ -238,6 +241,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: e.REDIS_URL,
     redisClusterNodes: Object.freeze(e.REDIS_CLUSTER_NODES.split(",").map((s) => s.trim()).filter(Boolean)),
     redisCommandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
+    requestDeadlineMs: e.REQUEST_DEADLINE_MS,
     redisDurability: e.REDIS_DURABILITY,
     postgresConnectTimeoutMs: e.POSTGRES_CONNECT_TIMEOUT_MS,
     postgresStatementTimeoutMs: e.POSTGRES_STATEMENT_TIMEOUT_MS,

@@ -30,9 +30,12 @@ export interface MembersPageRequest {
 }
 
 export interface MembershipService {
-  /** Makes the user a member of the target's relation (like, collect, follow); a member already is `changed: false`. */
-  join(relation: Relation, target: Target, userId: bigint): Promise<MembershipOutcome>;
-  leave(relation: Relation, target: Target, userId: bigint): Promise<MembershipOutcome>;
+  /**
+   * Makes the user a member of the target's relation (like, collect, follow); a member already is `changed: false`.
+   * `answerAtMs`: the request's deadline, which the change applies before or never (MembershipStore.add).
+   */
+  join(relation: Relation, target: Target, userId: bigint, answerAtMs?: number): Promise<MembershipOutcome>;
+  leave(relation: Relation, target: Target, userId: bigint, answerAtMs?: number): Promise<MembershipOutcome>;
   /**
    * Members of each target as PostgreSQL holds them, newest first: `first` at
    * most, after the position `after` (a decoded cursor, see `decodeMemberCursor`);
@@ -73,9 +76,9 @@ const verbs: Record<Relation, string> = { like: "likes", collect: "collects", fo
 export function createMembershipService(deps: MembershipServiceDeps): MembershipService {
   const { memberships, history, counters } = deps;
 
-  async function apply(relation: Relation, target: Target, userId: bigint, join: boolean): Promise<MembershipOutcome> {
+  async function apply(relation: Relation, target: Target, userId: bigint, join: boolean, answerAtMs: number | undefined): Promise<MembershipOutcome> {
     if (relation === "follow" && target.id === userId) throw badInput("userId", "A user cannot follow themself; pass another user's id.");
-    const run = () => (join ? memberships.add(relation, target, userId) : memberships.remove(relation, target, userId));
+    const run = () => (join ? memberships.add(relation, target, userId, answerAtMs) : memberships.remove(relation, target, userId, answerAtMs));
     const attempt = () =>
       run().catch((error: unknown) => {
         if (error instanceof TargetFullError) throw forbidden(`${target.type} ${target.id} takes no more ${verbs[relation]}: it holds the most a target can.`);
@@ -95,8 +98,8 @@ export function createMembershipService(deps: MembershipServiceDeps): Membership
   }
 
   return {
-    join: (relation, target, userId) => apply(relation, target, userId, true),
-    leave: (relation, target, userId) => apply(relation, target, userId, false),
+    join: (relation, target, userId, answerAtMs) => apply(relation, target, userId, true, answerAtMs),
+    leave: (relation, target, userId, answerAtMs) => apply(relation, target, userId, false, answerAtMs),
     async members(requests) {
       // One row past each page tells whether more follow.
       const found = await history.members(requests.map((r) => ({ relation: r.relation, target: r.target, limit: r.first + 1, after: r.after })));

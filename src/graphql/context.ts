@@ -3,6 +3,9 @@ import type { Services } from "../domain/services.js";
 import { unauthenticated } from "../errors.js";
 import { createLoaders, type Loaders } from "./loaders.js";
 
+/** REQUEST_DEADLINE_MS's default. */
+export const defaultRequestDeadlineMs = 1_000;
+
 export interface Context {
   /** Set by register and login for the rest of their request, so the payload reads as the new user. */
   viewer: Viewer | null;
@@ -15,10 +18,18 @@ export interface Context {
   readonly clientIp: string;
   readonly loaders: Loaders;
   readonly services: Services;
+  /**
+   * When the request answers SERVICE_UNAVAILABLE if it has not answered otherwise
+   * (REQUEST_DEADLINE_MS after its context was made), in milliseconds since the
+   * epoch; writes of the request apply before it or never. A subscription, which
+   * outlives any request and writes nothing, has none.
+   */
+  readonly deadlineAtMs?: number;
 }
 
-/** A request's context, from its Authorization header and the client's address. */
-export async function createContext(services: Services, header: string | undefined, clientIp = "unknown"): Promise<Context> {
+/** A request's context, from its Authorization header and the client's address, answering within `deadlineMs`. */
+export async function createContext(services: Services, header: string | undefined, clientIp = "unknown", deadlineMs = defaultRequestDeadlineMs): Promise<Context> {
+  const deadlineAtMs = Date.now() + deadlineMs;
   let viewer: Viewer | null = null;
   let tokenProblem: string | null = null;
   if (header) {
@@ -31,7 +42,7 @@ export async function createContext(services: Services, header: string | undefin
       tokenProblem = 'The Authorization header must be "Bearer <token>".';
     }
   }
-  return { viewer, tokenProblem, clientIp, loaders: createLoaders(services, viewer), services };
+  return { viewer, tokenProblem, clientIp, loaders: createLoaders(services, viewer), services, deadlineAtMs };
 }
 
 /** The signed-in viewer, or UNAUTHENTICATED. */

@@ -9,7 +9,7 @@
 import type { GatewayExecutor, GatewayInterface } from "@apollo/server-gateway-interface";
 import { GraphQLError, Kind, OperationTypeNode, type DocumentNode, type ExecutionResult, type FormattedExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from "graphql";
 import { compileQuery, isCompiledQuery, type CompiledQuery } from "graphql-jit";
-import { RequestErrorCode } from "../errors.js";
+import { DomainError, ErrorCode, RequestErrorCode } from "../errors.js";
 
 /**
  * graphql-jit's errors carry no `extensions` object, which Apollo's error
@@ -86,7 +86,36 @@ export interface JitExecution {
   readonly stringifyResult: (result: FormattedExecutionResult) => string;
 }
 
-export function jitExecution(schema: GraphQLSchema): JitExecution {
+export interface JitExecutionOptions {
+  /**
+   * When an operation run with this context answers SERVICE_UNAVAILABLE if it has
+   * not finished (milliseconds since the epoch), or undefined for no deadline.
+   */
+  readonly deadlineOf?: (context: unknown) => number | undefined;
+}
+
+/**
+ * The answer of an operation that did not finish by its deadline. What it still
+ * runs is left to finish unseen: a write of it carries the same deadline and
+ * applies before this answer or never (membership-store.ts).
+ */
+function pastDeadline(): ExecutionResult {
+  const cause = new DomainError(ErrorCode.SERVICE_UNAVAILABLE, "The request did not finish within its deadline: a store did not answer in time; retry shortly.");
+  return { data: null, errors: [new GraphQLError(cause.message, { originalError: cause, extensions: { code: cause.code } })] };
+}
+
+/** `execution`, or the past-deadline answer once `deadlineAtMs` has come. */
+function withinDeadline(execution: Promise<ExecutionResult> | ExecutionResult, deadlineAtMs: number | undefined): Promise<ExecutionResult> | ExecutionResult {
+  if (deadlineAtMs === undefined || !(execution instanceof Promise)) return execution;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<ExecutionResult>((resolve) => {
+    timer = setTimeout(() => resolve(pastDeadline()), Math.max(0, deadlineAtMs - Date.now()));
+  });
+  return Promise.race([execution, deadline]).finally(() => clearTimeout(timer));
+}
+
+export function jitExecution(schema: GraphQLSchema, options: JitExecutionOptions = {}): JitExecution {
+  const { deadlineOf } = options;
   // Apollo hands the same DocumentNode (and so the same operation node) for every repeat of a query.
   const compiled = new WeakMap<OperationDefinitionNode, CompiledOperation | ExecutionResult>();
   const runs = new WeakMap<OperationDefinitionNode, number>();
@@ -136,7 +165,8 @@ export function jitExecution(schema: GraphQLSchema): JitExecution {
     if (!("query" in entry)) return { errors: (entry.errors ?? []).map((e) => asGraphQLError(e, "GRAPHQL_VALIDATION_FAILED")) };
     const { query, serializer } = entry;
     const run = query.query;
-    const result = await sharedAmongAnonymous(operation, request.context, request.request.variables, () => run(undefined, request.context, request.request.variables ?? {}));
+    const execution = sharedAmongAnonymous(operation, request.context, request.request.variables, () => run(undefined, request.context, request.request.variables ?? {}));
+    const result = await withinDeadline(execution, deadlineOf?.(request.context));
     if (!result.errors?.length) {
       if (serializer === "compiled" && result.data) serializers.set(result.data, query.stringify);
       return result;

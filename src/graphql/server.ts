@@ -29,6 +29,8 @@ export interface GraphQLServerOptions {
   readonly introspection: boolean;
   /** Tells errors of a store that did not answer (SERVICE_UNAVAILABLE) from faults. */
   readonly isUnavailable: (error: unknown) => boolean;
+  /** How long a request may take before it answers SERVICE_UNAVAILABLE (REQUEST_DEADLINE_MS); default 1,000 ms. */
+  readonly requestDeadlineMs?: number;
   /** What GET /health/ready reports: 200 when every dependency answers, else 503 naming those that do not. */
   readonly readiness: Readiness;
   /** What one request may ask for (MAX_* settings), checked before anything executes. */
@@ -125,7 +127,7 @@ export async function serveGraphQL(
     });
   }
   const formatError = createFormatError(options.logger, options.isUnavailable);
-  const execution = jitExecution(schema);
+  const execution = jitExecution(schema, { deadlineOf: (context) => (context as Context).deadlineAtMs });
   const apollo = new ApolloServer<Context>({
     gateway: execution.gateway,
     stringifyResult: execution.stringifyResult,
@@ -166,7 +168,7 @@ export async function serveGraphQL(
   registerGraphQLRoute(http, apollo, {
     context: async (request) => {
       // The request is added to the context made, not copied with it into another object.
-      const context: HttpContext = await createContext(services, request.headers.authorization, request.ip);
+      const context: HttpContext = await createContext(services, request.headers.authorization, request.ip, options.requestDeadlineMs);
       (context as { [httpRequest]?: FastifyRequest })[httpRequest] = request;
       return context;
     },

@@ -63,6 +63,7 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
   const api = await serveGraphQL(app.services, {
     logger,
     isUnavailable: app.isUnavailable,
+    requestDeadlineMs: config.requestDeadlineMs,
     readiness: app.readiness,
     limits: config.limits,
     trustProxy: config.trustProxy,

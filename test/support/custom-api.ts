@@ -53,6 +53,7 @@ export async function startCustomApi(options: CustomApiOptions = {}): Promise<Cu
   const api = await serveGraphQL(services, {
     logger: silentLogger,
     isUnavailable: app.isUnavailable,
+    requestDeadlineMs: config.requestDeadlineMs,
     readiness: app.readiness,
     limits: config.limits,
     onCost: options.onCost,

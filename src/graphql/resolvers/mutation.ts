@@ -11,7 +11,7 @@ import { primeAfterChange } from "../loaders.js";
 async function change(ctx: Context, relation: Relation, target: Target, join: boolean) {
   const viewer = requireViewer(ctx);
   const { memberships } = ctx.services;
-  const outcome = await (join ? memberships.join(relation, target, viewer.userId) : memberships.leave(relation, target, viewer.userId));
+  const outcome = await (join ? memberships.join(relation, target, viewer.userId, ctx.deadlineAtMs) : memberships.leave(relation, target, viewer.userId, ctx.deadlineAtMs));
   primeAfterChange(ctx.loaders, target, outcome.counts, relation, join);
   return outcome.changed;
 }

@@ -8,7 +8,7 @@ import { memberIndexesOf, type MemberIndexes } from "./member-index-store.js";
 import { relationLayouts } from "./relations.js";
 import type { MembershipReply } from "./scripts.js";
 import { ScriptStatus, toError } from "./statuses.js";
-import { defaultWriteTimeoutMs, writeDeadline, WriteDeadlinePassedError } from "./write-deadline.js";
+import { defaultWriteTimeoutMs, writeDeadline, writeDeadlineBy, WriteDeadlinePassedError } from "./write-deadline.js";
 
 /** The one place the membership scripts' replies become results or errors. */
 function toChange(script: string, reply: MembershipReply, target: Target): MembershipChange {
@@ -56,8 +56,8 @@ export function createMembershipStore(
    * failure is answered only once the call's deadline has passed: until then it
    * may still apply, held in a network or re-sent on a new connection.
    */
-  async function run(script: MembershipScript, target: Target, argsBy: (deadlineMs: number) => ScriptArgs): Promise<MembershipReply> {
-    const deadline = writeDeadline(timeoutMs);
+  async function run(script: MembershipScript, target: Target, answerAtMs: number | undefined, argsBy: (deadlineMs: number) => ScriptArgs): Promise<MembershipReply> {
+    const deadline = answerAtMs === undefined ? writeDeadline(timeoutMs) : writeDeadlineBy(answerAtMs);
     const args = argsBy(deadline.atMs);
     try {
       if (redis instanceof Cluster) return await redis[script](...args);
@@ -80,9 +80,9 @@ export function createMembershipStore(
   ];
 
   return {
-    async add(relation, target, userId) {
+    async add(relation, target, userId, answerAtMs) {
       const { tag, generationField } = relationLayouts[relation];
-      const reply = await run("addMember", target, (deadlineMs) => [
+      const reply = await run("addMember", target, answerAtMs, (deadlineMs) => [
         ...keysOf(relation, target, userId),
         userId.toString(), shardCapacity, relations[relation].counter, target.type, target.id.toString(), tag, generationField,
         memberIndexes?.key(relation, target.type, userId) ?? "", memberIndexes?.capacity ?? 1, deadlineMs,
@@ -90,9 +90,9 @@ export function createMembershipStore(
       ]);
       return toChange("add-member", reply, target);
     },
-    async remove(relation, target, userId) {
+    async remove(relation, target, userId, answerAtMs) {
       const { tag, generationField } = relationLayouts[relation];
-      const reply = await run("removeMember", target, (deadlineMs) => [
+      const reply = await run("removeMember", target, answerAtMs, (deadlineMs) => [
         ...keysOf(relation, target, userId),
         userId.toString(), relations[relation].counter, target.type, target.id.toString(), tag, generationField, deadlineMs,
         ...counterNames[target.type],

@@ -36,8 +36,19 @@ export interface WriteDeadline {
  * timeout must exceed the skew allowance; half of it is the least the write gets.
  */
 export function writeDeadline(timeoutMs: number, now = Date.now()): WriteDeadline {
-  const answerAt = now + timeoutMs;
-  const atMs = answerAt - Math.min(clockSkewAllowanceMs, timeoutMs / 2);
+  return deadlineOf(now + timeoutMs, now + timeoutMs - Math.min(clockSkewAllowanceMs, timeoutMs / 2));
+}
+
+/**
+ * The deadline of a write whose caller answers at `answerAtMs` whatever happens
+ * (the request's deadline). The whole skew allowance is kept: a write sent too
+ * late to get it runs past its deadline and changes nothing.
+ */
+export function writeDeadlineBy(answerAtMs: number): WriteDeadline {
+  return deadlineOf(answerAtMs, answerAtMs - clockSkewAllowanceMs);
+}
+
+function deadlineOf(answerAt: number, atMs: number): WriteDeadline {
   return {
     atMs: Math.floor(atMs),
     settled: async () => {

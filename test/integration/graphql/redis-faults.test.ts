@@ -77,6 +77,38 @@ describe("Redis faults through the API", () => {
     }
   });
 
+  it("when Redis stalls longer than the request deadline, then reads and likes answer SERVICE_UNAVAILABLE by the deadline, not the command timeout, and the like never applies", async () => {
+    const redisUrl = new URL(inject("redisUrl"));
+    const slowProxy = await startTcpProxy({ host: redisUrl.hostname, port: Number(redisUrl.port) });
+    // Commands would wait 10 s: only the request's deadline can answer within the test's bound.
+    const strict = await startTestApi({ REDIS_URL: slowProxy.url, REDIS_COMMAND_TIMEOUT_MS: "10000", REQUEST_DEADLINE_MS: "600" });
+    try {
+      const [liker] = (await createUsers(db, api.config, 1)) as [TestUser];
+      const target = dataOf(await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "deadline", body: "b") { id } }`, {}, liker.token)).createPost.id;
+      dataOf(await strict.gql(readPost, { id: target }, liker.token));
+      slowProxy.stall();
+      const started = Date.now();
+      let answers: Awaited<ReturnType<typeof api.gql>>[];
+      let elapsedMs: number;
+      try {
+        answers = await Promise.all([strict.gql(readPost, { id: target }, liker.token), strict.gql(likePost, { id: target }, liker.token)]);
+        elapsedMs = Date.now() - started;
+      } finally {
+        slowProxy.resume();
+      }
+      expect(answers.map(codesOf)).toEqual([["SERVICE_UNAVAILABLE"], ["SERVICE_UNAVAILABLE"]]);
+      expect(elapsedMs).toBeGreaterThanOrEqual(500);
+      expect(elapsedMs).toBeLessThan(5_000);
+      // The like reached Redis after its deadline: it changed nothing.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const read = dataOf(await api.gql<{ posts: { counts: { likes: number }; viewerHasLiked: boolean }[] }>(readPost, { id: target }, liker.token));
+      expect(read.posts).toEqual([{ counts: { likes: 0 }, viewerHasLiked: false }]);
+    } finally {
+      await strict.close();
+      await slowProxy.close();
+    }
+  });
+
   it("when Redis stalls, then readiness answers 503 naming Redis within its bound, and 200 once Redis answers again", async () => {
     const ready = async () => {
       const response = await fetch(`${api.url}health/ready`);
