@@ -6,8 +6,9 @@
 // process holds between flushes is lost if it dies: at most one flush window,
 // or, while Redis refuses flushes, what waits for it.
 //
-// A flush that failed may still have reached Redis (a timeout while Redis stalls
-// leaves the command to run later), so it is retried as it was, under the same
+// A flush that failed may have applied before its reply was lost; one held in a
+// stalled connection runs past its deadline and counts nothing (the view store
+// answers its failure only then). So it is retried as it was, under the same
 // number; the post keeps the number of the last flush it took from this process
 // (scripts/record-views.lua), so the retry counts once, and views that arrive
 // meanwhile wait for a flush of their own. The post keeps that number ten

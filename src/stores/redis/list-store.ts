@@ -9,6 +9,7 @@ import type { RedisKeys } from "./keys.js";
 import { perNode } from "./per-node.js";
 import { ScriptStatus, toError } from "./statuses.js";
 import { splitVersion } from "../versions.js";
+import { commandTimeoutOf, settledOnFailure, writeDeadline, WriteDeadlinePassedError } from "./write-deadline.js";
 
 const positionText = (p: ListPosition) => `${p.at.getTime()}:${p.targetId}`;
 
@@ -31,6 +32,7 @@ function parseRecords(recent: Record<string, string>): Map<bigint, RecentChange>
 }
 
 export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore {
+  const timeoutMs = commandTimeoutOf(redis);
   const keysOf = (l: ListChanges) => {
     const list = keys.list(l.relation, l.userId);
     return [list.entries, list.horizon, list.recent];
@@ -40,7 +42,8 @@ export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore 
   async function applyLists(lists: readonly ListChanges[], committed: boolean): Promise<boolean[]> {
     const held = new Map<ListChanges, boolean>();
     await perNode(redis, lists, keysOf, async (group, { declared, named }) => {
-      const args: (string | number)[] = [declared.length, ...declared, listCapacity, committed ? "1" : "0", group.length];
+      const deadline = writeDeadline(timeoutMs);
+      const args: (string | number)[] = [declared.length, ...declared, listCapacity, committed ? "1" : "0", deadline.atMs, group.length];
       for (const l of group) args.push(l.changes.length);
       for (const l of group) {
         for (const c of l.changes) {
@@ -49,7 +52,8 @@ export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore 
         }
       }
       args.push(...named);
-      const [status, marks] = await redis.applyListChanges(...(args as [number, ...(string | number)[]]));
+      const [status, marks] = await settledOnFailure(deadline, redis.applyListChanges(...(args as [number, ...(string | number)[]])));
+      if (status === ScriptStatus.DeadlinePassed) throw new WriteDeadlinePassedError("apply-list-changes");
       if (status !== ScriptStatus.Applied) throw toError("apply-list-changes", status, { type: "user", id: (group[0] as ListChanges).userId });
       group.forEach((l, k) => held.set(l, marks?.[k] === "1"));
     });

@@ -8,7 +8,7 @@ import { memberIndexesOf, type MemberIndexes } from "./member-index-store.js";
 import { relationLayouts } from "./relations.js";
 import type { MembershipReply } from "./scripts.js";
 import { ScriptStatus, toError } from "./statuses.js";
-import { defaultWriteTimeoutMs, writeDeadline, writeDeadlineBy, WriteDeadlinePassedError } from "./write-deadline.js";
+import { commandTimeoutOf, writeDeadline, writeDeadlineBy, WriteDeadlinePassedError } from "./write-deadline.js";
 
 /** The one place the membership scripts' replies become results or errors. */
 function toChange(script: string, reply: MembershipReply, target: Target): MembershipChange {
@@ -47,7 +47,7 @@ export function createMembershipStore(
   memberIndexes: MemberIndexes | null = memberIndexesOf(redis, keys),
 ): MembershipStore {
   // What the client waits for a command: a write's deadline is set within it (write-deadline.ts).
-  const timeoutMs = (redis instanceof Cluster ? redis.options.redisOptions?.commandTimeout : redis.options.commandTimeout) ?? defaultWriteTimeoutMs;
+  const timeoutMs = commandTimeoutOf(redis);
 
   /**
    * On a standalone Redis a script call goes in the pipeline of the current tick:

@@ -104,7 +104,7 @@ declare module "ioredis" {
     /** scripts/mirror-counters.lua: the number of keys, the keys, then ARGV. */
     mirrorCounters(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<number>, Context>;
     /** scripts/record-views.lua: the counter hash, the outbox, the receipt, then views, target type and id. */
-    recordViews(counters: string, outbox: string, flushes: string, views: number, targetType: string, targetId: string, seq: number): Result<ScriptReply<number>, Context>;
+    recordViews(counters: string, outbox: string, flushes: string, views: number, targetType: string, targetId: string, seq: number, deadlineMs: number): Result<ScriptReply<number>, Context>;
     /** scripts/replay-change.lua: the same keys as addMember, then ARGV. */
     replayChange(counters: string, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/replay-views.lua: the counter hash, the views replayed per epoch, then epoch, total and the rebuild's epoch. */

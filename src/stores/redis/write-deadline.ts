@@ -3,6 +3,8 @@
 // changes nothing past it; the caller answers a failure only once the deadline
 // has passed, so a write held in a network or re-sent on a new connection cannot
 // apply after the user heard it failed, and undo what they did since.
+import { Cluster } from "ioredis";
+import type { RedisClient } from "./client.js";
 
 /**
  * How far Redis's clock may lag this process's. A write's deadline is set this
@@ -15,6 +17,21 @@ export const clockSkewAllowanceMs = 100;
 
 /** The wait a write's deadline is set within when the client has no command timeout. */
 export const defaultWriteTimeoutMs = 1_000;
+
+/** How long the client waits for a command: a write without a caller's deadline gets its own within it. */
+export function commandTimeoutOf(redis: RedisClient): number {
+  return (redis instanceof Cluster ? redis.options.redisOptions?.commandTimeout : redis.options.commandTimeout) ?? defaultWriteTimeoutMs;
+}
+
+/** `call`'s reply; its failure only once the deadline has passed, when it can no longer apply. */
+export async function settledOnFailure<T>(deadline: WriteDeadline, call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    await deadline.settled();
+    throw error;
+  }
+}
 
 /** A write that ran after its deadline: it changed nothing, and never will. */
 export class WriteDeadlinePassedError extends Error {

@@ -18,10 +18,10 @@
   PostgreSQL's rows may be stale, so a record stays while PostgreSQL may lack
   its change: the hash counts its records not yet committed (field 'pending')
   and expires a day after its last write while any is, two minutes after once
-  none is. Past those two minutes a change's writes have long arrived (one case
-  aside: a like whose write was held back longer than that by a stalled client,
-  after a later unlike of the same post, is listed until that post's next
-  change). A record of a change that never commits (Redis lost it with its
+  none is. Past those two minutes a change's writes have long arrived: each
+  carries a deadline (ARGV[3]) past which it changes nothing, so a write held
+  back in a stalled connection cannot list a like after a later unlike once
+  the records are gone. A record of a change that never commits (Redis lost it with its
   outbox, or a write from the API arrived after the records expired) keeps the
   count above zero, and the hash a day after its last write instead of two
   minutes. At most `recentCapacity` fields are kept: a user past that many
@@ -43,19 +43,22 @@
                  cluster KEYS[1] and then the ARGV after the changes
     ARGV[1]      capacity of the entries
     ARGV[2]      '1' when PostgreSQL committed these changes (the persist consumer's write), '0' from the API
-    ARGV[3]      m, the number of lists
-    ARGV[4..3+m] c_k, how many changes list k takes (at least one)
+    ARGV[3]      the call's deadline, in milliseconds of Redis's clock (includes/deadline.lua)
+    ARGV[4]      m, the number of lists
+    ARGV[5..4+m] c_k, how many changes list k takes (at least one)
     then         the changes of list 1, then of list 2, …: post id, state (1
                  member, 0 not), epoch, microseconds, time (ms)
 
   Output:
     { APPLIED, held }        each change applied when newer; held: per list '1'
                              when Redis holds it, '0' when only the records moved
+    { DEADLINE_PASSED }      run after its deadline: nothing changed
     { INVALID_ARGUMENTS }
 ]]
 --@include statuses
 --@include list-positions
 --@include node-call
+--@include deadline
 
 local recentLifetimeMs = 120000
 local pendingLifetimeMs = 86400000
@@ -64,15 +67,19 @@ local recentCapacity = 9999
 local pendingField = 'pending'
 local capacity = tonumber(ARGV[1])
 local committed = ARGV[2]
-local counts, changes = itemSizes(3)
-if not capacity or capacity < 1 or (committed ~= '1' and committed ~= '0') or not counts then
+local deadline = tonumber(ARGV[3])
+local counts, changes = itemSizes(4)
+if not capacity or capacity < 1 or (committed ~= '1' and committed ~= '0') or not deadline or not counts then
   return { INVALID_ARGUMENTS }
 end
 local m = #counts
-local first = 4 + m
+local first = 5 + m
 local named = first + 5 * changes
 if #KEYS < 1 or #ARGV ~= named - 1 + 3 * m - #KEYS then
   return { INVALID_ARGUMENTS }
+end
+if pastDeadline(deadline) then
+  return { DEADLINE_PASSED }
 end
 for i = first, named - 1, 5 do
   if not string.match(ARGV[i], '^[1-9]%d*$') or (ARGV[i + 1] ~= '1' and ARGV[i + 1] ~= '0')

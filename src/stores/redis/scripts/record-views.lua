@@ -9,8 +9,9 @@
   counted, re-sent after a lost reply or retried after a timeout, or a stale one
   that a stalled connection delivers after a newer flush, and counts nothing.
   The number is kept ten minutes after the sender's last flush of the post: a
-  process gives up a flush long before (src/domain/views.ts), so only a command
-  held in a stalled connection for longer could count twice. One key per post
+  process gives up a flush long before (src/domain/views.ts), and a flush carries
+  a deadline past which it counts nothing, so none held in a stalled connection
+  counts after its sender retried it. One key per post
   and process, where a receipt per flush would cost a key per post per second.
 
   Input:
@@ -21,22 +22,31 @@
     ARGV[2]       target type, for the event
     ARGV[3]       target id, for the event
     ARGV[4]       the number of this flush (a positive integer)
+    ARGV[5]       the call's deadline, in milliseconds of Redis's clock (includes/deadline.lua):
+                  a flush held past it counts nothing, so one held longer than the
+                  post keeps the number never counts a retried flush twice
 
   Output:
     { APPLIED, read }        counted; read = the post's views now
     { UNCHANGED, read }      the post took this flush or a later one: nothing counted again
     { TARGET_ABSENT }        the post's counter hash is not in Redis
+    { DEADLINE_PASSED }      run after its deadline: nothing changed
     { INVALID_ARGUMENTS }
 ]]
 --@include statuses
+--@include deadline
 --@include hash-fields
 --@include append-event
 
 local flushLifetimeMs = 600000
 local added = tonumber(ARGV[1])
 local seq = tonumber(ARGV[4])
-if not added or added < 1 or added % 1 ~= 0 or not ARGV[2] or not ARGV[3] or not seq or seq < 1 or seq % 1 ~= 0 then
+local deadline = tonumber(ARGV[5])
+if not added or added < 1 or added % 1 ~= 0 or not ARGV[2] or not ARGV[3] or not seq or seq < 1 or seq % 1 ~= 0 or not deadline then
   return { INVALID_ARGUMENTS }
+end
+if pastDeadline(deadline) then
+  return { DEADLINE_PASSED }
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return { TARGET_ABSENT }

@@ -8,6 +8,8 @@ import { createCounterStore } from "../../../../src/stores/redis/counter-store.j
 import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
 import { createRebuildStore } from "../../../../src/stores/redis/rebuild-store.js";
+import { versionOf } from "../../../../src/stores/versions.js";
+import { createListStore } from "../../../../src/stores/redis/list-store.js";
 import { createViewStore } from "../../../../src/stores/redis/view-store.js";
 import type { Catalog } from "../../../../src/domain/catalog.js";
 import type { CounterService } from "../../../../src/domain/counters.js";
@@ -172,7 +174,7 @@ describe("writes re-sent after a lost reply", () => {
     expect(Number(await direct.pttl(keys.viewFlushes(target, "b")))).toBeGreaterThan(590_000);
   });
 
-  it("when a flush of views times out while Redis stalls and runs it afterwards, then the view service retries it under its number and the views count once", async () => {
+  it("when a flush of views times out while Redis stalls and reaches it afterwards, then it counts nothing there and the view service's retry counts the views once", async () => {
     const target = await knownPost();
     const failures: unknown[] = [];
     const { views, disconnect } = await viewServiceThroughProxy({ onFlushFailure: (error) => failures.push(error) });
@@ -183,10 +185,11 @@ describe("writes re-sent after a lost reply", () => {
       await views.flush();
       expect(failures).toHaveLength(1);
       await views.record([target.id]);
-      // Redis answers again and runs the command it was sent: the flush counted after all.
+      // Redis answers again and runs the command it was sent, past its deadline: it counts nothing.
       proxy.resume();
-      await until(async () => (await direct.hget(keys.counters(target), "read")) === "3");
-      // The retry is the same flush: it counts nothing again; the view that came meanwhile waits for the next flush.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await direct.hget(keys.counters(target), "read")).toBeNull();
+      // The retry is the same flush; the view that came meanwhile waits for the next flush.
       await views.flush();
       expect(await direct.hget(keys.counters(target), "read")).toBe("3");
       await views.flush();
@@ -196,6 +199,50 @@ describe("writes re-sent after a lost reply", () => {
       proxy.resume();
       await views.close();
       disconnect();
+    }
+  });
+
+  it("when a flush of views is held past its deadline, retried, and arrives after the post forgot its number, then it counts nothing", async () => {
+    const target = await knownPost();
+    const timing = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
+    timing.on("error", () => undefined);
+    try {
+      const flush = { sender: "held-flush", seq: 1 };
+      proxy.stall();
+      await expect(createViewStore(timing, keys).add(target, 5, flush)).rejects.toThrow();
+      // The sender's retry of the same flush, over a connection that works.
+      expect(await createViewStore(direct, keys).add(target, 5, flush)).toEqual({ kind: "counted", views: 5 });
+      // Ten minutes on, the post no longer holds the sender's last number.
+      await direct.del(keys.viewFlushes(target, flush.sender));
+      proxy.resume();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await direct.hget(keys.counters(target), "read")).toBe("5");
+    } finally {
+      proxy.resume();
+      timing.disconnect();
+    }
+  });
+
+  it("when a persisted like's list write is held past its deadline and arrives after a later unlike and the list's records expired, then the list does not show the like", async () => {
+    const user = nextId++;
+    const timing = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
+    timing.on("error", () => undefined);
+    const change = (member: boolean, micros: bigint) => ({ targetId: 77n, member, version: versionOf(1n, micros), at: new Date(Number(micros)) });
+    try {
+      const lists = createListStore(direct, keys);
+      await lists.begin("like", user);
+      await lists.finish("like", user, [], null);
+      proxy.stall();
+      await expect(createListStore(timing, keys).applyCommitted([{ relation: "like", userId: user, changes: [change(true, 1_000n)] }])).rejects.toThrow();
+      await lists.applyCommitted([{ relation: "like", userId: user, changes: [change(false, 2_000n)] }]);
+      // Two minutes on, the records of committed changes are gone.
+      await direct.del(keys.list("like", user).recent);
+      proxy.resume();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect((await lists.read("like", user))?.entries ?? []).toEqual([]);
+    } finally {
+      proxy.resume();
+      timing.disconnect();
     }
   });
 
@@ -212,16 +259,16 @@ describe("writes re-sent after a lost reply", () => {
       expect(lost).toEqual([4]);
       await expect(views.record([target.id])).rejects.toMatchObject({ code: "SERVICE_UNAVAILABLE" });
       proxy.resume();
-      // A command the client had queued may still reach Redis once it answers: then it counts once, never twice.
+      // A command the client had queued may still reach Redis once it answers, past its deadline: it counts nothing.
       await new Promise((resolve) => setTimeout(resolve, 500));
-      expect([null, "4"]).toContain(await direct.hget(keys.counters(target), "read"));
+      expect(await direct.hget(keys.counters(target), "read")).toBeNull();
     } finally {
       proxy.resume();
       disconnect();
     }
   });
 
-  it("when Redis refuses a flush for longer than the service retries it, then the views are reported lost and never sent again, so none counts twice", async () => {
+  it("when Redis refuses a flush for longer than the service retries it, then the views are reported lost and never count, even when the held flush reaches Redis", async () => {
     const target = await knownPost();
     const lost: number[] = [];
     // No time to retry in: the first attempt times out (300 ms) past the window.
@@ -231,12 +278,12 @@ describe("writes re-sent after a lost reply", () => {
       proxy.stall();
       await views.flush();
       expect(lost).toEqual([3]);
-      // The stalled command still runs once Redis answers; nothing sends it again.
+      // The stalled command still reaches Redis once it answers, past its deadline; nothing sends it again.
       proxy.resume();
-      await until(async () => (await direct.hget(keys.counters(target), "read")) === "3");
+      await new Promise((resolve) => setTimeout(resolve, 200));
       await views.flush();
       await views.flush();
-      expect(await direct.hget(keys.counters(target), "read")).toBe("3");
+      expect(await direct.hget(keys.counters(target), "read")).toBeNull();
     } finally {
       proxy.resume();
       await views.close();
