@@ -67,14 +67,18 @@ export interface ListServiceDeps {
   readonly history: RelationHistoryStore;
   /** How long a load may hold its lock before another process may take over. */
   readonly loadLockMs?: number;
-  /** How long a read waits for another process's load of the same list. */
+  /**
+   * How long a read waits for another process's load of the same list before it
+   * reads PostgreSQL alone: well within a request's deadline (REQUEST_DEADLINE_MS),
+   * and a load takes a few milliseconds.
+   */
   readonly loadWaitMs?: number;
 }
 
 export function createListService(deps: ListServiceDeps): ListService {
   const { lists, history } = deps;
   const loadLockMs = deps.loadLockMs ?? 30_000;
-  const loadWaitMs = deps.loadWaitMs ?? 5_000;
+  const loadWaitMs = deps.loadWaitMs ?? 250;
 
   /** Loads the list from PostgreSQL unless another process does; then reads it (null if still not held). */
   async function load(relation: ListedRelation, userId: bigint): Promise<HeldList | null> {
