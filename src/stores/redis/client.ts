@@ -17,8 +17,48 @@ export interface RedisConnectionOptions {
   readonly subscriber?: boolean;
 }
 
+/**
+ * How long a connection with commands waiting may receive nothing before it is
+ * dropped and made again, past the command timeout: a half-open connection (a
+ * peer gone without a word, a network that drops everything) would otherwise hold
+ * every later command until TCP gave up, minutes on. Blocking reads block for less
+ * than the command timeout; a connection without one (the outbox relay's, whose
+ * reads block for half a second) gets ten seconds. TCP keepalive probes find idle ones.
+ */
+const silentSocketMs = (commandTimeoutMs: number | undefined) => (commandTimeoutMs ?? 9_000) + 1_000;
+const keepAliveDelayMs = 5_000;
+
+interface QueuedCommand {
+  readonly command: { readonly isSettled?: boolean };
+}
+interface ResendQueue {
+  toArray(): QueuedCommand[];
+  clear(): void;
+  push(item: QueuedCommand): void;
+}
+
+/**
+ * ioredis re-sends on the new connection every command the closed one left
+ * unanswered (autoResendUnfulfilledCommands), those its caller stopped waiting
+ * for at the command timeout included: a read would run for nobody, and a write
+ * without a deadline of its own would apply after its caller answered that it
+ * failed. Only commands someone still waits for are re-sent. The queue and the
+ * flag are ioredis's internals (6.0.0, pinned in package.json); a test of this
+ * file fails if they change.
+ */
+function resendOnlyAwaited(connection: Redis): void {
+  connection.on("reconnecting", () => {
+    const queue = (connection as unknown as { prevCommandQueue?: ResendQueue | null }).prevCommandQueue;
+    if (!queue) return;
+    const awaited = queue.toArray().filter((item) => !item.command.isSettled);
+    queue.clear();
+    for (const item of awaited) queue.push(item);
+  });
+}
+
 /** A client with the service's scripts defined. */
 export function createRedisClient(options: RedisConnectionOptions): RedisClient {
+  const connection = { protocol: 2, commandTimeout: options.commandTimeoutMs, socketTimeout: silentSocketMs(options.commandTimeoutMs), keepAlive: keepAliveDelayMs } as const;
   const client =
     options.clusterNodes && options.clusterNodes.length > 0
       ? new Cluster(
@@ -41,10 +81,12 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
             lazyConnect: true,
             // RESP2 as on a standalone Redis: under RESP3 (ioredis 6's default) an XREADGROUP
             // reply arrives as a flattened map, not the list of [stream, entries] the outbox reads.
-            redisOptions: { protocol: 2, commandTimeout: options.commandTimeoutMs },
+            redisOptions: connection,
           },
         )
-      : new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 3, protocol: 2, commandTimeout: options.commandTimeoutMs });
+      : new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 3, ...connection });
+  if (client instanceof Cluster) client.on("+node", resendOnlyAwaited);
+  else resendOnlyAwaited(client);
   defineScripts(client);
   return client;
 }
