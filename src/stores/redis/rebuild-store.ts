@@ -175,6 +175,7 @@ export function createRebuildStore(
         userId.toString(), member ? "1" : "0", epoch.toString(), micros.toString(), shardCapacity, intoEpoch.toString(),
         relations[relation].counter, relationLayouts[relation].generationField,
         memberIndexes?.key(relation, target.type, userId) ?? "", memberIndexes?.capacity ?? 1, target.id.toString(),
+        target.type, relationLayouts[relation].tag,
       );
       return replayOutcome("replay-change", status, target);
     },

@@ -30,8 +30,8 @@
 
   Output:
     { APPLIED, c1, … }     added; c = each counter named in ARGV[8..] after the change (nil where absent)
-    { UNCHANGED, c1, … }   already a member, nothing changed (no event appended, except in a
-                           rebuild window: includes/member-change.lua)
+    { UNCHANGED, c1, … }   already a member, nothing changed, appended or announced (in a rebuild
+                           window the state answered is noted: includes/member-change.lua)
     { TARGET_ABSENT }      the target's counter hash is not in Redis
     { DEADLINE_PASSED }    run after its deadline: nothing changed
     { TARGET_FULL }        every generation of the relation is full
@@ -74,7 +74,7 @@ if pastDeadline(deadline) then
 end
 
 if findMember(target.generation, user) then
-  confirmAfterRebuild(target, KEYS[2], KEYS[3], targetType, targetId, user, '1', tag)
+  confirmAfterRebuild(target, KEYS[3], user, '1')
   keepReceipt(receipt, UNCHANGED)
   return countsReply(UNCHANGED, target)
 end

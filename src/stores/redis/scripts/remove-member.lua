@@ -20,8 +20,8 @@
 
   Output:
     { APPLIED, c1, … }     removed; c = each counter named in ARGV[8..] after the change (nil where absent)
-    { UNCHANGED, c1, … }   not a member, nothing changed (no event appended, except in a
-                           rebuild window: includes/member-change.lua)
+    { UNCHANGED, c1, … }   not a member, nothing changed, appended or announced (in a rebuild
+                           window the state answered is noted: includes/member-change.lua)
     { TARGET_ABSENT }      the target's counter hash is not in Redis
     { DEADLINE_PASSED }    run after its deadline: nothing changed
     { INVALID_ARGUMENTS }
@@ -61,7 +61,7 @@ end
 
 local shard = findMember(target.generation, user)
 if not shard then
-  confirmAfterRebuild(target, KEYS[2], KEYS[3], targetType, targetId, user, '0', tag)
+  confirmAfterRebuild(target, KEYS[3], user, '0')
   keepReceipt(receipt, UNCHANGED)
   return countsReply(UNCHANGED, target)
 end

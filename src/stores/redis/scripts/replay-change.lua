@@ -3,11 +3,14 @@
   rebuilt from it, but that was made before the rebuild (an earlier epoch): the
   rebuild could not see it. Skipped when Redis made it (the current epoch or
   later) or when Redis knows a newer change of this user (made or replayed since
-  the rebuild). Appends no outbox event: PostgreSQL already has the change.
+  the rebuild). Appends no outbox event: PostgreSQL already has the change. One
+  exception: when the user's note is a confirmation (includes/rebuild-window.lua)
+  of the other state, the state the user was answered is appended as a change
+  of its own, newer than this one, so PostgreSQL ends in it too.
 
   Input:
     KEYS[1]       counter hash of the target
-    KEYS[2]       outbox stream of the target's partition (unused; keeps the key layout of add-member.lua)
+    KEYS[2]       outbox stream of the target's partition (a confirmation's change goes there)
     KEYS[3]       per user, the relation's newest change known since the rebuild
     KEYS[4]       a receipt key (unused: a replay is safe to repeat by its version; keeps the key layout of add-member.lua)
     KEYS[5..n]    the user's membership shard in generations 0..n-5
@@ -24,10 +27,12 @@
                   (includes/member-index.lua), or '' where Redis keeps none (a cluster)
     ARGV[10]      the member index's capacity
     ARGV[11]      the target's id, noted in the member index when the user joins
+    ARGV[12]      the target's type, for a confirmation's event
+    ARGV[13]      the relation's tag, for a confirmation's event ('l', 'c', 'f')
 
   Output:
     { APPLIED }              replayed
-    { UNCHANGED }            nothing to do
+    { UNCHANGED }            nothing to do in Redis (a confirmation may have been appended)
     { TOO_LATE }             made before the rebuild, but the rebuild window closed (or its
                              record of users filled up): Redis no longer knows what superseded
                              it, and the caller rebuilds the target
@@ -38,6 +43,7 @@
 --@include check-user
 --@include membership
 --@include rebuild-window
+--@include append-event
 --@include member-index
 
 local counters = KEYS[1]
@@ -48,8 +54,9 @@ local capacity = tonumber(ARGV[5])
 local intoEpoch = tonumber(ARGV[6])
 local counter, generationField = ARGV[7], ARGV[8]
 local memberIndex, indexCapacity, targetId = ARGV[9], tonumber(ARGV[10]), ARGV[11]
+local targetType, relationTag = ARGV[12], ARGV[13]
 if not isUserId(user) or (ARGV[2] ~= '1' and ARGV[2] ~= '0') or not epoch or not micros or not capacity or not intoEpoch or not counter or not generationField
-  or not memberIndex or not indexCapacity or indexCapacity < 1 or not targetId then
+  or not memberIndex or not indexCapacity or indexCapacity < 1 or not targetId or not targetType or not relationTag then
   return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', counters) == 0 then
@@ -62,11 +69,16 @@ end
 if not inRebuildWindow(counters) then
   return { TOO_LATE }
 end
-local notedEpoch, notedMicros = notedChange(KEYS[3], user)
+local notedEpoch, notedMicros, confirmed = notedChange(KEYS[3], user)
 if not notedEpoch then
   return { TOO_LATE }
 end
 if notedEpoch > epoch or (notedEpoch == epoch and notedMicros >= micros) then
+  if confirmed and confirmed ~= ARGV[2] then
+    local changeEpoch, changeMicros = nextVersion(counters)
+    appendMembershipEvent(counters, KEYS[2], targetType, targetId, user, confirmed, relationTag, changeEpoch, changeMicros, redis.call('HGET', counters, authorField))
+    noteChange(KEYS[3], user, changeEpoch, formatMicros(changeMicros))
+  end
   return { UNCHANGED }
 end
 

@@ -1,3 +1,4 @@
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LikeableTarget, Target, TargetSnapshot } from "../../../../src/domain/model.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
@@ -102,6 +103,40 @@ describe("rebuild store", () => {
     expect((await createCounterStore(redis, keys).read([target]))[0]?.like).toBe(1);
     // Changes of the epoch itself or later are Redis's own: never replayed.
     expect(await store.replay({ relation: "like", target, userId: 7n, member: true, version: versionOf(2n, 5n), intoEpoch: 2n })).toBe("unchanged");
+  });
+
+  it("when likes and unlikes change nothing in a rebuild window, then they append and announce nothing; a late change of the other state then appends what the user was answered", async () => {
+    const target: LikeableTarget = { type: "post", id: nextId++ };
+    const store = createRebuildStore(redis, keys);
+    const likes = createMembershipStore(redis, keys);
+    await store.write(target, snapshot([5n], 10n, 2n), null);
+    const events = async () =>
+      (await redis.xrange(keys.outbox(target), "-", "+"))
+        .map(([, fields]) => new Map(Array.from({ length: fields.length / 2 }, (_, i): [string, string] => [fields[2 * i] ?? "", fields[2 * i + 1] ?? ""])))
+        .filter((e) => e.get("i") === target.id.toString())
+        .map((e) => `${e.get("u")}:${e.get("s")}:${e.get("e")}`);
+    const listener = await openRedis();
+    const announced: string[] = [];
+    listener.on("smessage", (channel: string) => announced.push(channel));
+    await (listener as Redis).ssubscribe(keys.counters(target));
+    try {
+      // Answered from the rebuilt state: 5 likes it, 6 does not.
+      expect(await likes.add("like", target, 5n)).toMatchObject({ changed: false });
+      expect(await likes.remove("like", target, 6n)).toMatchObject({ changed: false });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await events()).toEqual([]);
+      expect(announced).toEqual([]);
+      // Late changes that PostgreSQL applied after the rebuild read it, contradicting both answers.
+      const late = versionOf(1n, BigInt(Date.now()) * 1000n);
+      expect(await store.replay({ relation: "like", target, userId: 5n, member: false, version: late, intoEpoch: 2n })).toBe("unchanged");
+      expect(await store.replay({ relation: "like", target, userId: 6n, member: true, version: late, intoEpoch: 2n })).toBe("unchanged");
+      // Redelivered, or agreeing with the answer: nothing more.
+      expect(await store.replay({ relation: "like", target, userId: 5n, member: false, version: late, intoEpoch: 2n })).toBe("unchanged");
+      expect(await events()).toEqual(["5:1:2", "6:0:2"]);
+      expect(parseCounterHash(await redis.hgetall(keys.counters(target)))).toMatchObject({ counts: { like: 1 } });
+    } finally {
+      listener.disconnect();
+    }
   });
 
   it("when late views of an earlier epoch are replayed, then a rebuilt post adds only what exceeds what it holds of that epoch", async () => {

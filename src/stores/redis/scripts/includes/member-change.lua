@@ -73,18 +73,15 @@ end
 
 -- A change that changes nothing answers from a state the rebuild read from
 -- PostgreSQL, which may lack an older change of this user still in flight. In the
--- window, the state just answered is stamped as the user's newest change: the
--- late change can then undo it neither in Redis (the record supersedes it) nor in
--- PostgreSQL (the appended change outranks it).
-local function confirmAfterRebuild(target, outbox, touched, targetType, targetId, user, state, relationTag)
+-- window, the state just answered is noted as confirmed (rebuild-window.lua): the
+-- late change can then undo it neither in Redis nor in PostgreSQL, and nothing
+-- is appended or announced unless such a change arrives.
+local function confirmAfterRebuild(target, touched, user, state)
   if not target.rebuiltAt then
     return
   end
   local now = clockMicros()
   if rebuiltWithin(target.rebuiltAt, now) then
-    local micros = versionAfter(target.version, now)
-    redis.call('HSET', target.key, versionField, formatMicros(micros))
-    appendMembershipEvent(target.key, outbox, targetType, targetId, user, state, relationTag, target.epoch, micros, target.author)
-    noteChange(touched, user, target.epoch, formatMicros(micros))
+    noteConfirmation(touched, user, target.epoch, formatMicros(now), state)
   end
 end

@@ -8,6 +8,14 @@
   change is replayed (replay-change.lua) only when it is newer than that, so
   nothing newer is undone and replays of concurrent batches cannot go backwards.
 
+  A change that changes nothing in the window answered from the rebuilt state,
+  which a late change of the user may contradict. It appends and announces
+  nothing; the user's entry records the state answered as a confirmation
+  ('epoch:microseconds:c' and the state). Redis then never replays an older
+  change over it, and should a late change of the other state reach PostgreSQL,
+  its replay appends the confirmed state as a change of its own, newer than
+  the late one, so PostgreSQL ends in what the user was answered too.
+
   That hash stays under the bound on any key: once it holds touchedCapacity
   users, new users are not noted but the hash is marked full, and a late change
   of a user it does not know is then too late to replay (the caller rebuilds the
@@ -42,8 +50,23 @@ local function noteChange(touched, user, epoch, micros)
   redis.call('PEXPIRE', touched, math.floor(rebuildWindowMicros / 1000))
 end
 
--- The newest change noted for the user as epoch, microseconds (0, 0 when none),
--- or nil when the hash was full and may have missed the user's change.
+-- Notes a state answered by a change that changed nothing (see above), unless the
+-- user has a note already: a change since the rebuild, which PostgreSQL will hold.
+local function noteConfirmation(touched, user, epoch, micros, state)
+  if redis.call('HEXISTS', touched, user) == 1 then
+    return
+  end
+  if redis.call('HLEN', touched) >= touchedCapacity then
+    redis.call('HSET', touched, touchedFullField, '1')
+  else
+    redis.call('HSET', touched, user, epoch .. ':' .. micros .. ':c' .. state)
+  end
+  redis.call('PEXPIRE', touched, math.floor(rebuildWindowMicros / 1000))
+end
+
+-- The newest change noted for the user as epoch, microseconds (0, 0 when none) and,
+-- for a confirmation, the state confirmed ('1' or '0'; nil for a change); or nil
+-- when the hash was full and may have missed the user's change.
 local function notedChange(touched, user)
   local noted = redis.call('HGET', touched, user)
   if not noted then
@@ -52,11 +75,14 @@ local function notedChange(touched, user)
     end
     return 0, 0
   end
-  local epoch, micros = string.match(noted, '^(%d+):(%d+)$')
+  local epoch, micros, confirmed = string.match(noted, '^(%d+):(%d+):c([01])$')
+  if not epoch then
+    epoch, micros = string.match(noted, '^(%d+):(%d+)$')
+  end
   if not epoch then
     return 0, 0
   end
-  return tonumber(epoch), tonumber(micros)
+  return tonumber(epoch), tonumber(micros), confirmed
 end
 
 
