@@ -186,6 +186,10 @@ export function isRedisUnavailable(error: unknown): boolean {
     error.message === "Command aborted due to connection close" ||
     error.message === "Cluster is disconnected." ||
     error.message.startsWith("None of startup nodes is available") ||
+    // A slot being migrated refuses a script whose keys are split between its two
+    // nodes (TRYAGAIN) until its last key moved; ioredis retries, then gives up so.
+    error.message.startsWith("Too many Cluster redirections") ||
+    error.message.startsWith("TRYAGAIN") ||
     error.message === "Connection is closed." ||
     error.message.startsWith("Stream isn't writeable") ||
     // A cluster's sharded subscribers while its topology is being reset.
