@@ -16,7 +16,13 @@ export const stuckAfterPasses = 3;
 
 export type VersionStanding = "quiescent" | "inFlight" | "redisBehind";
 
-/** Where Redis stands against PostgreSQL for one target; the one place versions are compared. */
+/**
+ * Where Redis stands against PostgreSQL for one target; the one place versions are compared.
+ * Sound only when PostgreSQL's version was read before Redis's: every change PostgreSQL
+ * applied was made in Redis first, so a later read of Redis holds every change the earlier
+ * read of PostgreSQL saw, unless Redis lost it. Read the other way round, a change made
+ * and persisted between the two reads looks like Redis lagging.
+ */
 export function compareVersions(redisVersion: bigint, databaseVersion: bigint): VersionStanding {
   // -1: the target changed while Redis was read.
   if (redisVersion < 0n || redisVersion > databaseVersion) return "inFlight";

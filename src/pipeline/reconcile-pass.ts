@@ -195,7 +195,8 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
     return "compared";
   };
 
-  // Redis side: every relation of every target Redis holds.
+  // Redis side: every relation of every target Redis holds. PostgreSQL is read before Redis
+  // (compareVersions): a change made and persisted between the two reads is then in flight, never lag.
   const redisTotal = await redis.size();
   let cursor: string | null = null;
   let done = 0;
@@ -204,15 +205,15 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
     cursor = page.cursor;
     done += page.targets.length;
     const items = page.targets.flatMap((target) => relationsOf(target.type).map((relation): RelationTarget => ({ relation, target })));
+    const persisted = await database.read(items, memberChunk);
     const surveyed = await redis.survey(items, memberChunk);
-    const present = surveyed.filter((t): t is NonNullable<typeof t> => t !== null);
-    const persisted = await database.read(present, memberChunk);
     const repairs: Repair[] = [];
     const seenInFlight = new Map<string, InFlightTarget>();
     // Per target: whether every relation compared clean and it may leave Redis if cold.
     const clean = new Map<string, { held: RedisTarget; persisted: DatabaseTarget; clean: boolean }>();
     const droppedBehind = new Set<string>();
-    for (const [i, held] of present.entries()) {
+    for (const [i, held] of surveyed.entries()) {
+      if (held === null) continue;
       const persistedTarget = persisted[i] as DatabaseTarget;
       const key = targetKey(held.target);
       targetsChecked++;

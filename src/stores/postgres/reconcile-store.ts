@@ -114,25 +114,23 @@ async function recountRelation(tx: Client, { relation, target }: RelationTarget)
 const key = (type: string, id: string) => `${type}:${id}`;
 
 export function createDatabaseReconcileStore(db: Database): DatabaseReconcileStore {
-  async function readRelation(relation: Relation, targets: readonly Target[], memberLimit: number): Promise<Omit<DatabaseTarget, "version">[]> {
+  async function readRelation(tx: Client, relation: Relation, targets: readonly Target[], memberLimit: number): Promise<Omit<DatabaseTarget, "version">[]> {
     const t = relationTables[relation];
     const types = targets.map((x) => x.type);
     const ids = targets.map((x) => x.id.toString());
-    const [sizes, counters] = await Promise.all([
-      db.$queryRaw<{ target_type: string; target_id: string; rows: string }[]>`
+    const sizes = await tx.$queryRaw<{ target_type: string; target_id: string; rows: string }[]>`
         SELECT ${t.targetType("l")} AS target_type, ${t.targetId("l")}::text AS target_id, count(*)::text AS rows
         FROM ${t.table} l JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
           ON ${t.targetType("l")} = t.target_type AND ${t.targetId("l")} = t.target_id
-        GROUP BY 1, 2`,
-      db.$queryRaw<{ target_type: string; target_id: string; value: string }[]>`
+        GROUP BY 1, 2`;
+    const counters = await tx.$queryRaw<{ target_type: string; target_id: string; value: string }[]>`
         SELECT c.target_type, c.target_id::text AS target_id, c.value::text AS value
         FROM counters c JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
-          ON c.target_type = t.target_type AND c.target_id = t.target_id AND c.name = ${relations[relation].counter}`,
-    ]);
+          ON c.target_type = t.target_type AND c.target_id = t.target_id AND c.name = ${relations[relation].counter}`;
     const rowsOf = new Map(sizes.map((s) => [key(s.target_type, s.target_id), Number(s.rows)]));
     // Members of the small targets only: a big one is walked in keyset pages (membersAfter).
     const small = targets.filter((x) => (rowsOf.get(key(x.type, x.id.toString())) ?? 0) <= memberLimit);
-    const rows = small.length === 0 ? [] : await db.$queryRaw<{ target_type: string; target_id: string; user_id: string }[]>`
+    const rows = small.length === 0 ? [] : await tx.$queryRaw<{ target_type: string; target_id: string; user_id: string }[]>`
         SELECT ${t.targetType("l")} AS target_type, ${t.targetId("l")}::text AS target_id, ${t.userId("l")}::text AS user_id
         FROM ${t.table} l JOIN unnest(${small.map((x) => x.type)}::text[], ${small.map((x) => x.id.toString())}::text[]::bigint[]) AS t(target_type, target_id)
           ON ${t.targetType("l")} = t.target_type AND ${t.targetId("l")} = t.target_id`;
@@ -142,7 +140,7 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
     return targets.map((x) => {
       const k = key(x.type, x.id.toString());
       const list = members.get(k) ?? null;
-      // Rows committed between the two reads: the walk of a big target (or the version check) sorts that out.
+      // Rows committed since the count (a big target's walk reads its pages later): the walk sorts that out.
       const tooMany = list !== null && list.length > memberLimit;
       return { members: tooMany ? null : list, rows: list && !tooMany ? list.length : (rowsOf.get(k) ?? 0), count: count.get(k) ?? 0 };
     });
@@ -151,19 +149,26 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
   return {
     async read(items, memberLimit) {
       if (items.length === 0) return [];
-      const versions = await db.$queryRaw<{ target_type: string; target_id: string; version: string }[]>(
-        newestVersions(items.map((i) => i.target.type), items.map((i) => i.target.id.toString())),
+      // One snapshot: versions, rows and counters of one moment, so a version the pass finds
+      // quiescent speaks for exactly the members read with it.
+      return db.$transaction(
+        async (tx) => {
+          const versions = await tx.$queryRaw<{ target_type: string; target_id: string; version: string }[]>(
+            newestVersions(items.map((i) => i.target.type), items.map((i) => i.target.id.toString())),
+          );
+          const version = new Map(versions.map((v) => [key(v.target_type, v.target_id), BigInt(v.version)]));
+          const read: DatabaseTarget[] = new Array<DatabaseTarget>(items.length);
+          for (const relation of new Set(items.map((i) => i.relation))) {
+            const asked = items.flatMap((item, i) => (item.relation === relation ? [{ item, i }] : []));
+            const found = await readRelation(tx, relation, asked.map(({ item }) => item.target), memberLimit);
+            asked.forEach(({ item, i }, j) => {
+              read[i] = { ...(found[j] as Omit<DatabaseTarget, "version">), version: version.get(key(item.target.type, item.target.id.toString())) ?? 0n };
+            });
+          }
+          return read;
+        },
+        { isolationLevel: Prisma.TransactionIsolationLevel.RepeatableRead, timeout: 60_000 },
       );
-      const version = new Map(versions.map((v) => [key(v.target_type, v.target_id), BigInt(v.version)]));
-      const read: DatabaseTarget[] = new Array<DatabaseTarget>(items.length);
-      for (const relation of new Set(items.map((i) => i.relation))) {
-        const asked = items.flatMap((item, i) => (item.relation === relation ? [{ item, i }] : []));
-        const found = await readRelation(relation, asked.map(({ item }) => item.target), memberLimit);
-        asked.forEach(({ item, i }, j) => {
-          read[i] = { ...(found[j] as Omit<DatabaseTarget, "version">), version: version.get(key(item.target.type, item.target.id.toString())) ?? 0n };
-        });
-      }
-      return read;
     },
     async membersAfter({ relation, target }, afterUser, limit) {
       const t = relationTables[relation];
