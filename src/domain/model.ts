@@ -339,6 +339,13 @@ export interface DatabaseTarget {
   readonly version: bigint;
 }
 
+/** PostgreSQL's record of the newest change it applied to one user's membership of a target (relation_versions). */
+export interface PairRecord {
+  /** Whether the user is a member after that change. */
+  readonly member: boolean;
+  readonly version: bigint;
+}
+
 /** A target's relation only PostgreSQL may hold, as one page of a reconcile pass lists it. */
 export interface DatabaseCount {
   readonly relation: Relation;

@@ -20,6 +20,7 @@ import type {
   MalformedOutboxEntry,
   OutboxEntry,
   Page,
+  PairRecord,
   Post,
   RankedLikes,
   RedisTarget,
@@ -166,6 +167,8 @@ export interface DatabaseReconcileStore {
   membersAfter(item: RelationTarget, afterUser: bigint, limit: number): Promise<bigint[]>;
   /** Which of `users` are members, in order. */
   membersAmong(item: RelationTarget, users: readonly bigint[]): Promise<boolean[]>;
+  /** PostgreSQL's record of the newest change applied to each of `users`' memberships of the item, for those it has one of. */
+  pairRecords(item: RelationTarget, users: readonly bigint[]): Promise<Map<bigint, PairRecord>>;
   /** The next page of relations of targets with members or a counter, in (type, id, relation) order, after `after`. */
   page(after: RelationTarget | null, limit: number): Promise<DatabaseCount[]>;
   /** Relations of targets with members or a counter, for progress estimates. */

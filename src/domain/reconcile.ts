@@ -8,8 +8,21 @@
 // pipeline, not a repair, will bring the stores together. When Redis is behind,
 // it lacks changes PostgreSQL applied (a failover lost replicated writes): Redis
 // is no authority then, and the target must be rebuilt from PostgreSQL rather
-// than PostgreSQL repaired from it.
-import { derivedCounters, type CounterName, type CounterSurvey, type DatabaseTarget, type DifferenceKind, type Relation, type RedisTarget, type Repair, type Target } from "./model.js";
+// than PostgreSQL repaired from it. A failover can also lose a change and let a
+// later one through, so the versions agree again: PostgreSQL's record of each
+// pair it differs on tells (lostInRedis).
+import {
+  derivedCounters,
+  type CounterName,
+  type CounterSurvey,
+  type DatabaseTarget,
+  type DifferenceKind,
+  type PairRecord,
+  type Relation,
+  type RedisTarget,
+  type Repair,
+  type Target,
+} from "./model.js";
 
 /** Passes in a row a target may be seen in flight at the same versions before it counts as stuck. */
 export const stuckAfterPasses = 3;
@@ -35,6 +48,14 @@ export interface Comparison {
   readonly repairs: Repair[];
 }
 
+/** Users one store holds as members of a target's relation and the other does not. */
+export interface MemberDifferences {
+  /** Members in Redis that PostgreSQL has no row of. */
+  readonly add: readonly bigint[];
+  /** Rows in PostgreSQL of users Redis does not hold. */
+  readonly remove: readonly bigint[];
+}
+
 /** Counter differences of a quiescent relation, from its member counts on both sides. */
 export function compareCounts(held: RedisTarget, persisted: DatabaseTarget): Pick<Comparison, "differences" | "repairs"> {
   const differences: Partial<Record<DifferenceKind, number>> = {};
@@ -51,9 +72,9 @@ export function compareCounts(held: RedisTarget, persisted: DatabaseTarget): Pic
  * Compares a target's relation Redis holds with PostgreSQL (Redis authoritative),
  * both loaded whole. Targets too big to load are walked in pieces by the pass instead.
  */
-export function compareHeld(held: RedisTarget, persisted: DatabaseTarget, maxPerRepair: number): Comparison {
+export function compareHeld(held: RedisTarget, persisted: DatabaseTarget, maxPerRepair: number): Comparison & { readonly differing: MemberDifferences } {
   const standing = compareVersions(held.version, persisted.version);
-  if (standing !== "quiescent" || held.members === null || persisted.members === null) return { standing, differences: {}, repairs: [] };
+  if (standing !== "quiescent" || held.members === null || persisted.members === null) return { standing, differences: {}, repairs: [], differing: { add: [], remove: [] } };
   const { differences, repairs } = compareCounts(held, persisted);
   const inDatabase = new Set(persisted.members);
   const inRedis = new Set(held.members);
@@ -62,7 +83,28 @@ export function compareHeld(held: RedisTarget, persisted: DatabaseTarget, maxPer
   if (add.length) differences.missingInDatabase = add.length;
   if (remove.length) differences.strayInDatabase = remove.length;
   repairs.push(...alignDatabase(held.relation, held.target, held.version, add, remove, differences.databaseCounter === 1, maxPerRepair));
-  return { standing, differences, repairs };
+  return { standing, differences, repairs, differing: { add, remove } };
+}
+
+/**
+ * Whether the members a quiescent target differs on show Redis lost a change
+ * PostgreSQL applied. Redis makes every change before PostgreSQL applies it, so a
+ * pair whose newest applied change left it as PostgreSQL's rows have it (a row and
+ * a join, no row and a leave) was changed so in Redis too: Redis holding otherwise
+ * lost that change (a failover), and a later change of the target hid the loss
+ * from the versions. Repairing PostgreSQL from that Redis would delete a persisted
+ * membership, or restore one a persisted leave ended, that no newer acknowledged
+ * change touched; the target is rebuilt from PostgreSQL instead. A difference with
+ * no such record (a row no change wrote, a row a change's record disagrees with)
+ * is PostgreSQL's drift and is repaired. A record newer than the comparison is a
+ * change made since, which the repair's gate leaves alone.
+ */
+export function lostInRedis(differing: MemberDifferences, records: ReadonlyMap<bigint, PairRecord>, observedVersion: bigint): boolean {
+  const vouches = (user: bigint, member: boolean) => {
+    const record = records.get(user);
+    return record !== undefined && record.member === member && record.version <= observedVersion;
+  };
+  return differing.remove.some((user) => vouches(user, true)) || differing.add.some((user) => vouches(user, false));
 }
 
 /**

@@ -14,7 +14,8 @@ import type { Logger } from "pino";
 import { setTimeout as sleep } from "node:timers/promises";
 import { relationsOf, targetKey, type CounterName, type CounterSurvey, type DatabaseTarget, type DifferenceKind, type RedisTarget, type Repair, type Target } from "../domain/model.js";
 import type { DatabaseReconcileStore, InFlightTarget, RebuildStore, RedisReconcileStore, RelationTarget } from "../domain/ports.js";
-import { alignDatabase, compareCounters, compareCounts, compareHeld, compareUnheld, compareVersions, stillLagging, stuckAfterPasses } from "../domain/reconcile.js";
+import { compareCounters, compareHeld, compareUnheld, compareVersions, stillLagging, stuckAfterPasses, type VersionStanding } from "../domain/reconcile.js";
+import { redisLost, walkBigTarget, type WalkOutcome } from "./reconcile-walk.js";
 
 /** How many targets of a kind, and the first few of them ("post:12"), for an operator to look at. */
 export interface TargetTally {
@@ -82,9 +83,6 @@ class Tally {
   }
 }
 
-/** Below every user id, where a keyset walk over a target's likers starts. */
-const beforeEveryUser = -(2n ** 63n);
-
 export async function runReconcile(options: ReconcileOptions): Promise<ReconcileSummary> {
   const { redis, database, logger } = options;
   const batchSize = options.batchSize ?? 200;
@@ -118,86 +116,10 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
     for (const [kind, n] of Object.entries(found)) differences[kind as DifferenceKind] += n;
   };
 
-  /**
-   * Compares a quiescent target too big to load, in pieces of at most
-   * `memberChunk` members, both ways, as two exact probes:
-   *   1. PostgreSQL → Redis: PostgreSQL's likers are read in keyset pages
-   *      (user_id > last ORDER BY user_id LIMIT n, on the unique index), and
-   *      Redis is asked which of them its shards hold (each user's own shard
-   *      of every generation that holds members); the rest are stray in PostgreSQL. The users
-   *      both hold are counted.
-   *   2. Redis → PostgreSQL: Redis holds memberCount users, so memberCount
-   *      minus the users both hold are missing in PostgreSQL. Only when some
-   *      are, Redis's shards are read a few whole shards at a time (each under
-   *      the shard bound) and PostgreSQL is asked which of those users it
-   *      holds, until that many are found.
-   * A sorted merge would need Redis's members in user order, which sharded
-   * sets cannot give without loading them all; membership probes need no
-   * order, so each side is read at most once, in any order, and each piece is
-   * checked against the other side's index. Every difference is found exactly
-   * once, and memory holds at most two pieces, whatever the target's size.
-   * The count in step 2 saves the slow side (one index probe in PostgreSQL per
-   * Redis member) in the usual case where PostgreSQL misses nothing.
-   * Repairs go out a full repair at a time, each only after Redis's version is
-   * seen unchanged (a target that moves mid-walk is in flight; what was sent is
-   * gated per pair by its observed version, so it cannot undo a newer change).
-   */
-  const walkBigTarget = async (held: RedisTarget, persisted: DatabaseTarget): Promise<"compared" | "inFlight"> => {
-    const { target, relation } = held;
-    const item: RelationTarget = { relation, target };
-    const stillQuiescent = async () => (await redis.version(target)) === held.version;
-    const counted = compareCounts(held, persisted);
-    let aligned = false;
-    // Differences wait here until a full repair's worth (or the end of a side): at most two chunks held.
-    const pending = { add: [] as bigint[], remove: [] as bigint[] };
-    const flush = async (all: boolean) => {
-      const add = all ? pending.add.length : pending.add.length - (pending.add.length % memberChunk);
-      const remove = all ? pending.remove.length : pending.remove.length - (pending.remove.length % memberChunk);
-      if (add === 0 && remove === 0) return true;
-      if (!(await stillQuiescent())) return false;
-      const [adding, removing] = [pending.add.splice(0, add), pending.remove.splice(0, remove)];
-      await send(alignDatabase(relation, target, held.version, adding, removing, false, memberChunk));
-      count({ missingInDatabase: adding.length, strayInDatabase: removing.length });
-      aligned = true;
-      return true;
-    };
-    let inBoth = 0;
-    for (let after = beforeEveryUser; ; ) {
-      const users = await database.membersAfter(item, after, memberChunk);
-      if (users.length === 0) break;
-      after = users.at(-1) as bigint;
-      const heldNow = await redis.holdsMembers(item, held.generations, users);
-      for (const [j, user] of users.entries()) {
-        if (heldNow[j]) inBoth++;
-        else pending.remove.push(user);
-      }
-      if (!(await flush(false))) return "inFlight";
-    }
-    if (!(await flush(true))) return "inFlight";
-    let missing = held.memberCount - inBoth;
-    for (let from: number | null = 0; from !== null && missing > 0; ) {
-      const piece = await redis.membersFrom(item, held.generations, from, memberChunk);
-      from = piece.next;
-      for (let i = 0; i < piece.members.length && missing > 0; i += memberChunk) {
-        const users = piece.members.slice(i, i + memberChunk);
-        const found = await database.membersAmong(item, users);
-        const absent = users.filter((_, j) => !found[j]);
-        missing -= absent.length;
-        pending.add.push(...absent);
-        if (!(await flush(false))) return "inFlight";
-      }
-    }
-    if (!(await flush(true))) return "inFlight";
-    if (!(await stillQuiescent())) return "inFlight";
-    count(counted.differences);
-    // Every alignDatabase repair recounts PostgreSQL's counter; only without one does a wrong counter need its own.
-    await send([...counted.repairs, ...alignDatabase(relation, target, held.version, [], [], !aligned && persisted.count !== persisted.rows, memberChunk)]);
-    return "compared";
-  };
-
   // Redis side: every relation of every target Redis holds. PostgreSQL is read before Redis
   // (compareVersions): a change made and persisted between the two reads is then in flight, never lag.
   const redisTotal = await redis.size();
+  const walk = { redis, database, memberChunk, send, count };
   let cursor: string | null = null;
   let done = 0;
   do {
@@ -216,30 +138,32 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
       if (held === null) continue;
       const persistedTarget = persisted[i] as DatabaseTarget;
       const key = targetKey(held.target);
+      if (droppedBehind.has(key)) continue;
       targetsChecked++;
-      const standing = compareVersions(held.version, persistedTarget.version);
-      if (standing === "redisBehind") {
+      let compared: VersionStanding | WalkOutcome = compareVersions(held.version, persistedTarget.version);
+      let repaired = false;
+      if (compared === "quiescent" && (held.members === null || persistedTarget.members === null)) {
+        walked++;
+        compared = await walkBigTarget(walk, held, persistedTarget);
+        repaired = true;
+      } else if (compared === "quiescent") {
+        const comparison = compareHeld(held, persistedTarget, memberChunk);
+        if (await redisLost(database, held, comparison.differing, held.version)) compared = "redisBehind";
+        else {
+          compared = "compared";
+          count(comparison.differences);
+          repairs.push(...comparison.repairs);
+          repaired = comparison.repairs.length > 0;
+        }
+      }
+      if (compared === "redisBehind") {
         // Redis is missing changes PostgreSQL applied: it cannot be the authority, so it gives the target up
         // and the next read rebuilds it from PostgreSQL (with every change committed after the snapshot).
-        if (!droppedBehind.has(key)) {
-          droppedBehind.add(key);
-          const outcome = await options.rebuilds.drop(held.target);
-          if (outcome === "kept") behindKept.add(held.target);
-          else rebuiltBehind.add(held.target);
-        }
+        droppedBehind.add(key);
+        const outcome = await options.rebuilds.drop(held.target);
+        if (outcome === "kept") behindKept.add(held.target);
+        else rebuiltBehind.add(held.target);
         continue;
-      }
-      let compared: "compared" | "inFlight" = standing === "quiescent" ? "compared" : "inFlight";
-      let repaired = false;
-      if (compared === "compared" && (held.members === null || persistedTarget.members === null)) {
-        walked++;
-        compared = await walkBigTarget(held, persistedTarget);
-        repaired = true;
-      } else if (compared === "compared") {
-        const comparison = compareHeld(held, persistedTarget, memberChunk);
-        count(comparison.differences);
-        repairs.push(...comparison.repairs);
-        repaired = comparison.repairs.length > 0;
       }
       if (compared === "inFlight" && !seenInFlight.has(key)) {
         inFlight.add(held.target);
@@ -249,7 +173,8 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
       const ok = compared === "compared" && !repaired && (entry?.clean ?? true);
       clean.set(key, { held, persisted: persistedTarget, clean: ok });
     }
-    await send(repairs);
+    // A target found to have lost changes is rebuilt from PostgreSQL, not repaired from its other relations.
+    await send(repairs.filter((r) => !droppedBehind.has(targetKey(r.target))));
     if (options.coldAfterSeconds) {
       for (const [key, { held, persisted: p, clean: ok }] of clean) {
         if (!ok || droppedBehind.has(key) || held.target.type === "user" || held.idleSeconds <= options.coldAfterSeconds) continue;

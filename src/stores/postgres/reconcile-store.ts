@@ -187,6 +187,14 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
       const found = new Set(rows.map((r) => BigInt(r.user_id)));
       return users.map((u) => found.has(u));
     },
+    async pairRecords({ relation, target }, users) {
+      if (users.length === 0) return new Map();
+      const rows = await db.$queryRaw<{ user_id: string; member: boolean; version: string }[]>`
+        SELECT user_id::text AS user_id, member, version::text AS version FROM relation_versions
+        WHERE target_type = ${target.type} AND target_id = ${target.id} AND relation = ${relation}
+          AND user_id = ANY(${users.map(String)}::text[]::bigint[])`;
+      return new Map(rows.map((r) => [BigInt(r.user_id), { member: r.member, version: BigInt(r.version) }]));
+    },
     async page(after, limit) {
       const afterType = after?.target.type ?? "";
       const afterId = (after?.target.id ?? 0n).toString();

@@ -1,16 +1,19 @@
 // What a reconcile pass may take for drift, and what it must leave alone: changes made
 // while it reads a target, and writes a failover took from Redis but PostgreSQL holds.
 import { describe, expect, it } from "vitest";
+import type { Config } from "../../../src/config.js";
 import type { LikeableTarget, Repair } from "../../../src/domain/model.js";
 import type { RedisReconcileStore } from "../../../src/domain/ports.js";
-import { runReconcile } from "../../../src/pipeline/reconcile-pass.js";
+import { compose } from "../../../src/compose.js";
+import { runReconcile, type ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { createDatabaseReconcileStore } from "../../../src/stores/postgres/reconcile-store.js";
+import { createRabbitConnection } from "../../../src/stores/rabbitmq/connection.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
-import { createRedisKeys } from "../../../src/stores/redis/keys.js";
+import { createRedisKeys, versionField } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { createRedisReconcileStore } from "../../../src/stores/redis/reconcile-store.js";
-import { testConfig, type TestUser } from "../../support/env.js";
+import { silentLogger, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
 import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
 
@@ -19,6 +22,15 @@ let redis: RedisClient;
 let author: TestUser;
 
 useStores((s) => ({ db, redis, author } = s), { fresh: true });
+
+async function reconcile(config: Config): Promise<ReconcileSummary> {
+  const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
+  try {
+    return await compose(config, { db, redis, rabbit }, silentLogger).reconcileOnce();
+  } finally {
+    await rabbit.close();
+  }
+}
 
 const noDifferences = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0, derivedCounter: 0, redisDerivedCounter: 0, views: 0 };
 
@@ -75,6 +87,83 @@ describe("a pass racing changes", () => {
       expect(sent).toEqual([]);
       expect(await redis.exists(keys.counters(post))).toBe(1);
       await agreeWithin({ db, redis }, config, [post]);
+    } finally {
+      await pipeline.stop();
+    }
+  });
+});
+
+// Twenty members: loaded whole, or with a chunk of 8 walked in pieces (src/pipeline/reconcile-walk.ts).
+const compared = [
+  { how: "loaded whole", chunk: "10000", walked: 0 },
+  { how: "walked in pieces", chunk: "8", walked: 1 },
+];
+
+describe.each(compared)("writes a failover lost, targets $how", ({ chunk, walked }) => {
+  it("when Redis lost a like PostgreSQL persisted and another user then likes the target, then the pass keeps the persisted like and Redis gets it back", async () => {
+    const config = testConfig({ PERSIST_LINGER_MS: "20", RECONCILE_MEMBER_CHUNK: chunk });
+    const services = servicesOn({ db, redis }, config);
+    const keys = createRedisKeys(config.redisPartitions);
+    const pipeline = await startTestPipeline(config);
+    try {
+      const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+      for (const u of range(1, 20)) await services.memberships.join("like", post, u);
+      await agreeWithin({ db, redis }, config, [post]);
+
+      // The replica that took over never got user 20's like: not in its shard, not counted, an older version.
+      await Promise.all(keys.memberShards("like", post, 20n).map((shard) => redis.srem(shard, "20")));
+      await redis.hincrby(keys.counters(post), "like", -1);
+      await redis.hincrby(keys.counters(post), versionField, -1);
+      // A later change stamps a version above the lost one, so the versions alone no longer tell.
+      expect((await services.memberships.join("like", post, 21n)).changed).toBe(true);
+      await persisted(post, range(1, 21));
+
+      const summary = await reconcile(config);
+      expect(summary.differences).toEqual(noDifferences);
+      expect(summary.repairsSent).toBe(0);
+      expect(summary.rebuiltBehind).toEqual({ count: 1, sample: [`post:${post.id}`] });
+      expect(summary.walked > 0).toBe(walked > 0);
+
+      const [counts] = await services.counters.read([post]);
+      expect(counts?.like).toBe(21);
+      expect((await services.memberships.join("like", post, 20n)).changed).toBe(false);
+      await agreeWithin({ db, redis }, config, [post]);
+      expect(await likers(post)).toEqual(range(1, 21));
+    } finally {
+      await pipeline.stop();
+    }
+  });
+
+  it("when Redis lost an unlike PostgreSQL persisted and another user then likes the target, then the pass does not like it again", async () => {
+    const config = testConfig({ PERSIST_LINGER_MS: "20", RECONCILE_MEMBER_CHUNK: chunk });
+    const services = servicesOn({ db, redis }, config);
+    const keys = createRedisKeys(config.redisPartitions);
+    const pipeline = await startTestPipeline(config);
+    try {
+      const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+      for (const u of range(1, 20)) await services.memberships.join("like", post, u);
+      await agreeWithin({ db, redis }, config, [post]);
+      const [shard] = keys.memberShards("like", post, 20n);
+      expect((await services.memberships.leave("like", post, 20n)).changed).toBe(true);
+      await persisted(post, range(1, 19));
+
+      // The replica that took over never got the unlike: user 20 back in its shard, counted, an older version.
+      await redis.sadd(shard as string, "20");
+      await redis.hincrby(keys.counters(post), "like", 1);
+      await redis.hincrby(keys.counters(post), versionField, -1);
+      expect((await services.memberships.join("like", post, 21n)).changed).toBe(true);
+      await persisted(post, [...range(1, 19), 21n]);
+
+      const summary = await reconcile(config);
+      expect(summary.differences).toEqual(noDifferences);
+      expect(summary.repairsSent).toBe(0);
+      expect(summary.rebuiltBehind).toEqual({ count: 1, sample: [`post:${post.id}`] });
+      expect(summary.walked > 0).toBe(walked > 0);
+
+      const [counts] = await services.counters.read([post]);
+      expect(counts?.like).toBe(20);
+      await agreeWithin({ db, redis }, config, [post]);
+      expect(await likers(post)).toEqual([...range(1, 19), 21n]);
     } finally {
       await pipeline.stop();
     }
