@@ -384,7 +384,9 @@ export type DifferenceKind =
   /** A derived counter Redis holds otherwise than PostgreSQL. */
   | "redisDerivedCounter"
   /** Views PostgreSQL holds otherwise than Redis, the target at rest. */
-  | "views";
+  | "views"
+  /** A user's list of liked or collected posts that lists otherwise than PostgreSQL's rows. */
+  | "list";
 
 /** What a reconcile pass asks to be fixed; every repair is safe to repeat. */
 export type Repair =

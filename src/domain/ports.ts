@@ -167,6 +167,8 @@ export interface DatabaseReconcileStore {
   membersAfter(item: RelationTarget, afterUser: bigint, limit: number): Promise<bigint[]>;
   /** Which of `users` are members, in order. */
   membersAmong(item: RelationTarget, users: readonly bigint[]): Promise<boolean[]>;
+  /** Per list, PostgreSQL's newest `limit` rows of the user's relation to posts, newest first. */
+  newestListed(lists: readonly ListRef[], limit: number): Promise<ListPosition[][]>;
   /** PostgreSQL's record of the newest change applied to each of `users`' memberships of the item, for those it has one of. */
   pairRecords(item: RelationTarget, users: readonly bigint[]): Promise<Map<bigint, PairRecord>>;
   /** The next page of relations of targets with members or a counter, in (type, id, relation) order, after `after`. */
@@ -453,6 +455,23 @@ export interface RedisReconcileStore {
   counters(targets: readonly Target[]): Promise<({ readonly values: CounterSurvey["redis"] & object; readonly version: bigint } | null)[]>;
   /** Keys Redis holds, for progress estimates. */
   size(): Promise<number>;
+  /** The next page of users' lists Redis holds. */
+  scanLists(cursor: string | null, count: number): Promise<{ readonly lists: readonly ListRef[]; readonly cursor: string | null }>;
+  /**
+   * Each list's entries and horizon as Redis holds them, without keeping the list
+   * longer; null where it is not held, being loaded, or was loaded again while read.
+   */
+  readLists(lists: readonly ListRef[]): Promise<(Omit<HeldList, "recent"> | null)[]>;
+  /** Which of `targetIds` the list keeps a record of a recent change of (those speak for their posts). */
+  listRecords(list: ListRef, targetIds: readonly bigint[]): Promise<boolean[]>;
+  /** Drops the list's entries and horizon (its records stay), so its next read loads it from PostgreSQL. */
+  dropList(list: ListRef): Promise<void>;
+}
+
+/** One user's list of one relation. */
+export interface ListRef {
+  readonly relation: ListedRelation;
+  readonly userId: bigint;
 }
 
 /** Where an outbox entry sits: enough to acknowledge it. */

@@ -17,12 +17,14 @@ import {
   type CounterSurvey,
   type DatabaseTarget,
   type DifferenceKind,
+  type ListPosition,
   type PairRecord,
   type Relation,
   type RedisTarget,
   type Repair,
   type Target,
 } from "./model.js";
+import { isOlder } from "./lists.js";
 
 /** Passes in a row a target may be seen in flight at the same versions before it counts as stuck. */
 export const stuckAfterPasses = 3;
@@ -200,4 +202,26 @@ export function stillLagging(survey: CounterSurvey, lagging: readonly CounterNam
   if (!redis) return null;
   const behind = lagging.filter((name) => (redis[name]?.seq ?? 0n) < (survey.database[name]?.seq ?? 0n));
   return behind.length > 0 ? { kind: "mirrorDerived", target: survey.target, names: behind } : null;
+}
+
+/**
+ * The posts a user's list in Redis lists otherwise than PostgreSQL's rows: past
+ * its horizon, the list must hold exactly the rows there, at the same times (at
+ * or before it, pages read PostgreSQL). `newest` are PostgreSQL's newest `limit`
+ * rows, read before the list: when all of them lie past the horizon, PostgreSQL
+ * may have more there, and only as far back as the oldest row read is compared.
+ * A post the list keeps a record of a recent change for is the caller's to leave
+ * out: the record speaks for it, PostgreSQL may not hold that change yet.
+ */
+export function compareList(held: { readonly entries: readonly ListPosition[]; readonly horizon: ListPosition | null }, newest: readonly ListPosition[], limit: number): bigint[] {
+  const { horizon } = held;
+  const oldestRead = newest.at(-1);
+  const pastHorizon = (p: ListPosition) => horizon === null || isOlder(horizon, p);
+  const floor = newest.length >= limit && oldestRead !== undefined && pastHorizon(oldestRead) ? oldestRead : null;
+  const compared = (p: ListPosition) => pastHorizon(p) && (floor === null || !isOlder(p, floor));
+  const persisted = new Map(newest.filter(compared).map((p) => [p.targetId, p.at.getTime()]));
+  const listed = new Map(held.entries.filter(compared).map((p) => [p.targetId, p.at.getTime()]));
+  const differing = [...listed].flatMap(([id, at]) => (persisted.get(id) === at ? [] : [id]));
+  for (const id of persisted.keys()) if (!listed.has(id)) differing.push(id);
+  return differing;
 }

@@ -2,7 +2,8 @@
 // (by SCAN, in bounded batches) are compared with PostgreSQL, Redis
 // authoritative; then every target's relation only PostgreSQL holds (keyset
 // pages), PostgreSQL authoritative; then every target's other counters (its
-// derived counters against PostgreSQL's rows and Redis, a post's views).
+// derived counters against PostgreSQL's rows and Redis, a post's views); then
+// every user's list Redis holds (reconcile-lists.ts).
 // Differences become repair messages that the repair consumer applies.
 // Quiescent cold posts and comments leave Redis on the way, to come back by a
 // rebuild when next used.
@@ -15,6 +16,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { relationsOf, targetKey, type CounterName, type CounterSurvey, type DatabaseTarget, type DifferenceKind, type RedisTarget, type Repair, type Target } from "../domain/model.js";
 import type { DatabaseReconcileStore, InFlightTarget, RebuildStore, RedisReconcileStore, RelationTarget } from "../domain/ports.js";
 import { compareCounters, compareHeld, compareUnheld, compareVersions, stillLagging, stuckAfterPasses, type VersionStanding } from "../domain/reconcile.js";
+import { reconcileLists } from "./reconcile-lists.js";
 import { redisLost, walkBigTarget, type WalkOutcome } from "./reconcile-walk.js";
 
 /** How many targets of a kind, and the first few of them ("post:12"), for an operator to look at. */
@@ -35,6 +37,8 @@ export interface ReconcileSummary {
   readonly behindKept: TargetTally;
   /** Targets too big to load whole, compared in pieces. */
   readonly walked: number;
+  /** Users' lists Redis holds that were compared; those that differed count in `differences.list`, dropped to be loaded again. */
+  readonly listsChecked: number;
   readonly differences: Record<DifferenceKind, number>;
   readonly repairsSent: number;
   readonly evicted: number;
@@ -42,7 +46,7 @@ export interface ReconcileSummary {
 }
 
 export interface ReconcileProgress {
-  readonly phase: "redis" | "postgres" | "counters";
+  readonly phase: "redis" | "postgres" | "counters" | "lists";
   /** Targets done in this phase, and an estimate of the phase's total. */
   readonly done: number;
   readonly total: number;
@@ -97,6 +101,7 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
     derivedCounter: 0,
     redisDerivedCounter: 0,
     views: 0,
+    list: 0,
   };
   const inFlight = new Tally();
   const stuck = new Tally();
@@ -248,6 +253,16 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
     options.onProgress?.({ phase: "counters", done, total: Math.max(done, countersTotal) });
   }
 
+  // Users' lists of liked and collected posts, against PostgreSQL's rows.
+  const lists = await reconcileLists({ redis, database, batchSize, ...(options.onProgress && { onProgress: options.onProgress }) });
+  differences.list = lists.dropped.length;
+  if (lists.dropped.length > 0) {
+    logger?.warn(
+      { lists: lists.dropped.slice(0, sampleSize).map((l) => `${l.relation}:${l.userId}`), count: lists.dropped.length },
+      "users' lists in Redis differed from PostgreSQL's rows: dropped, to be loaded again on their next read",
+    );
+  }
+
   if (stuck.count > 0) {
     logger?.warn(
       { stuck: stuck.value, passesInARow: stuckAfterPasses },
@@ -267,6 +282,7 @@ export async function runReconcile(options: ReconcileOptions): Promise<Reconcile
     rebuiltBehind: rebuiltBehind.value,
     behindKept: behindKept.value,
     walked,
+    listsChecked: lists.checked,
     differences,
     repairsSent,
     evicted,

@@ -15,6 +15,7 @@ import type { DatabaseReconcileStore, RelationTarget } from "../../domain/ports.
 import { epochScale } from "../versions.js";
 import type { Database } from "./database.js";
 import { toCounterValue, type CounterRow } from "./counter-sql.js";
+import { newestListed } from "./list-rows.js";
 import { relationTables } from "./relation-tables.js";
 
 type Client = Pick<Database, "$queryRaw" | "$executeRaw">;
@@ -187,6 +188,7 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
       const found = new Set(rows.map((r) => BigInt(r.user_id)));
       return users.map((u) => found.has(u));
     },
+    newestListed: (lists, limit) => newestListed(db, lists, limit),
     async pairRecords({ relation, target }, users) {
       if (users.length === 0) return new Map();
       const rows = await db.$queryRaw<{ user_id: string; member: boolean; version: string }[]>`

@@ -16,7 +16,7 @@ const positionText = (p: ListPosition) => `${p.at.getTime()}:${p.targetId}`;
 /** How long a list is kept after its last read or write (scripts/includes/list-positions.lua names the same). */
 const listIdleMs = 86_400_000;
 
-function parsePosition(text: string): ListPosition | null {
+export function parsePosition(text: string): ListPosition | null {
   const match = /^(\d+):([1-9]\d*)$/.exec(text);
   return match ? { at: new Date(Number(match[1])), targetId: BigInt(match[2] as string) } : null;
 }

@@ -2,13 +2,14 @@
 // KEYS), each with its members (whole for small targets, in bounded pieces for
 // big ones), and the one repair it makes here.
 import { Cluster, type Redis } from "ioredis";
-import { derivedCounters, relations, type CounterName, type RedisTarget, type Target } from "../../domain/model.js";
-import type { RedisReconcileStore, RelationTarget } from "../../domain/ports.js";
+import { derivedCounters, listedRelations, relations, type CounterName, type ListedRelation, type ListPosition, type RedisTarget, type Relation, type Target } from "../../domain/model.js";
+import type { ListRef, RedisReconcileStore, RelationTarget } from "../../domain/ports.js";
 import type { RedisClient } from "./client.js";
 import { parseCounterHash } from "./counter-hash.js";
 import { splitVersion, versionOf } from "../versions.js";
 import { epochField, membershipFanout, seqFieldPrefix, versionField, type RedisKeys } from "./keys.js";
-import { relationLayouts } from "./relations.js";
+import { parsePosition as parseListPosition } from "./list-store.js";
+import { relationLayouts, relationOfTag } from "./relations.js";
 import { ScriptStatus, toError } from "./statuses.js";
 
 /**
@@ -38,6 +39,26 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
   const versionNow = async (target: Target) => {
     const [epoch, micros] = await redis.hmget(keys.counters(target), epochField, versionField);
     return { epoch, micros };
+  };
+
+  /** One SCAN over every master in turn; the cursor names the master node and that node's SCAN cursor. */
+  async function scanNodes(cursor: string | null, pattern: string, count: number): Promise<{ found: string[]; cursor: string | null }> {
+    const [nodeText = "0", nodeCursor = "0"] = (cursor ?? "0:0").split(":");
+    const nodes = masters();
+    const node = Number(nodeText);
+    const [next, found] = await (nodes[node] as Redis).scan(nodeCursor, "MATCH", pattern, "COUNT", count);
+    const done = next === "0";
+    return { found, cursor: done ? (node + 1 < nodes.length ? `${node + 1}:0` : null) : `${node}:${next}` };
+  }
+  // Lists are found by their horizons, which only a held (or loading) list has; keys.ts builds every key,
+  // so a key is taken for a list's only when keys.list() builds the same one back.
+  const listsPattern = `${keys.list("like", 1n).horizon.split(":")[0] ?? ""}:*`;
+  const listOf = (key: string): ListRef | null => {
+    const match = /^[^:]+:\{\d+\}:user:([1-9]\d{0,18}):([a-z]+)$/.exec(key);
+    const relation = match ? relationOfTag(match[2] as string) : null;
+    if (!match || !relation || !(listedRelations as readonly Relation[]).includes(relation)) return null;
+    const ref = { relation: relation as ListedRelation, userId: BigInt(match[1] as string) };
+    return keys.list(ref.relation, ref.userId).horizon === key ? ref : null;
   };
 
   async function survey(items: readonly RelationTarget[], memberLimit: number): Promise<(RedisTarget | null)[]> {
@@ -83,14 +104,8 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
 
   return {
     async scan(cursor, count) {
-      // The cursor names the master node and that node's SCAN cursor.
-      const [nodeText = "0", nodeCursor = "0"] = (cursor ?? "0:0").split(":");
-      const nodes = masters();
-      const node = Number(nodeText);
-      const [next, found] = await (nodes[node] as Redis).scan(nodeCursor, "MATCH", keys.countersPattern, "COUNT", count);
-      const targets = found.flatMap((key) => keys.parseCounters(key) ?? []);
-      const done = next === "0";
-      return { targets, cursor: done ? (node + 1 < nodes.length ? `${node + 1}:0` : null) : `${node}:${next}` };
+      const page = await scanNodes(cursor, keys.countersPattern, count);
+      return { targets: page.found.flatMap((key) => keys.parseCounters(key) ?? []), cursor: page.cursor };
     },
     inspect: (items) => survey(items, Number.POSITIVE_INFINITY) as Promise<((RedisTarget & { members: bigint[] }) | null)[]>,
     survey,
@@ -188,6 +203,33 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
     async size() {
       const sizes = await Promise.all(masters().map((n) => n.dbsize()));
       return sizes.reduce((a, b) => a + b, 0);
+    },
+    async scanLists(cursor, count) {
+      const page = await scanNodes(cursor, listsPattern, count);
+      return { lists: page.found.flatMap((key) => listOf(key) ?? []), cursor: page.cursor };
+    },
+    async readLists(lists) {
+      return Promise.all(
+        lists.map(async ({ relation, userId }) => {
+          const list = keys.list(relation, userId);
+          // Plain reads: a pass keeps no list alive longer. The horizon read again tells a list loaded meanwhile.
+          const [horizon, flat, again] = await Promise.all([redis.get(list.horizon), redis.zrange(list.entries, "0", "-1", "WITHSCORES"), redis.get(list.horizon)]);
+          if (horizon === null || horizon === "loading" || again !== horizon) return null;
+          const entries: ListPosition[] = [];
+          for (let i = 0; i + 1 < flat.length; i += 2) entries.push({ targetId: BigInt(flat[i] as string), at: new Date(Number(flat[i + 1])) });
+          return { entries, horizon: horizon === "" ? null : parseListPosition(horizon) };
+        }),
+      );
+    },
+    async listRecords({ relation, userId }, targetIds) {
+      if (targetIds.length === 0) return [];
+      const records = await redis.hmget(keys.list(relation, userId).recent, ...targetIds.map(String));
+      return records.map((r) => r !== null);
+    },
+    async dropList({ relation, userId }) {
+      const list = keys.list(relation, userId);
+      // One slot (the user's): a load under way finds its horizon gone and leaves the list to the next read.
+      await redis.del(list.horizon, list.entries);
     },
   };
 }

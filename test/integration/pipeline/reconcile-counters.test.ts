@@ -30,7 +30,7 @@ async function reconcile(config: Config): Promise<ReconcileSummary> {
   }
 }
 
-const noDifferences = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0, derivedCounter: 0, redisDerivedCounter: 0, views: 0 };
+const noDifferences = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0, derivedCounter: 0, redisDerivedCounter: 0, views: 0, list: 0 };
 
 const counter = (target: Target, name: string) =>
   db.counter.findUnique({ where: { targetType_targetId_name: { targetType: target.type, targetId: target.id, name } } }).then((c) => Number(c?.value ?? 0n));

@@ -32,7 +32,7 @@ async function reconcile(config: Config): Promise<ReconcileSummary> {
   }
 }
 
-const noDifferences = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0, derivedCounter: 0, redisDerivedCounter: 0, views: 0 };
+const noDifferences = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0, derivedCounter: 0, redisDerivedCounter: 0, views: 0, list: 0 };
 
 const likers = (post: LikeableTarget) =>
   db.like.findMany({ where: { targetType: "post", targetId: post.id }, select: { userId: true }, orderBy: { userId: "asc" } }).then((rows) => rows.map((r) => r.userId));

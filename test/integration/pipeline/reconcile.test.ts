@@ -31,7 +31,7 @@ async function reconcile(config: Config): Promise<ReconcileSummary> {
 }
 
 
-const noDifferences = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0, derivedCounter: 0, redisDerivedCounter: 0, views: 0 };
+const noDifferences = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0, derivedCounter: 0, redisDerivedCounter: 0, views: 0, list: 0 };
 
 const likeCounter = (t: LikeableTarget) =>
   db.counter.findUnique({ where: { targetType_targetId_name: { targetType: t.type, targetId: t.id, name: "like" } } }).then((c) => Number(c?.value ?? 0n));
