@@ -21,6 +21,8 @@ const acrossNodes = [
   "test/integration/pipeline/rebuild.test.ts",
   "test/integration/pipeline/reconcile.test.ts",
   "test/integration/pipeline/reconcile-counters.test.ts",
+  "test/integration/pipeline/reconcile-drift.test.ts",
+  "test/integration/pipeline/reconcile-lists.test.ts",
   "test/integration/pipeline/rankings.test.ts",
   "test/integration/process/scale-out.test.ts",
 ];
