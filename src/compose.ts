@@ -15,6 +15,7 @@ import { createChangePersistence } from "./domain/persistence.js";
 import type { MessageBus } from "./domain/ports.js";
 import { createRankingRefresher, createRankingService, type RankingRefresher } from "./domain/rankings.js";
 import { createRateLimits } from "./domain/rate-limits.js";
+import { createRebuildSlots } from "./domain/rebuild-slots.js";
 import { createRepairService } from "./domain/repairs.js";
 import { createReadiness, outboxBacklog, shared, type Readiness } from "./domain/readiness.js";
 import type { Services } from "./domain/services.js";
@@ -26,6 +27,7 @@ import { runReconcile, type ReconcileProgress, type ReconcileSummary } from "./p
 import { isStoreUnavailable, type Clients } from "./stores/clients.js";
 import { createCommentStore } from "./stores/postgres/comment-store.js";
 import { createRelationHistoryStore } from "./stores/postgres/relation-history-store.js";
+import { createPersistedCounts } from "./stores/postgres/persisted-counts.js";
 import { createPostStore } from "./stores/postgres/post-store.js";
 import { createRankingSource } from "./stores/postgres/ranking-source.js";
 import { createDatabaseReconcileStore } from "./stores/postgres/reconcile-store.js";
@@ -128,7 +130,14 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const knownUsers = new KnownUsers();
   const userAnnouncements = createUserAnnouncements(redis, clients.subscriberRedis ?? null, keys);
   const snapshots = createSnapshotStore(db);
-  const counters = createCounterService({ counterStore, rebuildStore: rebuilds, snapshots, lookup: lookupTarget(catalog) });
+  const counters = createCounterService({
+    counterStore,
+    rebuildStore: rebuilds,
+    snapshots,
+    lookup: lookupTarget(catalog),
+    slots: createRebuildSlots({ atOnce: config.rebuilds.atOnce, maxWaiting: config.rebuilds.maxWaiting }),
+    persistedCounts: createPersistedCounts(db),
+  });
   const tokens = createTokenService({
     secret: config.jwtSecret,
     ttlSeconds: config.tokenTtlSeconds,

@@ -81,6 +81,10 @@ const schema = z.object({
   RECONCILE_BATCH_SIZE: positiveInt(200),
   // Members a reconcile pass loads at once: bigger targets are compared in pieces of this size.
   RECONCILE_MEMBER_CHUNK: positiveInt(10_000),
+  // Targets one API process loads from PostgreSQL at once (each holds a connection for a snapshot),
+  // and how many may wait for a slot (each no longer than its request's deadline); more are SERVICE_UNAVAILABLE.
+  REBUILDS_AT_ONCE: positiveInt(4),
+  REBUILDS_WAITING: positiveInt(256),
   // Targets idle this long leave Redis during a reconcile pass (rebuilt on next use); 0 keeps all.
   COLD_TARGET_IDLE_SECONDS: z.coerce.number().int().min(0).default(7 * 24 * 3600),
   // Prometheus metrics at http://HOST:METRICS_PORT/metrics; 0 turns them off.
@@ -193,6 +197,8 @@ export interface Config {
     readonly memberChunk: number;
     readonly coldAfterSeconds: number;
   };
+  /** Loads of targets from PostgreSQL per process: at once, and waiting at most. */
+  readonly rebuilds: { readonly atOnce: number; readonly maxWaiting: number };
   readonly metricsPort: number;
   readonly limits: {
     readonly bodyBytes: number;
@@ -287,6 +293,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       memberChunk: e.RECONCILE_MEMBER_CHUNK,
       coldAfterSeconds: e.COLD_TARGET_IDLE_SECONDS,
     }),
+    rebuilds: Object.freeze({ atOnce: e.REBUILDS_AT_ONCE, maxWaiting: e.REBUILDS_WAITING }),
     metricsPort: e.METRICS_PORT,
     limits: Object.freeze({
       bodyBytes: e.MAX_BODY_BYTES,

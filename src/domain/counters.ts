@@ -2,11 +2,30 @@
 // Redis does not hold a target (a new Redis, a flush, an evicted cold target).
 import { setTimeout as sleep } from "node:timers/promises";
 import { LRUCache } from "lru-cache";
+import { DomainError, ErrorCode } from "../errors.js";
 import { counterNames, relationsOf, targetKey, zeroCounts, type CounterValue, type Counts, type Relation, type Target, type TargetKey, type TargetType, type TargetView } from "./model.js";
-import type { CounterStore, RebuildStore, SnapshotStore } from "./ports.js";
+import type { CounterStore, PersistedCounts, RebuildStore, SnapshotStore } from "./ports.js";
+import { createRebuildSlots, type RebuildSlots } from "./rebuild-slots.js";
 
 /** What PostgreSQL knows of a target: whether it exists and who wrote it. */
 export type TargetLookup = (target: Target) => Promise<{ authorId: bigint | null } | null>;
+
+/** Whether Redis may take one more target now; throws the coded refusal when it is too near its memory limit. */
+export type LoadAdmission = () => Promise<void>;
+
+/** What a read of targets Redis does not hold loads: their counters rows alone, or the whole target (rebuild). */
+export type ColdLoad = "counts" | "rebuild";
+
+/** What a read may spend on targets Redis does not hold: its request's deadline and budget. */
+export interface ColdReads {
+  /** When the request answers whatever happens, in milliseconds since the epoch: no load waits past it. */
+  readonly deadlineAtMs?: number;
+  /**
+   * Pays for loading `targets` targets from PostgreSQL before any is loaded; throws
+   * (RATE_LIMITED) when the caller's budget is spent, and nothing is loaded.
+   */
+  readonly pay?: (load: ColdLoad, targets: number) => Promise<void>;
+}
 
 export interface CounterService {
   /**
@@ -21,12 +40,14 @@ export interface CounterService {
    * for a null viewer). Targets Redis does not hold are rebuilt from PostgreSQL
    * first; one that does not exist reads as all zeros.
    */
-  view(targets: readonly Target[], viewerId: bigint | null, relations?: readonly Relation[]): Promise<TargetView[]>;
+  view(targets: readonly Target[], viewerId: bigint | null, relations?: readonly Relation[], cold?: ColdReads): Promise<TargetView[]>;
   /**
    * Puts a target back into Redis from PostgreSQL (counts and membership), one
    * rebuild at a time across processes; false when the target does not exist.
+   * Waits for one of the process's rebuild slots until `deadlineAtMs` at most
+   * (SERVICE_UNAVAILABLE past it), and is refused while Redis is near its memory limit.
    */
-  rebuild(target: Target): Promise<boolean>;
+  rebuild(target: Target, deadlineAtMs?: number): Promise<boolean>;
   /**
    * Mirrors into Redis derived counters as PostgreSQL committed them (in the same
    * transaction as their cause). A target Redis does not hold is left alone: its
@@ -50,6 +71,15 @@ export interface CounterServiceOptions {
   readonly rebuildWaitMs?: number;
   /** How long the rebuild of a dropped target waits for its changes in flight to reach PostgreSQL. */
   readonly droppedWaitMs?: number;
+  /** The process's rebuild slots, shared by reads, view flushes and writes; 4 at once and 256 waiting unless given. */
+  readonly slots?: RebuildSlots;
+  /**
+   * Where an anonymous read finds the counts of targets Redis does not hold, without
+   * loading them; without it such targets are rebuilt as for a viewer.
+   */
+  readonly persistedCounts?: PersistedCounts;
+  /** Asked before every rebuild: Redis's memory policy (memory-policy.ts). Without it, every rebuild is admitted. */
+  readonly admitLoad?: LoadAdmission;
 }
 
 /** A view's memberships when the viewer is a member of nothing. */
@@ -60,9 +90,10 @@ export function noMemberships(type: TargetType): TargetView["viewerIn"] {
 /** Rebuilds a read tries before it gives up on a target that keeps leaving Redis. */
 export const rebuildRounds = 3;
 
-export class RebuildTimeoutError extends Error {
+/** Another process's rebuild of the target did not finish in time: nothing is wrong, only slow (SERVICE_UNAVAILABLE). */
+export class RebuildTimeoutError extends DomainError {
   constructor(target: Target, waitedMs: number) {
-    super(`${target.type} ${target.id} was still being rebuilt from PostgreSQL after ${waitedMs} ms.`);
+    super(ErrorCode.SERVICE_UNAVAILABLE, `${target.type} ${target.id} was still being loaded from PostgreSQL after ${waitedMs} ms; retry shortly.`);
   }
 }
 
@@ -73,6 +104,8 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   const droppedWaitMs = options.droppedWaitMs ?? 3_000;
   const missing = new LRUCache<TargetKey, true>({ max: 100_000, ttl: options.missingTtlMs ?? 30_000 });
   const rebuilding = new Map<TargetKey, Promise<boolean>>();
+  const slots = options.slots ?? createRebuildSlots({ atOnce: 4, maxWaiting: 256 });
+  const { persistedCounts, admitLoad } = options;
 
   const held = async (target: Target) => (await counterStore.read([target]))[0] !== null;
 
@@ -101,7 +134,7 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     return true;
   }
 
-  async function rebuildOnce(target: Target): Promise<boolean> {
+  async function rebuildOnce(target: Target, deadlineAtMs: number): Promise<boolean> {
     const key = targetKey(target);
     if (missing.has(key)) return false;
     const found = await lookup(target);
@@ -140,21 +173,44 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
         }
       }
       // Another process is rebuilding this target: wait for its counter hash to appear.
-      if (Date.now() - started > waitMs) throw new RebuildTimeoutError(target, waitMs);
+      if (Date.now() - started > waitMs || Date.now() >= deadlineAtMs) throw new RebuildTimeoutError(target, Date.now() - started);
       await sleep(20);
     }
   }
 
-  const rebuild = (target: Target): Promise<boolean> => {
+  const rebuild = (target: Target, deadlineAtMs = Date.now() + waitMs): Promise<boolean> => {
     const key = targetKey(target);
-    // Concurrent requests in this process share one rebuild.
+    // Concurrent requests in this process share one rebuild, and the first one's deadline.
     let pending = rebuilding.get(key);
     if (!pending) {
-      pending = rebuildOnce(target).finally(() => rebuilding.delete(key));
+      const admitted = admitLoad ? admitLoad() : Promise.resolve();
+      pending = admitted.then(() => slots.run(() => rebuildOnce(target, deadlineAtMs), deadlineAtMs)).finally(() => rebuilding.delete(key));
       rebuilding.set(key, pending);
     }
     return pending;
   };
+
+  /**
+   * The counts of targets Redis does not hold, for a reader who needs no
+   * membership: PostgreSQL's counters rows, read without loading the targets, so
+   * reading cold targets neither fills Redis nor holds a connection for a snapshot.
+   * Exact as a rebuild made at the same moment would be: both show what PostgreSQL
+   * committed. Redis is asked again afterwards, so a target loaded meanwhile (a
+   * like made it change) is answered from Redis, never older than a change that
+   * was acknowledged before this read; and a target dropped with changes still on
+   * their way to PostgreSQL (rebuildStore.drop) stays null, to be rebuilt, which
+   * waits for them. Nulls where the caller must rebuild.
+   */
+  async function persistedViews(targets: readonly Target[], asked: readonly Relation[] | undefined, exact: boolean): Promise<(TargetView | null)[]> {
+    const persisted = await (persistedCounts as PersistedCounts).read(targets);
+    const [again, dropped] = await Promise.all([viewHeld(targets, null, asked, exact), Promise.all(targets.map((t) => rebuildStore.droppedVersion(t)))]);
+    return targets.map((target, j) => {
+      const held = again[j];
+      if (held) return held;
+      if (dropped[j] !== null) return null;
+      return { counts: { ...zeroCounts(target.type), ...persisted[j] }, viewerIn: noMemberships(target.type) };
+    });
+  }
 
   // Anonymous reads of the same targets asked in the same tick share one store read (every
   // anonymous hotPosts request asks the counts of the same 100 posts). A tick's reads leave
@@ -197,13 +253,21 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     return views;
   }
 
-  async function view(targets: readonly Target[], viewerId: bigint | null, asked?: readonly Relation[], exact = false): Promise<TargetView[]> {
+  async function view(targets: readonly Target[], viewerId: bigint | null, asked?: readonly Relation[], exact = false, cold: ColdReads = {}): Promise<TargetView[]> {
     const views = await viewHeld(targets, viewerId, asked, exact);
+    // Live counts' exact reads load the target: its changes are announced from Redis.
+    if (viewerId === null && !exact && persistedCounts && views.includes(null)) {
+      const absent = targets.flatMap((_, i) => (views[i] === null ? [i] : []));
+      await cold.pay?.("counts", absent.length);
+      const found = await persistedViews(absent.map((i) => targets[i] as Target), asked, exact);
+      absent.forEach((i, j) => (views[i] = found[j] ?? null));
+    }
     // A target dropped again right after its rebuild (a late replay, a reconcile repair) is rebuilt once more.
     for (let round = 0; round < rebuildRounds; round++) {
       const absent = targets.flatMap((_, i) => (views[i] === null ? [i] : []));
       if (absent.length === 0) break;
-      const exists = await Promise.all(absent.map((i) => rebuild(targets[i] as Target)));
+      await cold.pay?.("rebuild", absent.length);
+      const exists = await Promise.all(absent.map((i) => rebuild(targets[i] as Target, cold.deadlineAtMs)));
       const existing = absent.filter((_, j) => exists[j]);
       if (existing.length === 0) break;
       const reread = await viewHeld(existing.map((i) => targets[i] as Target), viewerId, asked, exact);
@@ -215,7 +279,7 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
 
   return {
     rebuild,
-    view: (targets, viewerId, relations) => view(targets, viewerId, relations),
+    view: (targets, viewerId, relations, cold) => view(targets, viewerId, relations, false, cold),
     async read(targets) {
       return (await view(targets, null, undefined, true)).map((v) => v.counts);
     },

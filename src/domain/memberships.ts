@@ -91,7 +91,8 @@ export function createMembershipService(deps: MembershipServiceDeps): Membership
         // Nothing was written: the client may send the change again once the target settles.
         throw new DomainError(ErrorCode.SERVICE_UNAVAILABLE, `The counters of ${target.type} ${target.id} are being repaired; retry shortly.`);
       }
-      if (!(await counters.rebuild(target))) throw notFound(target.type, target.id);
+      // Only a target Redis does not hold waits for a rebuild slot: a change of a loaded one never gets here.
+      if (!(await counters.rebuild(target, answerAtMs))) throw notFound(target.type, target.id);
       result = await attempt();
     }
     return { changed: result.changed, counts: result.counts };

@@ -151,6 +151,15 @@ export interface SnapshotStore {
   sawCommit(mark: string, txid: bigint): boolean;
 }
 
+/**
+ * Targets' counters as PostgreSQL's `counters` table holds them: what the pipeline
+ * committed, in the transaction that wrote the changes' rows. One statement for all.
+ */
+export interface PersistedCounts {
+  /** Each target's counts in order; a counter with no row is absent (read as 0). */
+  read(targets: readonly Target[]): Promise<Counts[]>;
+}
+
 /** A relation of a target, as a reconcile pass compares it. */
 export interface RelationTarget {
   readonly relation: Relation;

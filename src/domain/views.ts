@@ -59,7 +59,12 @@ export interface ViewServiceOptions {
   readonly closeWithinMs?: number;
 }
 
-/** Posts loaded back into Redis at once by one flush: each rebuild holds a PostgreSQL connection. */
+/**
+ * Posts one flush asks to be loaded back into Redis at once. The process's rebuild
+ * slots (counters.ts), shared with reads and writes, decide how many load together;
+ * this keeps a flush of thousands of cold posts from filling their queue, so reads
+ * still find room in it.
+ */
 const rebuildsAtOnce = 8;
 
 /**
