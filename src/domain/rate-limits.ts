@@ -3,6 +3,7 @@
 // the same budgets: those decided in the shared store (Redis) exactly, those
 // decided in process memory within the bound local-budgets.ts states.
 import { RateLimitedError } from "../errors.js";
+import type { ColdLoad } from "./counters.js";
 import { createLocalBudgets } from "./local-budgets.js";
 import type { RateBudgetStore } from "./ports.js";
 
@@ -33,6 +34,27 @@ export const budgets: Readonly<Record<BudgetName, BudgetTraits>> = {
   viewerQueryCost: { counts: "expensive queries from this user", decidedIn: "store" },
   ipQueryCost: { counts: "expensive queries from this address", decidedIn: "store" },
 };
+
+/**
+ * What a read pays per target it loads from PostgreSQL because Redis does not hold
+ * it, in query-cost units (about the objects a query resolves), whatever the query's
+ * own cost: a warm post with its counts costs 2 and is read from Redis in microseconds,
+ * while a cold one costs a PostgreSQL statement (counts) or a snapshot transaction and
+ * the writes that load it (rebuild). So a crawl of cold posts spends the address's
+ * budget (RATE_LIMIT_IP_QUERY_COST a minute: 50,000 cold counts, 5,000 rebuilds), and a
+ * signed-in viewer's too, well before it can load the database; feeds of loaded posts
+ * pay nothing more.
+ */
+export const coldLoadCost: Readonly<Record<ColdLoad, number>> = { counts: 10, rebuild: 100 };
+
+/** The charges of loading `targets` cold targets, to the address's and the viewer's query-cost budgets. */
+export function coldLoadCharges(load: ColdLoad, targets: number, address: string, userId: bigint | null): Charge[] {
+  const cost = coldLoadCost[load] * targets;
+  if (cost <= 0) return [];
+  const charges: Charge[] = [{ budget: "ipQueryCost", subject: address, cost }];
+  if (userId !== null) charges.push({ budget: "viewerQueryCost", subject: userId.toString(), cost });
+  return charges;
+}
 
 export interface RateLimitSettings {
   /** Off: nothing is charged or refused. */

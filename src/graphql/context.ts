@@ -1,6 +1,7 @@
 import type { Viewer } from "../domain/identity.js";
 import type { Services } from "../domain/services.js";
 import { unauthenticated } from "../errors.js";
+import { coldReadsOf } from "./cold-reads.js";
 import { createLoaders, type Loaders } from "./loaders.js";
 
 /** REQUEST_DEADLINE_MS's default. */
@@ -42,7 +43,7 @@ export async function createContext(services: Services, header: string | undefin
       tokenProblem = 'The Authorization header must be "Bearer <token>".';
     }
   }
-  return { viewer, tokenProblem, clientIp, loaders: createLoaders(services, viewer), services, deadlineAtMs };
+  return { viewer, tokenProblem, clientIp, loaders: createLoaders(services, viewer, coldReadsOf(services, viewer, clientIp, deadlineAtMs)), services, deadlineAtMs };
 }
 
 /** The signed-in viewer, or UNAUTHENTICATED. */

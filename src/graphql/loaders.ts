@@ -1,6 +1,7 @@
 // One set of DataLoaders per request: a feed's many fields become one Redis
 // round trip for counts and the viewer's likes, one SQL query for unseen rows.
 import DataLoader from "dataloader";
+import type { ColdReads } from "../domain/counters.js";
 import type { Viewer } from "../domain/identity.js";
 import type { ListPage, ListPageRequest } from "../domain/lists.js";
 import type { MembersPage, MembersPageRequest } from "../domain/memberships.js";
@@ -118,7 +119,8 @@ const pageKey = (r: PageRequest) => `${r.parentId}:${r.limit}:${r.beforeId ?? ""
 const membersKey = (r: MembersPageRequest) => `${r.relation}:${targetKey(r.target)}:${r.first}:${r.after ? `${r.after.at.getTime()}:${r.after.userId}` : ""}`;
 const listKey = (r: ListPageRequest) => `${r.relation}:${r.userId}:${r.first}:${r.after ? `${r.after.at.getTime()}:${r.after.targetId}` : ""}`;
 
-export function createLoaders(services: Services, viewer: Viewer | null): Loaders {
+/** `cold`: what the request's reads may spend on targets Redis does not hold (cold-reads.ts); without it, no deadline and no charge. */
+export function createLoaders(services: Services, viewer: Viewer | null, cold?: ColdReads): Loaders {
   const { catalog, content, counters, memberships, lists } = services;
   const comment = new DataLoader<bigint, Comment | null>((ids) => catalog.comments(ids));
   /** Comments a page brought are known rows: `parent` and `comment` lookups of them need no batch. */
@@ -135,8 +137,8 @@ export function createLoaders(services: Services, viewer: Viewer | null): Loader
     user: new DataLoader((ids) => catalog.users(ids)),
     post: new DataLoader((ids) => catalog.posts(ids)),
     comment,
-    views: new SettledLoader<TargetView, Target, Relation>((targets, relations) => counters.view(targets, viewer?.userId ?? null, relations)),
-    fullViews: new DataLoader((targets) => counters.view(targets, viewer?.userId ?? null), { cacheKeyFn: targetKey }),
+    views: new SettledLoader<TargetView, Target, Relation>((targets, relations) => counters.view(targets, viewer?.userId ?? null, relations, cold)),
+    fullViews: new DataLoader((targets) => counters.view(targets, viewer?.userId ?? null, undefined, cold), { cacheKeyFn: targetKey }),
     commentsOf: commentPages((requests) => content.commentsOf(requests)),
     repliesTo: commentPages((requests) => content.repliesTo(requests)),
     members: new DataLoader((requests) => memberships.members(requests), { cacheKeyFn: membersKey }),

@@ -3,14 +3,16 @@
 // root field; expensive queries by their cost), and rateLimitPlugin answers a
 // refusal as HTTP 429. Sign-ins per username are charged by the login use case,
 // which alone knows the username.
-import { isIPv6 } from "node:net";
 import type { ApolloServerPlugin } from "@apollo/server";
 import { OperationTypeNode, type DocumentNode, type OperationDefinitionNode } from "graphql";
 import type { Charge } from "../domain/rate-limits.js";
 import { ErrorCode } from "../errors.js";
 import { tokenRefused } from "./authentication-plugin.js";
+import { addressSubject } from "./client-address.js";
 import type { Context } from "./context.js";
 import { rootFieldNames, signInFields } from "./root-fields.js";
+
+export { addressSubject };
 
 /**
  * Answers RATE_LIMITED as HTTP 429 with Retry-After (the longest
@@ -36,14 +38,12 @@ export function rateLimitPlugin(): ApolloServerPlugin<Context> {
 
 /**
  * What a like's charges worked out anew on every request, remembered: the subjects
- * of the addresses seen lately (regular expressions) and the root fields of each
+ * of the addresses seen lately (client-address.ts) and the root fields of each
  * mutation (a walk of the operation with a Map and a Set of its own); both were
  * about 1.5% of a like's CPU under load, measured with perf. Apollo hands the same
  * operation node for every repeat of a document, so its root fields live as long
  * as Apollo's document cache keeps the document.
  */
-const subjectsByAddress = new Map<string, string>();
-const maxRememberedAddresses = 10_000;
 const rootFieldsByOperation = new WeakMap<OperationDefinitionNode, readonly string[]>();
 
 function rootFieldsOf(operation: OperationDefinitionNode, document: DocumentNode): readonly string[] {
@@ -53,33 +53,6 @@ function rootFieldsOf(operation: OperationDefinitionNode, document: DocumentNode
     rootFieldsByOperation.set(operation, fields);
   }
   return fields;
-}
-
-/**
- * The subject of an address's budgets. An IPv6 client is usually given a whole /64
- * and can pick any address in it, so its budgets are the /64's; an IPv4-mapped
- * IPv6 address is its IPv4 address.
- */
-export function addressSubject(ip: string): string {
-  let subject = subjectsByAddress.get(ip);
-  if (subject === undefined) {
-    if (subjectsByAddress.size >= maxRememberedAddresses) subjectsByAddress.clear();
-    subject = subjectOf(ip);
-    subjectsByAddress.set(ip, subject);
-  }
-  return subject;
-}
-
-function subjectOf(ip: string): string {
-  const address = ip.replace(/%.*$/, "");
-  if (!isIPv6(address)) return address;
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
-  if (mapped?.[1]) return mapped[1];
-  const [head = "", tail] = address.split("::");
-  const front = head ? head.split(":") : [];
-  const back = tail ? tail.split(":") : [];
-  const groups = tail === undefined ? front : [...front, ...Array<string>(Math.max(0, 8 - front.length - back.length)).fill("0"), ...back];
-  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(":")}::/64`;
 }
 
 /** A mutation's charges: one unit per root field, sign-ins to their own budget. */

@@ -1,0 +1,15 @@
+// What one request's reads may spend on targets Redis does not hold: they wait for
+// a load no longer than the request's deadline, and pay for each load from the
+// caller's query-cost budgets before it starts (domain/rate-limits.ts, coldLoadCost).
+import type { ColdReads } from "../domain/counters.js";
+import type { Viewer } from "../domain/identity.js";
+import { coldLoadCharges } from "../domain/rate-limits.js";
+import type { Services } from "../domain/services.js";
+import { addressSubject } from "./client-address.js";
+
+export function coldReadsOf(services: Pick<Services, "rateLimits">, viewer: Viewer | null, clientIp: string, deadlineAtMs?: number): ColdReads {
+  return {
+    ...(deadlineAtMs !== undefined && { deadlineAtMs }),
+    pay: (load, targets) => services.rateLimits.charge(coldLoadCharges(load, targets, addressSubject(clientIp), viewer?.userId ?? null)),
+  };
+}
