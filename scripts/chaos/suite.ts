@@ -15,7 +15,7 @@ import { createCast, defaultLoad, Endpoint, startLoad, type LoadOptions } from "
 import { startPostgresInstance, type PostgresInstance } from "./postgres-instance.js";
 import { createRabbitVhost } from "./rabbitmq-vhost.js";
 import { startRedisInstance } from "./redis-instance.js";
-import { startEntry, waitForLogLine, waitUntilServing, type Entry, type ServiceProcess } from "./service-process.js";
+import { buildEntries, startEntry, waitForLogLine, waitUntilServing, type Entry, type ServiceProcess } from "./service-process.js";
 
 export const caseNames = allCases.map((c) => c.name);
 
@@ -84,6 +84,8 @@ export async function runChaos(options: SuiteOptions): Promise<CaseResult[]> {
   const progress = options.progress ?? (() => {});
   const runTag = `chaos_${process.pid}_${Date.now().toString(36)}`;
   mkdirSync(options.directory, { recursive: true });
+  progress("building the service");
+  buildEntries();
   progress("starting a private PostgreSQL cluster and a RabbitMQ vhost");
   const postgres = await startPostgresInstance(options.sharedDatabaseUrl, runTag);
   const vhost = await createRabbitVhost(options.amqpUrl, runTag);
