@@ -3,63 +3,12 @@
 // processes), whether its Redis keeps an AOF, and what it does to which
 // private instance when.
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Redis } from "ioredis";
-import type { TcpProxy } from "../lib/tcp-proxy.js";
 import { createRedisClient } from "../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../src/stores/redis/rebuild-store.js";
-import type { PostgresInstance } from "./postgres-instance.js";
-import type { RedisInstance } from "./redis-instance.js";
-import type { ServiceProcess } from "./service-process.js";
+import { at, type ChaosCase, type FaultContext } from "./case.js";
 
-export type Layout = "npm start" | "api + worker";
-
-export interface FaultContext {
-  readonly redis: RedisInstance;
-  /** A client of the case's Redis, not through the proxy. */
-  readonly redisClient: Redis;
-  readonly partitions: number;
-  readonly redisProxy: TcpProxy;
-  readonly amqpProxy: TcpProxy;
-  readonly postgres: PostgresInstance;
-  readonly hotPostId: string;
-  /** The running processes by role; `restart` starts one again as it was started and waits until it works. */
-  process(role: "server" | "api" | "worker"): ServiceProcess;
-  restart(role: "api" | "worker"): Promise<void>;
-  /** Runs `npm run reconcile`'s entry against the case's instances; resolves with its exit code. */
-  reconcile(): Promise<number | null>;
-  /** Milliseconds since the load started. */
-  elapsedMs(): number;
-  /** Notes a step of the fault in the case's timeline. */
-  note(event: string): void;
-}
-
-export interface ChaosCase {
-  readonly name: string;
-  readonly summary: string;
-  readonly layout: Layout;
-  readonly redisAppendOnly: boolean;
-  /** Settings of the service beyond the suite's defaults. */
-  readonly env?: Readonly<Record<string, string>>;
-  /** How long the load runs; the fault happens inside it. */
-  readonly loadSeconds: number;
-  /** Set when the case is expected to lose what Redis held at a crash, not counted as a failure then. */
-  readonly expectsLoss?: string;
-  /**
-   * Which acknowledged views the case may lose: those an API process killed held in
-   * memory since its last flush, or any (Redis without persistence). None otherwise.
-   */
-  readonly viewsMayBeLost?: "flushWindow" | "any";
-  /** Why the case cannot run with these instances, or null. */
-  unavailable?(postgres: PostgresInstance): string | null;
-  inject(ctx: FaultContext): Promise<void>;
-}
-
-/** Waits until `ms` into the load. */
-async function at(ctx: FaultContext, ms: number): Promise<void> {
-  const wait = ms - ctx.elapsedMs();
-  if (wait > 0) await sleep(wait);
-}
+export type { ChaosCase, FaultContext, Layout } from "./case.js";
 
 /**
  * RabbitMQ out of reach for a while first, so the outbox holds a backlog when

@@ -14,9 +14,19 @@ export interface GraphQLAnswer {
 
 export type Post = { readonly id: string; readonly authorId: string };
 
+export interface CastUser {
+  readonly id: string;
+  readonly token: string;
+  /** Signs in again with `password`. */
+  readonly username: string;
+}
+
+/** The password of every user a case registers. */
+export const castPassword = "chaos-password-1";
+
 export interface Cast {
-  readonly authors: readonly { readonly id: string; readonly token: string }[];
-  readonly likers: readonly { readonly id: string; readonly token: string }[];
+  readonly authors: readonly CastUser[];
+  readonly likers: readonly CastUser[];
   /** The first is the hot one. */
   readonly posts: readonly Post[];
 }
@@ -35,9 +45,27 @@ export interface LoadOptions {
   readonly viewers: number;
   /** Views of the hot post each report carries. */
   readonly viewsPerReport: number;
+  /**
+   * Likes and unlikes a second, started on a fixed schedule whatever the answers take
+   * (each by a user with nothing in flight, who waits for one when all are busy), or
+   * null for users that each send their next one a think time after the last answer.
+   * On a schedule, a slow service makes requests wait instead of making fewer of them,
+   * so latencies measured from the scheduled start show what users would see.
+   */
+  readonly likesPerSecond: number | null;
 }
 
-export const defaultLoad: LoadOptions = { likers: 20, authors: 2, posts: 6, hotShare: 0.5, thinkMs: 40, requestTimeoutMs: 10_000, viewers: 4, viewsPerReport: 10 };
+export const defaultLoad: LoadOptions = { likers: 20, authors: 2, posts: 6, hotShare: 0.5, thinkMs: 40, requestTimeoutMs: 10_000, viewers: 4, viewsPerReport: 10, likesPerSecond: null };
+
+/** One like or unlike of the load, for latency figures. */
+export interface LatencySample {
+  /** When it was due (its scheduled start, or its start), ms into the load. */
+  readonly atMs: number;
+  /** From due to answered. */
+  readonly ms: number;
+  /** Answered with data; otherwise the error code or transport failure. */
+  readonly error: string | null;
+}
 
 /** The view reports of the load: what was answered counted, and when. */
 export interface ViewReports {
@@ -79,6 +107,7 @@ export class Endpoint {
 }
 
 const register = `mutation($u: String!, $e: String!, $p: String!) { register(username: $u, email: $e, password: $p) { token user { id } } }`;
+const signIn = `mutation($u: String!, $p: String!) { login(username: $u, password: $p) { token user { id } } }`;
 const createPost = `mutation($t: String!) { createPost(title: $t, body: "chaos") { id } }`;
 
 async function inBatches<T>(count: number, size: number, make: (i: number) => Promise<T>): Promise<T[]> {
@@ -92,8 +121,22 @@ export async function createCast(api: Endpoint, tag: string, options: LoadOption
   type Registered = { register: { token: string; user: { id: string } } };
   const user = async (role: string, i: number) => {
     const name = `${tag}_${role}${i}`;
-    const { register: r } = await api.must<Registered>(register, { u: name, e: `${name}@chaos.example`, p: "chaos-password-1" });
-    return { id: r.user.id, token: r.token };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const answer = await api.call(register, { u: name, e: `${name}@chaos.example`, p: castPassword });
+        const r = (answer.data as Registered | null | undefined)?.register;
+        if (r && !answer.errors?.length) return { id: r.user.id, token: r.token, username: name };
+        // An earlier attempt answered with an error (or not at all) but registered the user: sign in instead.
+        if (attempt > 0 && answer.errors?.[0]?.extensions?.code === "BAD_USER_INPUT") {
+          const { login: l } = await api.must<{ login: Registered["register"] }>(signIn, { u: name, p: castPassword });
+          return { id: l.user.id, token: l.token, username: name };
+        }
+        if (attempt >= 19) throw new Error(`registering ${name} kept failing: ${JSON.stringify(answer.errors)}`);
+      } catch (error) {
+        if (attempt >= 19) throw error;
+      }
+      await sleep(500);
+    }
   };
   const authors = await inBatches(options.authors, 4, (i) => user("a", i));
   const likers = await inBatches(options.likers, 4, (i) => user("u", i));
@@ -108,7 +151,8 @@ export async function createCast(api: Endpoint, tag: string, options: LoadOption
 
 const recordViews = `mutation($ids: [ID!]!) { recordViews(postIds: $ids) }`;
 
-const mutations: Record<Kind, string> = {
+/** The load's like and unlike, answering `changed` and the post's count. */
+export const mutations: Record<Kind, string> = {
   like: `mutation($id: ID!) { likePost(postId: $id) { changed post { counts { likes } } } }`,
   unlike: `mutation($id: ID!) { unlikePost(postId: $id) { changed post { counts { likes } } } }`,
 };
@@ -129,6 +173,11 @@ export interface LoadRun {
   /** The longest any request took, in ms. */
   readonly maxLatencyMs: () => number;
   readonly attempted: () => number;
+  /** Every like and unlike, in the order answered. */
+  readonly samples: readonly LatencySample[];
+  /** Sends nothing more; resolves once nothing is in flight. */
+  pause(): Promise<void>;
+  resume(): void;
   /** Resolves when every user finished its last operation after `stop`. */
   stop(): Promise<void>;
 }
@@ -146,8 +195,9 @@ export function startLoad(api: Endpoint, cast: Cast, options: LoadOptions): Load
   let stopping = false;
   let attempted = 0;
   let maxLatencyMs = 0;
+  const samples: LatencySample[] = [];
 
-  async function operate(liker: Cast["likers"][number], post: Post): Promise<void> {
+  async function operate(liker: CastUser, post: Post, dueMs?: number): Promise<void> {
     const pair = pairs.get(pairKey(liker.id, post.id)) as PairHistory;
     const believed = pair.certainState() ?? false;
     // Mostly the opposite of the state, so the pair keeps changing; now and then the same, which must answer changed=false.
@@ -174,15 +224,78 @@ export function startLoad(api: Endpoint, cast: Cast, options: LoadOptions): Load
     const endMs = elapsedMs();
     maxLatencyMs = Math.max(maxLatencyMs, endMs - startMs);
     pair.record(kind, startMs, endMs, outcome);
+    const due = dueMs ?? startMs;
+    samples.push({ atMs: due, ms: endMs - due, error: outcome.kind === "acknowledged" ? null : outcome.reason });
   }
 
-  async function user(liker: Cast["likers"][number]): Promise<void> {
+  /** Closed while paused; every loop passes it before each request. */
+  let gate: { readonly opened: Promise<void>; open(): void } | null = null;
+  /** Pauses so far (the schedule starts afresh after one), and when the last ended. */
+  let pauses = 0;
+  let resumedMs = 0;
+  let inFlight = 0;
+  let idle: (() => void) | null = null;
+  const passGate = async () => {
+    while (gate && !stopping) await gate.opened;
+  };
+  async function inFlightDo<T>(send: () => Promise<T>): Promise<T> {
+    inFlight++;
+    try {
+      return await send();
+    } finally {
+      inFlight--;
+      if (inFlight === 0) idle?.();
+    }
+  }
+
+  const pickPost = (): Post => {
     const [hot, ...rest] = cast.posts as [Post, ...Post[]];
+    return rest.length === 0 || Math.random() < options.hotShare ? hot : (rest[Math.floor(Math.random() * rest.length)] as Post);
+  };
+
+  async function user(liker: CastUser): Promise<void> {
     while (!stopping) {
-      const post = rest.length === 0 || Math.random() < options.hotShare ? hot : (rest[Math.floor(Math.random() * rest.length)] as Post);
-      await operate(liker, post);
+      await passGate();
+      if (stopping) break;
+      const post = pickPost();
+      await inFlightDo(() => operate(liker, post));
       // A refused connection answers at once; without a pause the loop would spin while the API is down.
       await sleep(Math.random() * options.thinkMs + (pairs.get(pairKey(liker.id, post.id))?.operations.at(-1)?.outcome.kind === "refused" ? 100 : 0));
+    }
+  }
+
+  // The schedule of `likesPerSecond`: due times not yet taken, and the users waiting for one.
+  const due: number[] = [];
+  const waiting: ((dueMs: number | null) => void)[] = [];
+  async function schedule(perSecond: number): Promise<void> {
+    while (!stopping) {
+      await passGate();
+      const from = elapsedMs();
+      const pausesAtStart = pauses;
+      for (let n = 0; !stopping && pauses === pausesAtStart; n++) {
+        const at = from + (n * 1000) / perSecond;
+        if (at > elapsedMs()) await sleep(at - elapsedMs());
+        const taker = waiting.shift();
+        if (taker) taker(at);
+        else due.push(at);
+      }
+      due.length = 0;
+    }
+    for (const taker of waiting.splice(0)) taker(null);
+  }
+  const takeDue = () => (due.length > 0 ? Promise.resolve(due.shift() as number) : new Promise<number | null>((resolve) => waiting.push(resolve)));
+  async function scheduledUser(liker: CastUser): Promise<void> {
+    while (!stopping) {
+      const dueMs = await takeDue();
+      if (dueMs === null) break;
+      // Due before a pause ended: its time says nothing about the service.
+      if (gate || dueMs < resumedMs) {
+        await passGate();
+        continue;
+      }
+      const post = pickPost();
+      await inFlightDo(() => operate(liker, post, dueMs));
+      if (pairs.get(pairKey(liker.id, post.id))?.operations.at(-1)?.outcome.kind === "refused") await sleep(100);
     }
   }
 
@@ -190,28 +303,41 @@ export function startLoad(api: Endpoint, cast: Cast, options: LoadOptions): Load
   async function viewer(): Promise<void> {
     const ids = Array.from({ length: options.viewsPerReport }, () => (cast.posts[0] as Post).id);
     while (!stopping) {
+      await passGate();
+      if (stopping) break;
       let refused = false;
-      try {
-        const answer = await api.call(recordViews, { ids }, undefined, options.requestTimeoutMs);
-        const counted = answer.data?.recordViews;
-        const code = answer.errors?.[0]?.extensions?.code;
-        if (typeof counted === "number" && !answer.errors?.length) views.acknowledged.push({ endMs: elapsedMs(), views: counted });
-        else {
-          fail(code ?? "no data");
-          // Refused before anything ran (a budget spent): those views cannot have counted.
-          if (code !== "RATE_LIMITED") views.unanswered += ids.length;
+      await inFlightDo(async () => {
+        try {
+          const answer = await api.call(recordViews, { ids }, undefined, options.requestTimeoutMs);
+          const counted = answer.data?.recordViews;
+          const code = answer.errors?.[0]?.extensions?.code;
+          if (typeof counted === "number" && !answer.errors?.length) views.acknowledged.push({ endMs: elapsedMs(), views: counted });
+          else {
+            fail(code ?? "no data");
+            // Refused before anything ran (a budget spent): those views cannot have counted.
+            if (code !== "RATE_LIMITED") views.unanswered += ids.length;
+          }
+        } catch (error) {
+          refused = isRefused(error);
+          fail(refused ? "connection refused" : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name));
+          // A refused connection never reached a server: those views cannot have counted.
+          if (!refused) views.unanswered += ids.length;
         }
-      } catch (error) {
-        refused = isRefused(error);
-        fail(refused ? "connection refused" : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name));
-        // A refused connection never reached a server: those views cannot have counted.
-        if (!refused) views.unanswered += ids.length;
-      }
+      });
       await sleep(Math.random() * options.thinkMs + (refused ? 100 : 0));
     }
   }
 
-  const users = Promise.all([...cast.likers.map(user), ...Array.from({ length: options.viewers }, viewer)]);
+  function resume(): void {
+    const closed = gate;
+    gate = null;
+    resumedMs = elapsedMs();
+    closed?.open();
+  }
+
+  const perSecond = options.likesPerSecond;
+  const likers = perSecond === null ? cast.likers.map(user) : [schedule(perSecond), ...cast.likers.map(scheduledUser)];
+  const users = Promise.all([...likers, ...Array.from({ length: options.viewers }, viewer)]);
   return {
     pairs,
     views,
@@ -219,8 +345,20 @@ export function startLoad(api: Endpoint, cast: Cast, options: LoadOptions): Load
     failures,
     maxLatencyMs: () => maxLatencyMs,
     attempted: () => attempted,
+    samples,
+    async pause() {
+      if (gate) return;
+      let open = () => {};
+      const opened = new Promise<void>((resolve) => (open = resolve));
+      gate = { opened, open };
+      pauses++;
+      if (inFlight > 0) await new Promise<void>((resolve) => (idle = resolve));
+      idle = null;
+    },
+    resume,
     async stop() {
       stopping = true;
+      resume();
       await users;
     },
   };

@@ -16,6 +16,8 @@ export interface RedisInstance {
   readonly url: string;
   /** Whether it appends every write to an AOF (fsynced every second). */
   readonly appendOnly: boolean;
+  /** Its `maxmemory` as given to it, or null for none. */
+  readonly maxMemory: string | null;
   /** SIGKILL, then the same server again on the same port and directory: what survives is what its files kept. */
   crashAndRestart(downMs: number): Promise<void>;
   /** SIGSTOP: the server keeps its connections and answers nothing until `thaw`. */
@@ -34,7 +36,7 @@ async function answers(port: number): Promise<boolean> {
   }
 }
 
-export async function startRedisInstance(options: { appendOnly: boolean }): Promise<RedisInstance> {
+export async function startRedisInstance(options: { appendOnly: boolean; maxMemory?: string | undefined }): Promise<RedisInstance> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), "likes-chaos-redis-"));
   const args = [
@@ -42,6 +44,7 @@ export async function startRedisInstance(options: { appendOnly: boolean }): Prom
     "--appendonly", options.appendOnly ? "yes" : "no", "--appendfsync", "everysec",
     // The outbox holds likes not yet persisted: nothing may be evicted.
     "--maxmemory-policy", "noeviction",
+    ...(options.maxMemory ? ["--maxmemory", options.maxMemory] : []),
   ];
   let child: ChildProcess | undefined;
   const orphaned = () => {
@@ -71,6 +74,7 @@ export async function startRedisInstance(options: { appendOnly: boolean }): Prom
     port,
     url: `redis://127.0.0.1:${port}`,
     appendOnly: options.appendOnly,
+    maxMemory: options.maxMemory ?? null,
     async crashAndRestart(downMs) {
       await kill("SIGKILL");
       await sleep(downMs);

@@ -1,5 +1,5 @@
 // The suite's table and, below it, the evidence of every case that failed.
-import { failed, type CaseResult } from "./suite.js";
+import { failed, missedTargets, type CaseResult } from "./suite.js";
 
 function verdictOf(r: CaseResult): string {
   if (r.skipped) return `skipped: ${r.skipped}`;
@@ -19,6 +19,7 @@ function verdictOf(r: CaseResult): string {
       r.views && r.views.lost > r.views.allowedLost ? `${r.views.lost - r.views.allowedLost} views lost` : "",
       r.views && r.views.doubled > 0 ? "views doubled" : "",
       r.views?.drift ? "views drift" : "",
+      ...missedTargets(r).map((f) => `missed ${f.name}`),
     ].filter(Boolean);
     return `FAIL: ${reasons.join(", ")}`;
   }
@@ -58,7 +59,17 @@ export function formatTable(results: readonly CaseResult[]): string {
     "  what a killed API process held since its last flush); views counted twice or Redis and PostgreSQL apart fail the case.",
     ...(results.some((r) => r.expectsLoss) ? ["*: Redis keeps nothing on disk; losing likes acknowledged before its crash is expected, and reported."] : []),
   ];
-  return [line(header), widths.map((w) => "-".repeat(w)).join("-|-"), ...rows.map(line), ...legend].join("\n");
+  return [line(header), widths.map((w) => "-".repeat(w)).join("-|-"), ...rows.map(line), ...legend, ...formatFigures(results)].join("\n");
+}
+
+/** The figures cases measured beyond the check, against their targets; nothing when no case has any. */
+function formatFigures(results: readonly CaseResult[]): string[] {
+  const header = ["case", "figure", "value", "target", "met"];
+  const rows = results.flatMap((r) => r.figures.map((f) => [r.name, f.name, f.value, f.target?.text ?? "", f.target ? (f.target.met ? "yes" : "NO") : ""]));
+  if (rows.length === 0) return [];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i] as number)).join(" | ").trimEnd();
+  return ["", "Figures (a target missed fails its case):", "", line(header), widths.map((w) => "-".repeat(w)).join("-|-"), ...rows.map(line)];
 }
 
 const first = (items: readonly string[], n = 5) => [...items.slice(0, n).map((i) => `    ${i}`), ...(items.length > n ? [`    … ${items.length - n} more`] : [])];
@@ -75,6 +86,7 @@ export function formatEvidence(results: readonly CaseResult[]): string {
       const w = r.views;
       out.push(`  views: ${w.acknowledged} acknowledged, ${w.unanswered} unanswered, ${w.counted} counted, lost ${w.lost} (${w.allowedLost} allowed), doubled ${w.doubled}${w.drift ? `, ${w.drift}` : ""}`);
     }
+    for (const f of r.figures) out.push(`  ${f.name}: ${f.value}${f.target ? ` (target ${f.target.text}: ${f.target.met ? "met" : "MISSED"})` : ""}`);
     out.push(`  timeline: ${r.timeline.join("; ")}`);
     if (r.error) out.push(`  error: ${r.error}`);
     const v = r.verdict;

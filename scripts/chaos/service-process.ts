@@ -5,7 +5,7 @@
 // one also stops the processes it forked, and nothing else.
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { entryArgs } from "../lib/entries.js";
 import { projectRoot } from "../lib/schema-engine.js";
@@ -129,3 +129,37 @@ export function tail(logFile: string, lines = 20): string {
     return "(no log)";
   }
 }
+
+export interface ProcessInfo {
+  readonly pid: number;
+  readonly ppid: number;
+  /** Its process group: a service process started here leads a group of its own. */
+  readonly group: number;
+  /** Its command line, arguments separated by spaces. */
+  readonly command: string;
+}
+
+/**
+ * Processes running now, zombies left out: a child whose parent exited first may
+ * wait a while to be reaped, and has stopped all the same. Read from /proc.
+ */
+export function runningProcesses(): ProcessInfo[] {
+  const found: ProcessInfo[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      // The command name is in parentheses and may hold spaces: fields start after the last ")".
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (fields[0] === "Z" || fields[0] === "X") continue;
+      const command = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").join(" ").trim();
+      found.push({ pid: Number(entry), ppid: Number(fields[1]), group: Number(fields[2]), command });
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  return found;
+}
+
+/** The processes of `process`'s group still running: itself and everything it started. */
+export const groupOf = (process: ServiceProcess) => runningProcesses().filter((p) => p.group === process.pid);

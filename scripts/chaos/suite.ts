@@ -11,7 +11,8 @@ import { startTcpProxy, type TcpProxy } from "../lib/tcp-proxy.js";
 import { freePort } from "../lib/ports.js";
 import { cases as allCases, type ChaosCase, type FaultContext } from "./cases.js";
 import { settle, verify, verifyViews, type Settling, type Verdict, type ViewsAllowance, type ViewsVerdict } from "./check.js";
-import { createCast, defaultLoad, Endpoint, startLoad, type LoadOptions } from "./load.js";
+import type { Figure } from "./figures.js";
+import { createCast, defaultLoad, Endpoint, startLoad, type LoadOptions, type LoadRun } from "./load.js";
 import { startPostgresInstance, type PostgresInstance } from "./postgres-instance.js";
 import { createRabbitVhost } from "./rabbitmq-vhost.js";
 import { startRedisInstance } from "./redis-instance.js";
@@ -34,15 +35,21 @@ export interface CaseResult {
   readonly settling: Settling | null;
   readonly failures: ReadonlyMap<string, number>;
   readonly maxLatencyMs: number;
+  /** What the case measured beyond the check, some held to targets. */
+  readonly figures: readonly Figure[];
   readonly timeline: readonly string[];
   readonly directory: string;
   readonly seconds: number;
 }
 
-/** Whether the case broke a guarantee (its expected loss aside). */
+/** The case's figures whose target it missed. */
+export const missedTargets = (result: CaseResult): Figure[] => result.figures.filter((f) => f.target && !f.target.met);
+
+/** Whether the case broke a guarantee (its expected loss aside) or missed a target. */
 export function failed(result: CaseResult): boolean {
   if (result.skipped) return false;
   if (result.error || !result.verdict || !result.settling?.settled) return true;
+  if (missedTargets(result).length > 0) return true;
   const v = result.verdict;
   const unexpectedLost = v.lost.length - (result.expectsLoss ? v.expectedLost : 0);
   const unexpectedMisanswered = v.misanswered.length - (result.expectsLoss ? v.expectedMisanswered : 0);
@@ -106,7 +113,8 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
   const started = Date.now();
   const directory = path.join(options.directory, c.name);
   mkdirSync(directory, { recursive: true });
-  const empty = { expectsLoss: c.expectsLoss ?? null, attempted: 0, acknowledged: 0, verdict: null, views: null, settling: null, failures: new Map<string, number>(), maxLatencyMs: 0, directory };
+  const figures: Figure[] = [];
+  const empty = { expectsLoss: c.expectsLoss ?? null, attempted: 0, acknowledged: 0, verdict: null, views: null, settling: null, failures: new Map<string, number>(), maxLatencyMs: 0, figures, directory };
   const skipped = c.unavailable?.(instances.postgres) ?? null;
   if (skipped) return { name: c.name, summary: c.summary, skipped, error: null, timeline: [], seconds: 0, ...empty };
 
@@ -120,7 +128,7 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
   let load: ReturnType<typeof startLoad> | undefined;
   try {
     progress("starting Redis, proxies and the database");
-    const redis = await startRedisInstance({ appendOnly: c.redisAppendOnly });
+    const redis = await startRedisInstance({ appendOnly: c.redisAppendOnly, maxMemory: c.redisMaxMemory });
     cleanup.push(() => redis.stop());
     const redisProxy = await startTcpProxy({ host: "127.0.0.1", port: redis.port });
     cleanup.push(() => redisProxy.close());
@@ -158,14 +166,15 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
     const logFile = (entry: Entry) => path.join(directory, `${entry}.log`);
     const apiUrl = `http://127.0.0.1:${apiPort}/graphql`;
     const processes = new Map<string, ServiceProcess>();
-    const start = async (entry: "server" | "api" | "worker") => {
-      const file = logFile(entry);
+    const start = async (entry: "server" | "api" | "worker", name: string = entry, extraEnv: Readonly<Record<string, string>> = {}, url = apiUrl) => {
+      const file = path.join(directory, `${name}.log`);
       writeFileSync(file, "", { flag: "a" });
       const from = statSync(file).size;
-      const proc = startEntry(entry, env, file);
-      processes.set(entry, proc);
+      const proc = startEntry(entry, { ...env, ...extraEnv }, file);
+      processes.set(name, proc);
       if (entry === "worker") await waitForLogLine(file, "pipeline running", from, proc);
-      else await waitUntilServing(apiUrl, proc, file);
+      else await waitUntilServing(url, proc, file);
+      return proc;
     };
     cleanup.push(() => Promise.all([...processes.values()].map((p) => p.stop())));
     progress(`starting the service (${c.layout})`);
@@ -174,8 +183,10 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
 
     const api = new Endpoint(apiUrl);
     progress("registering users and writing posts");
-    const loadOptions = { ...defaultLoad, ...options.load };
-    const cast = await createCast(api, `c${Date.now().toString(36)}`, loadOptions);
+    const loadOptions = { ...defaultLoad, ...c.load, ...options.load };
+    const tag = `c${Date.now().toString(36)}`;
+    const cast = await createCast(api, tag, loadOptions);
+    const casePosts = new Set<string>();
 
     const ctx: FaultContext = {
       redis,
@@ -184,13 +195,41 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
       redisProxy,
       amqpProxy,
       postgres: instances.postgres,
+      databaseUrl,
       hotPostId: (cast.posts[0] as { id: string }).id,
+      api,
+      httpBase: `http://127.0.0.1:${apiPort}`,
+      cast,
+      tag,
+      get load(): LoadRun {
+        if (!load) throw new Error("the load has not started yet");
+        return load;
+      },
       process(role) {
         const p = processes.get(role);
         if (!p) throw new Error(`the case has no ${role} process (layout ${c.layout})`);
         return p;
       },
-      restart: (role) => start(role),
+      restart: async (role) => {
+        await start(role);
+      },
+      async startApi(name, extraEnv) {
+        const port = await freePort();
+        const url = `http://127.0.0.1:${port}/graphql`;
+        const proc = await start("api", name, { ...extraEnv, PORT: String(port) }, url);
+        return { api: new Endpoint(url), process: proc };
+      },
+      settle: (timeoutMs) => settle(redisClient, partitions, instances.vhost, prefix, timeoutMs),
+      ownPosts(ids) {
+        for (const id of ids) casePosts.add(id);
+      },
+      figure(figure) {
+        figures.push(figure);
+        progress(`${figure.name}: ${figure.value}`);
+      },
+      defer(close) {
+        cleanup.push(close);
+      },
       async reconcile() {
         const proc = startEntry("reconcile", env, logFile("reconcile"));
         processes.set(`reconcile-${Date.now()}`, proc);
@@ -200,6 +239,10 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
       note,
     };
 
+    if (c.prepare) {
+      progress("preparing the case");
+      await c.prepare(ctx);
+    }
     const loadMs = c.loadSeconds * 1000 * (options.loadScale ?? 1);
     load = startLoad(api, cast, loadOptions);
     elapsedMs = load.elapsedMs;
@@ -225,7 +268,11 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
     sql.on("error", () => {});
     await sql.connect();
     cleanup.push(() => sql.end().catch(() => undefined));
-    const input = { redis: redisClient, partitions, sql, api, cast, pairs: load.pairs, ...(c.expectsLoss ? { expectedLoss: lossWindow(timeline) } : {}) };
+    if (c.afterSettled) {
+      progress("measuring the settled stores");
+      await c.afterSettled(ctx, sql);
+    }
+    const input = { redis: redisClient, partitions, sql, api, cast, pairs: load.pairs, casePosts, ...(c.expectsLoss ? { expectedLoss: lossWindow(timeline) } : {}) };
     const allowance = viewsAllowance(c, timeline);
     const checkViews = () => verifyViews(redisClient, partitions, sql, ctx.hotPostId, (load as NonNullable<typeof load>).views, allowance);
     let verdict = await verify(input);
@@ -251,6 +298,7 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
       settling,
       failures: load.failures,
       maxLatencyMs: load.maxLatencyMs(),
+      figures,
       timeline,
       directory,
       seconds: (Date.now() - started) / 1000,
@@ -282,10 +330,18 @@ const isDirty = (v: Verdict) => v.lost.length > 0 || v.doubledCount > 0 || v.dri
 /**
  * Which views the case may lose. An API process held the views answered since its
  * last flush, which came at most a flush interval (1 s) before the kill; another
- * half second covers a flush under way when it was killed.
+ * half second covers a flush under way when it was killed. A process that cannot
+ * reach Redis holds what it answered since its last flush before it lost Redis.
  */
 function viewsAllowance(c: ChaosCase, timeline: readonly string[]): ViewsAllowance {
   if (c.viewsMayBeLost === "any") return { kind: "any" };
+  const steps = c.viewsMayBeLost;
+  if (typeof steps === "object") {
+    const at = (what: string) => Number.parseFloat(timeline.find((l) => l.includes(what)) ?? "NaN") * 1000;
+    const from = at(steps.from);
+    const to = at(steps.to);
+    return Number.isNaN(from) || Number.isNaN(to) ? { kind: "none" } : { kind: "flushWindow", killMs: to, windowMs: to - from + 1_500 };
+  }
   if (c.viewsMayBeLost !== "flushWindow") return { kind: "none" };
   const line = timeline.find((l) => l.includes("API kill -9"));
   return line ? { kind: "flushWindow", killMs: Number.parseFloat(line) * 1000, windowMs: 1_500 } : { kind: "none" };
@@ -305,6 +361,7 @@ function writeFindings(result: CaseResult): void {
   const lines = [
     `${result.name}: ${result.summary}`,
     result.error ? `ERROR: ${result.error}` : "",
+    ...result.figures.map((f) => `${f.name}: ${f.value}${f.target ? ` (target ${f.target.text}: ${f.target.met ? "met" : "MISSED"})` : ""}`),
     `attempted ${result.attempted}, acknowledged ${result.acknowledged}, longest request ${result.maxLatencyMs} ms`,
     `request failures: ${[...result.failures].map(([k, n]) => `${k}×${n}`).join(", ") || "none"}`,
     result.settling ? `settled: ${result.settling.settled} after ${result.settling.seconds.toFixed(1)} s ${result.settling.left}; dead-lettered ${result.settling.deadLettered}` : "",
