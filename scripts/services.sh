@@ -41,11 +41,16 @@ ensure_redis() {
   ensure_package redis-server redis-server
   log "starting Redis"
   mkdir -p /var/lib/redis /var/log/redis
-  # noeviction: Redis holds likes not yet persisted, which must never be evicted.
+  # noeviction: Redis holds likes not yet persisted (the outbox), receipts and half-written
+  # rebuild records, none of which may be dropped by Redis's own choice. The service keeps
+  # Redis under maxmemory itself (src/domain/memory-policy.ts): from 80% it evicts the least
+  # recently used targets PostgreSQL holds whole, from 90% it loads no cold target, and the
+  # rest is left for changes to the targets Redis holds. REDIS_MAXMEMORY sets the limit.
   # AOF, fsynced every second: a restart keeps the likes the outbox still holds.
   redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" \
     --appendonly yes --appendfsync everysec \
-    --maxmemory-policy noeviction --dir /var/lib/redis --logfile /var/log/redis/ci.log
+    --maxmemory "${REDIS_MAXMEMORY:-1gb}" --maxmemory-policy noeviction \
+    --dir /var/lib/redis --logfile /var/log/redis/ci.log
   wait_port Redis 6379
 }
 

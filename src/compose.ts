@@ -11,6 +11,7 @@ import { createListService } from "./domain/lists.js";
 import { createMemberIndexLoader, type MemberIndexLoader } from "./domain/member-indexes.js";
 import { createLiveCounts } from "./domain/live-counts.js";
 import { createMembershipService } from "./domain/memberships.js";
+import { createMemoryPolicy } from "./domain/memory-policy.js";
 import { createChangePersistence } from "./domain/persistence.js";
 import type { MessageBus } from "./domain/ports.js";
 import { createRankingRefresher, createRankingService, type RankingRefresher } from "./domain/rankings.js";
@@ -44,6 +45,7 @@ import { createLease, createTickClaims } from "./stores/redis/lease-store.js";
 import { createListStore } from "./stores/redis/list-store.js";
 import { createMemberIndexStore, memberIndexesOf } from "./stores/redis/member-index-store.js";
 import { createMembershipStore } from "./stores/redis/membership-store.js";
+import { createMemoryStore } from "./stores/redis/memory-store.js";
 import { createOutboxStore } from "./stores/redis/outbox-store.js";
 import { createRankingStore } from "./stores/redis/ranking-store.js";
 import { createRateBudgetStore } from "./stores/redis/rate-budget-store.js";
@@ -130,6 +132,14 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const knownUsers = new KnownUsers();
   const userAnnouncements = createUserAnnouncements(redis, clients.subscriberRedis ?? null, keys);
   const snapshots = createSnapshotStore(db);
+  // Redis's memory policy (domain/memory-policy.ts): cold targets evicted, then loads refused, as Redis nears its maxmemory.
+  const memory = createMemoryPolicy({
+    store: createMemoryStore(redis, keys),
+    rebuilds,
+    snapshots,
+    onEvicted: (evicted, reading) => logger.warn({ evicted, usedBytes: reading.usedBytes, maxBytes: reading.maxBytes }, "Redis is near its maxmemory: the least recently used targets were evicted"),
+    onFailure: (err) => logger.warn({ err }, "Redis's memory could not be measured or cold targets evicted; trying again on the next load"),
+  });
   const counters = createCounterService({
     counterStore,
     rebuildStore: rebuilds,
@@ -137,6 +147,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     lookup: lookupTarget(catalog),
     slots: createRebuildSlots({ atOnce: config.rebuilds.atOnce, maxWaiting: config.rebuilds.maxWaiting }),
     persistedCounts: createPersistedCounts(db),
+    admitLoad: memory.admit,
   });
   const tokens = createTokenService({
     secret: config.jwtSecret,

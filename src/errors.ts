@@ -18,6 +18,13 @@ export const ErrorCode = {
    * safe (liking twice counts once); retrying createPost may create a second post.
    */
   SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
+  /**
+   * Redis is near its memory limit, so a target it does not hold (a post not read or
+   * liked lately) is not loaded: nothing was done, and retrying is safe once cold
+   * targets have been evicted (seconds). What Redis holds is still read and changed,
+   * and anonymous counts are still answered.
+   */
+  OVER_CAPACITY: "OVER_CAPACITY",
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -1,0 +1,100 @@
+// Redis near its maxmemory: the least recently used targets leave as idle eviction
+// takes them (only those PostgreSQL holds whole), new loads are refused with a code,
+// and targets Redis holds are still liked. The private Redis's maxmemory is set here
+// and put back after each test.
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterEach, describe, expect, it } from "vitest";
+import { createMemoryPolicy } from "../../../../src/domain/memory-policy.js";
+import type { LikeableTarget, Target } from "../../../../src/domain/model.js";
+import { DomainError, ErrorCode } from "../../../../src/errors.js";
+import type { Database } from "../../../../src/stores/postgres/database.js";
+import { createSnapshotStore } from "../../../../src/stores/postgres/snapshot-store.js";
+import type { RedisClient } from "../../../../src/stores/redis/client.js";
+import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
+import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
+import { createMemoryStore } from "../../../../src/stores/redis/memory-store.js";
+import { createRebuildStore } from "../../../../src/stores/redis/rebuild-store.js";
+import { startTestApi } from "../../../support/api.js";
+import { codesOf, createUsers, emptyRedis, testConfig, type TestUser } from "../../../support/env.js";
+import { createPosts, servicesOn, useStores } from "../../../support/stores.js";
+
+let db: Database;
+let redis: RedisClient;
+let author: TestUser;
+
+useStores((s) => ({ db, redis, author } = s));
+
+const usedBytes = async () => Number(/^used_memory:(\d+)/m.exec(await redis.info("memory"))?.[1]);
+/** Sets maxmemory so that Redis is `fraction` full now. */
+const fillTo = async (fraction: number) => {
+  const max = Math.ceil((await usedBytes()) / fraction);
+  await redis.config("SET", "maxmemory", String(max));
+  return max;
+};
+const codeOf = (error: unknown) => (error instanceof DomainError ? error.code : String(error));
+
+/** `count` posts Redis holds that PostgreSQL never heard of (ids far above the suite's), each a small counter hash. */
+async function fakeTargets(from: bigint, count: number): Promise<Target[]> {
+  const config = testConfig();
+  const counters = createCounterStore(redis, createRedisKeys(config.redisPartitions));
+  const targets = Array.from({ length: count }, (_, i): Target => ({ type: "post", id: from + BigInt(i) }));
+  for (let i = 0; i < targets.length; i += 1_000) await Promise.all(targets.slice(i, i + 1_000).map((t) => counters.init(t, { like: 0, read: 0, comment: 0, collect: 0 })));
+  return targets;
+}
+
+afterEach(async () => {
+  await redis.config("SET", "maxmemory", "0");
+});
+
+describe("Redis's memory policy", () => {
+  it("when Redis passes the eviction mark, then the coldest targets leave until it is under the low mark, and recent or unpersisted ones stay", async () => {
+    await emptyRedis(redis);
+    const config = testConfig();
+    const keys = createRedisKeys(config.redisPartitions);
+    const cold = await fakeTargets(8_000_000_000n, 20_000);
+    // OBJECT IDLETIME counts whole seconds.
+    await sleep(2_100);
+    const recent = await fakeTargets(9_000_000_000n, 200);
+    const [liked] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+    // No pipeline runs: this like stays in flight, so its post may not leave.
+    await servicesOn({ db, redis }, config).memberships.join("like", liked, 5n);
+    await redis.object("IDLETIME", keys.counters(liked));
+    const max = await fillTo(0.95);
+
+    // Each round takes the coldest tenth of the hashes it samples, as by default; a burst evicts 10,000 at most.
+    const policy = createMemoryPolicy({ store: createMemoryStore(redis, keys), rebuilds: createRebuildStore(redis, keys), snapshots: createSnapshotStore(db), evictPerRound: 200, sampleSize: 2_000 });
+    await expect(policy.admit().catch(codeOf)).resolves.toBe(ErrorCode.OVER_CAPACITY);
+    await policy.settled();
+
+    expect(await usedBytes()).toBeLessThan(max * 0.7);
+    const held = async (targets: readonly Target[]) => (await Promise.all(targets.map((t) => redis.exists(keys.counters(t))))).filter(Boolean).length;
+    expect(await held(cold)).toBeLessThan(cold.length);
+    expect(await held(recent)).toBe(recent.length);
+    expect(await held([liked])).toBe(1);
+    await sleep(1_100);
+    await expect(policy.admit()).resolves.toBeUndefined();
+  });
+
+  it("when Redis is near its maxmemory, then a like of a post it does not hold answers OVER_CAPACITY and a like of one it holds is taken", async () => {
+    await emptyRedis(redis);
+    const api = await startTestApi();
+    try {
+      const [viewer] = (await createUsers(db, api.config, 1)) as [TestUser];
+      const [loaded, evicted] = (await createPosts({ db, redis }, api.config, author.id, 2)) as [LikeableTarget, LikeableTarget];
+      expect(await createRebuildStore(redis, createRedisKeys(api.config.redisPartitions)).evict(evicted, 0n)).toBe("evicted");
+      // Redis holds nothing that may leave: it stays near its limit.
+      await fillTo(0.95);
+      const like = "mutation($id: ID!) { likePost(postId: $id) { changed post { counts { likes } } } }";
+      const refused = await api.gql(like, { id: evicted.id.toString() }, viewer.token);
+      expect(codesOf(refused)).toEqual([ErrorCode.OVER_CAPACITY]);
+      const taken = await api.gql<{ likePost: { changed: boolean } }>(like, { id: loaded.id.toString() }, viewer.token);
+      expect(codesOf(taken)).toEqual([]);
+      expect(taken.data?.likePost.changed).toBe(true);
+      // Anonymous counts of the post Redis does not hold are still answered, from PostgreSQL.
+      const anonymous = await api.gql("query($id: ID!) { post(id: $id) { counts { likes } } }", { id: evicted.id.toString() });
+      expect(codesOf(anonymous)).toEqual([]);
+    } finally {
+      await api.close();
+    }
+  });
+});
