@@ -1,0 +1,175 @@
+// held-write: a write answered "unavailable" must never apply later. A second API
+// process reaches Redis through a proxy that holds its bytes (a network that
+// delivers late, not one that refuses). Users like a post through it and are
+// answered with an error; half of them then like and unlike the same post
+// through the other API process, both answered changed. Then the proxy delivers
+// what it held (round 1), or drops the connections so the client library would
+// send again (round 2). A held like that runs then is a write applied after its
+// error answer, and for the users who unliked since, an acknowledged unlike undone.
+import { setTimeout as sleep } from "node:timers/promises";
+import type pg from "pg";
+import { startTcpProxy, type TcpProxy } from "../lib/tcp-proxy.js";
+import type { ChaosCase, FaultContext } from "./case.js";
+import { readRedisPost } from "./check.js";
+import { countsText, ms } from "./figures.js";
+import { createCast, defaultLoad, mutations, type CastUser, type Endpoint } from "./load.js";
+
+/** How long the proxy holds the bytes; the issue saw held likes apply after 5 s and after 70 s alike. */
+const holdMs = 5_000;
+/** Users per group and round: those who only like through the held process, and those who then like and unlike through the other. */
+const perGroup = 4;
+
+type Ending = "released" | "dropped";
+
+interface HeldAnswer {
+  readonly user: CastUser;
+  /** The error code, or null when it answered data. */
+  readonly error: string | null;
+  readonly ms: number;
+}
+
+interface Round {
+  readonly ending: Ending;
+  readonly postId: string;
+  readonly heldOnly: HeldAnswer[];
+  readonly followedUp: HeldAnswer[];
+  /** Users of `followedUp` whose like and unlike through the other process both answered changed: true. */
+  readonly confirmed: CastUser[];
+  /** Follow-ups that did not answer changed: true, described. */
+  readonly unconfirmed: string[];
+  /** Users Redis held as likers of the post a few seconds after the proxy let go. */
+  likedInRedis: Set<string>;
+}
+
+interface State {
+  readonly proxy: TcpProxy;
+  readonly held: Endpoint;
+  readonly users: readonly CastUser[];
+  readonly postIds: readonly string[];
+  readonly rounds: Round[];
+}
+
+let state: State | null = null;
+const current = (): State => {
+  if (!state) throw new Error("held-write ran without its preparation");
+  return state;
+};
+
+async function like(api: Endpoint, kind: "like" | "unlike", postId: string, user: CastUser): Promise<{ error: string | null; changed: boolean | null; ms: number }> {
+  const started = Date.now();
+  try {
+    const answer = await api.call(mutations[kind], { id: postId }, user.token, 15_000);
+    const payload = answer.data?.[kind === "like" ? "likePost" : "unlikePost"] as { changed: boolean } | null | undefined;
+    if (payload && !answer.errors?.length) return { error: null, changed: payload.changed, ms: Date.now() - started };
+    return { error: answer.errors?.[0]?.extensions?.code ?? "no data", changed: null, ms: Date.now() - started };
+  } catch (error) {
+    return { error: (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name, changed: null, ms: Date.now() - started };
+  }
+}
+
+async function likers(ctx: FaultContext, postId: string): Promise<Set<string>> {
+  const post = await readRedisPost(ctx.redisClient, ctx.partitions, postId);
+  return new Set(post.members.keys());
+}
+
+async function round(ctx: FaultContext, ending: Ending, index: number): Promise<Round> {
+  const { proxy, held, users, postIds } = current();
+  const postId = postIds[index] as string;
+  const mine = users.slice(index * 2 * perGroup, (index + 1) * 2 * perGroup);
+  const r: Round = { ending, postId, heldOnly: [], followedUp: [], confirmed: [], unconfirmed: [], likedInRedis: new Set() };
+  ctx.note(`round ${index + 1}: api-held's Redis bytes held`);
+  proxy.hold();
+  const holdStarted = Date.now();
+  await Promise.all(
+    mine.map(async (user, i) => {
+      const answer = await like(held, "like", postId, user);
+      const heldAnswer = { user, error: answer.error, ms: answer.ms };
+      if (i < perGroup) return void r.heldOnly.push(heldAnswer);
+      r.followedUp.push(heldAnswer);
+      if (answer.error === null) return void r.unconfirmed.push(`user ${user.id}: the held like answered data (changed ${String(answer.changed)})`);
+      const liked = await like(ctx.api, "like", postId, user);
+      const unliked = liked.error === null ? await like(ctx.api, "unlike", postId, user) : null;
+      if (liked.changed === true && unliked?.changed === true) r.confirmed.push(user);
+      else r.unconfirmed.push(`user ${user.id}: like ${liked.error ?? `changed ${String(liked.changed)}`}, unlike ${unliked ? (unliked.error ?? `changed ${String(unliked.changed)}`) : "not sent"}`);
+    }),
+  );
+  ctx.note(`round ${index + 1}: held likes answered, follow-ups done (${r.confirmed.length} of ${perGroup} confirmed)`);
+  await sleep(Math.max(0, holdStarted + holdMs - Date.now()));
+  if (ending === "released") proxy.resume();
+  else proxy.reset();
+  ctx.note(`round ${index + 1}: the proxy ${ending === "released" ? `delivered what it held (${proxy.held.toServer} bytes to Redis so far)` : "dropped its connections and what it held"}`);
+  // Long enough for a delivered or re-sent like to run, and for api-held to connect again.
+  await sleep(3_000);
+  r.likedInRedis = await likers(ctx, postId);
+  return r;
+}
+
+export const heldWrite: ChaosCase = {
+  name: "held-write",
+  summary: `a second API process reaches Redis through a proxy that holds its bytes for ${holdMs / 1000} s: ${perGroup * 2} users like a post through it (answered unavailable), ${perGroup} of them then like and unlike it through the other process; the proxy then delivers what it held (round 1) or drops the connections (round 2)`,
+  layout: "api + worker",
+  redisAppendOnly: true,
+  loadSeconds: 4,
+  async prepare(ctx) {
+    const proxy = await startTcpProxy({ host: "127.0.0.1", port: ctx.redis.port });
+    ctx.defer(() => proxy.close());
+    const { api: held } = await ctx.startApi("api-held", { REDIS_URL: proxy.url });
+    const cast = await createCast(ctx.api, `${ctx.tag}h`, { ...defaultLoad, authors: 1, likers: 4 * perGroup, posts: 2 });
+    const postIds = cast.posts.map((p) => p.id);
+    ctx.ownPosts(postIds);
+    state = { proxy, held, users: cast.likers, postIds, rounds: [] };
+  },
+  async inject(ctx) {
+    await sleep(1_000);
+    const s = current();
+    s.rounds.push(await round(ctx, "released", 0));
+    s.rounds.push(await round(ctx, "dropped", 1));
+  },
+  async afterSettled(ctx, sql: pg.Client) {
+    const { rounds, postIds } = current();
+    state = null;
+    const rows = await sql.query<{ target_id: string; user_id: string }>(
+      "SELECT target_id::text, user_id::text FROM likes WHERE target_type = 'post' AND target_id = ANY($1::bigint[])",
+      [postIds],
+    );
+    const heldAnswers = rounds.flatMap((r) => [...r.heldOnly, ...r.followedUp]);
+    const errors = heldAnswers.filter((a) => a.error !== null);
+    const codes = new Map<string, number>();
+    for (const a of errors) codes.set(a.error as string, (codes.get(a.error as string) ?? 0) + 1);
+    const times = errors.map((a) => a.ms);
+    ctx.figure({
+      name: "held likes answered with an error",
+      value: `${errors.length} of ${heldAnswers.length} (${countsText(codes)})${times.length ? `, in ${ms(Math.min(...times))}–${ms(Math.max(...times))}` : ""}`,
+      target: { text: `${heldAnswers.length} of ${heldAnswers.length}`, met: errors.length === heldAnswers.length },
+    });
+    const followUps = rounds.flatMap((r) => r.followedUp.filter((a) => a.error !== null));
+    const confirmed = rounds.reduce((n, r) => n + r.confirmed.length, 0);
+    const unconfirmed = rounds.flatMap((r) => r.unconfirmed);
+    ctx.figure({
+      name: "then like and unlike through the other process, both changed",
+      value: `${confirmed} of ${followUps.length}${unconfirmed.length ? `; ${unconfirmed.slice(0, 3).join("; ")}` : ""}`,
+      target: { text: "all", met: confirmed === followUps.length && unconfirmed.length === 0 },
+    });
+
+    // Liked now in either store: Redis a few seconds after the proxy let go or now, PostgreSQL once settled.
+    const finalRedis = await Promise.all(rounds.map((r) => likers(ctx, r.postId)));
+    const likedAnywhere = (r: Round, i: number, user: CastUser) =>
+      r.likedInRedis.has(user.id) || (finalRedis[i] as Set<string>).has(user.id) || rows.rows.some((row) => row.target_id === r.postId && row.user_id === user.id);
+    const perRound = (count: (r: Round, i: number) => number) => rounds.map((r, i) => `${r.ending} ${count(r, i)}`).join(", ");
+    const lateCount = (r: Round, i: number) => r.heldOnly.filter((a) => a.error !== null && likedAnywhere(r, i, a.user)).length;
+    const late = rounds.reduce((n, r, i) => n + lateCount(r, i), 0);
+    const heldOnlyErrors = rounds.reduce((n, r) => n + r.heldOnly.filter((a) => a.error !== null).length, 0);
+    ctx.figure({
+      name: "held likes applied after their error answer",
+      value: `${late} of ${heldOnlyErrors} (${perRound(lateCount)})`,
+      target: { text: "0", met: late === 0 },
+    });
+    const undoneCount = (r: Round, i: number) => r.confirmed.filter((user) => likedAnywhere(r, i, user)).length;
+    const undone = rounds.reduce((n, r, i) => n + undoneCount(r, i), 0);
+    ctx.figure({
+      name: "acknowledged unlikes undone",
+      value: `${undone} of ${confirmed} (${perRound(undoneCount)}; checked in Redis and PostgreSQL after settling)`,
+      target: { text: "0", met: undone === 0 },
+    });
+  },
+};
