@@ -22,27 +22,27 @@ const clients = await openClients(config, logger, {
   countInvalidations: true,
   ...(metrics && { onSqlQuery: metrics.observeSqlQuery, onRedisCommand: metrics.observeRedisCommand }),
 });
-shutdown.add(() => clients.close());
+shutdown.add("the store clients", () => clients.close());
 if (metrics) {
   // Under `npm start` the supervisor serves every process's metrics, summed, on METRICS_PORT.
   if (process.send) answerMetricsRequests([metrics.registry]);
   else {
     const server = await serveMetrics(metrics.registry, config.host, config.metricsPort, logger);
-    shutdown.add(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
+    shutdown.add("the metrics server", () => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
   }
 }
 // Loaded only when asked for: without an endpoint no OpenTelemetry code runs or loads.
 const tracing = config.tracing
   ? (await import("./tracing.js")).startTracing({ ...config.tracing, attributes: { "process.pid": process.pid } })
   : null;
-if (tracing) shutdown.add(() => tracing.close());
+if (tracing) shutdown.add("tracing", () => tracing.close());
 const app = compose(config, clients, logger);
 if (metrics && app.hotCounts) watchHotCounts(metrics.registry, app.hotCounts);
 // Learns in the background which users exist; requests are served meanwhile, their tokens checked as before.
 const directory = app.startUserDirectory();
-shutdown.add(() => directory.close());
+shutdown.add("the user directory", () => directory.close());
 // Views waiting in memory go to Redis before the clients close (after requests in flight finished).
-shutdown.add(() => app.services.views.close());
+shutdown.add("the views waiting in memory", () => app.services.views.close());
 const api = await serveGraphQL(app.services, {
   logger,
   isUnavailable: app.isUnavailable,
@@ -59,5 +59,5 @@ const api = await serveGraphQL(app.services, {
   ...(metrics && { metrics }),
   ...(tracing && { plugins: [tracing.plugin] }),
 });
-shutdown.add(() => api.close());
+shutdown.add("the GraphQL server", () => api.close());
 logger.info({ url: `${api.url}graphql` }, "API process ready");

@@ -21,7 +21,10 @@ export interface SupervisorOptions {
   readonly apiEntry: URL;
   /** Entry file of the pipeline process. */
   readonly pipelineEntry: URL;
-  /** How long stopping may take before what is left is killed, in milliseconds. */
+  /**
+   * How long stopping may take before what is left is killed, in milliseconds; past
+   * the processes' own bound (shutdown.ts), so each ends itself first.
+   */
   readonly stopTimeoutMs?: number;
   /** Where the metrics of every process are served, summed, at /metrics; port 0 serves none. */
   readonly metrics?: { readonly host: string; readonly port: number };
@@ -60,7 +63,7 @@ interface Child {
 
 export function startSupervisor(options: SupervisorOptions): void {
   const { logger } = options;
-  const stopTimeoutMs = options.stopTimeoutMs ?? 30_000;
+  const stopTimeoutMs = options.stopTimeoutMs ?? 9_500;
   let stopping = false;
   let failed = false;
   const running = new Map<number, Child & { readonly role: string }>();

@@ -13,11 +13,11 @@ const config = loadConfig();
 const logger = createLogger(config.logLevel, "pipeline");
 const shutdown = onTermination(logger);
 const clients = await openClients(config, logger, { rabbit: true, relay: true });
-shutdown.add(() => clients.close());
+shutdown.add("the store clients", () => clients.close());
 // Started by `npm start`'s supervisor (an IPC channel is open): it serves the metrics of every process
 // on METRICS_PORT, this process's included, so this one answers its scrapes instead of listening.
 const supervised = process.send !== undefined;
 const pipeline = await compose(supervised ? { ...config, metricsPort: 0 } : config, clients, logger).startPipeline();
-shutdown.add(() => pipeline.close());
+shutdown.add("the pipeline", () => pipeline.close());
 if (supervised && config.metricsPort !== 0) answerMetricsRequests([pipeline.metrics.registry]);
 logger.info("pipeline running");

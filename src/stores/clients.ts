@@ -116,10 +116,34 @@ function listenToCounterWrites(config: Config, redis: RedisClient, logger: Logge
   });
 }
 
+/**
+ * How long one client may take to close politely (QUIT, a broker's close) before
+ * its connection is dropped: a store that answers nothing would otherwise hold the
+ * close for as long as it stalls, and the relay's connection has no command timeout.
+ */
+const politeCloseMs = 500;
+
+/** Runs `polite`; when it has not closed within `politeCloseMs`, runs `force` (if the client has one) and stops waiting. */
+async function closeWithin(polite: () => Promise<unknown>, force: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), politeCloseMs)));
+  const outcome = await Promise.race([polite().then(() => "closed" as const, () => "failed" as const), late]);
+  clearTimeout(timer);
+  if (outcome !== "closed") force();
+}
+
 export async function openClients(config: Config, logger: Logger, needs: ClientNeeds = {}): Promise<Clients> {
+  // In the reverse order of opening: the broker, then Redis, then PostgreSQL. Redis's connections close
+  // together: they need no order among them, and under a stall each waits its full bound.
   const closers: (() => Promise<void>)[] = [];
+  const redisClosers: (() => Promise<void>)[] = [];
+  let closeDatabase: (() => Promise<void>) | null = null;
   const close = async () => {
     for (const closeOne of closers.splice(0).reverse()) await closeOne();
+    await Promise.all(redisClosers.splice(0).map((closeOne) => closeOne()));
+    const database = closeDatabase;
+    closeDatabase = null;
+    await database?.();
   };
   try {
     const db = createDatabase({
@@ -129,13 +153,13 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
       onQuery: needs.onSqlQuery,
       onConnectionError: (err) => logger.warn({ err }, "PostgreSQL connection lost; the pool reconnects"),
     });
-    closers.push(() => db.$disconnect());
+    closeDatabase = () => closeWithin(() => db.$disconnect(), () => {});
     await db.$connect();
 
     const connectRedis = async (commandTimeoutMs: number | undefined, subscriber = false) => {
       const client = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes, commandTimeoutMs, subscriber });
       client.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
-      closers.push(async () => void (await client.quit().catch(() => client.disconnect())));
+      redisClosers.push(() => closeWithin(() => client.quit(), () => client.disconnect()));
       await client.connect();
       return client;
     };
@@ -154,13 +178,14 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     const relayRedis = needs.relay ? await connectRedis(undefined) : null;
     const subscriberRedis = needs.subscriber ? await connectRedis(config.redisCommandTimeoutMs, true) : null;
     const countInvalidations = needs.countInvalidations && config.hotCountsTargets > 0 ? listenToCounterWrites(config, redis, logger) : null;
-    if (countInvalidations) closers.push(() => countInvalidations.close());
+    // Its connections QUIT with no timeout of their own; the process ending drops whatever did not close.
+    if (countInvalidations) redisClosers.push(() => closeWithin(() => countInvalidations.close(), () => {}));
 
     let rabbit: Connection | null = null;
     let watched: Connection | null = null;
     if (needs.rabbit || needs.watchRabbit) {
       const connection = createRabbitConnection(config.amqpUrl, logger);
-      closers.push(() => connection.close());
+      closers.push(() => closeWithin(() => connection.close(), () => {}));
       if (needs.rabbit) rabbit = connection;
       else watched = connection;
     }
