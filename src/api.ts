@@ -3,61 +3,69 @@
 // requests, let those in flight finish, then close the clients.
 import cluster from "node:cluster";
 import { compose } from "./compose.js";
-import { loadConfig } from "./config.js";
 import { createApiMetrics } from "./graphql/api-metrics.js";
 import { serveGraphQL } from "./graphql/server.js";
 import { watchHotCounts } from "./hot-counts-metrics.js";
 import { createLogger } from "./logger.js";
 import { answerMetricsRequests, serveMetrics } from "./metrics-endpoint.js";
 import { onTermination } from "./shutdown.js";
+import { exitAfterFailedStart, loadConfigOrRefuse } from "./start-up.js";
 import { openClients } from "./stores/clients.js";
 
-const config = loadConfig();
+const config = loadConfigOrRefuse("api");
 const logger = createLogger(config.logLevel, "api", cluster.worker ? { apiProcess: cluster.worker.id } : {});
 const shutdown = onTermination(logger);
-const metrics = config.metricsPort === 0 ? null : createApiMetrics();
-const clients = await openClients(config, logger, {
-  watchRabbit: true,
-  subscriber: true,
-  countInvalidations: true,
-  ...(metrics && { onSqlQuery: metrics.observeSqlQuery, onRedisCommand: metrics.observeRedisCommand }),
-});
-shutdown.add("the store clients", () => clients.close());
-if (metrics) {
-  // Under `npm start` the supervisor serves every process's metrics, summed, on METRICS_PORT.
-  if (process.send) answerMetricsRequests([metrics.registry]);
-  else {
-    const server = await serveMetrics(metrics.registry, config.host, config.metricsPort, logger);
-    shutdown.add("the metrics server", () => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
-  }
+try {
+  await start();
+} catch (error) {
+  exitAfterFailedStart(logger, error);
 }
-// Loaded only when asked for: without an endpoint no OpenTelemetry code runs or loads.
-const tracing = config.tracing
-  ? (await import("./tracing.js")).startTracing({ ...config.tracing, attributes: { "process.pid": process.pid } })
-  : null;
-if (tracing) shutdown.add("tracing", () => tracing.close());
-const app = compose(config, clients, logger);
-if (metrics && app.hotCounts) watchHotCounts(metrics.registry, app.hotCounts);
-// Learns in the background which users exist; requests are served meanwhile, their tokens checked as before.
-const directory = app.startUserDirectory();
-shutdown.add("the user directory", () => directory.close());
-// Views waiting in memory go to Redis before the clients close (after requests in flight finished).
-shutdown.add("the views waiting in memory", () => app.services.views.close());
-const api = await serveGraphQL(app.services, {
-  logger,
-  isUnavailable: app.isUnavailable,
-  requestDeadlineMs: config.requestDeadlineMs,
-  readiness: app.readiness,
-  limits: config.limits,
-  trustProxy: config.trustProxy,
-  introspection: !config.production,
-  host: config.host,
-  port: config.port,
-  keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs,
-  corsOrigins: config.corsOrigins,
-  live: config.live,
-  ...(metrics && { metrics }),
-  ...(tracing && { plugins: [tracing.plugin] }),
-});
-shutdown.add("the GraphQL server", () => api.close());
-logger.info({ url: `${api.url}graphql` }, "API process ready");
+
+async function start(): Promise<void> {
+  const metrics = config.metricsPort === 0 ? null : createApiMetrics();
+  const clients = await openClients(config, logger, {
+    watchRabbit: true,
+    subscriber: true,
+    countInvalidations: true,
+    ...(metrics && { onSqlQuery: metrics.observeSqlQuery, onRedisCommand: metrics.observeRedisCommand }),
+  });
+  shutdown.add("the store clients", () => clients.close());
+  if (metrics) {
+    // Under `npm start` the supervisor serves every process's metrics, summed, on METRICS_PORT.
+    if (process.send) answerMetricsRequests([metrics.registry]);
+    else {
+      const server = await serveMetrics(metrics.registry, config.host, config.metricsPort, logger);
+      shutdown.add("the metrics server", () => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
+    }
+  }
+  // Loaded only when asked for: without an endpoint no OpenTelemetry code runs or loads.
+  const tracing = config.tracing
+    ? (await import("./tracing.js")).startTracing({ ...config.tracing, attributes: { "process.pid": process.pid } })
+    : null;
+  if (tracing) shutdown.add("tracing", () => tracing.close());
+  const app = compose(config, clients, logger);
+  if (metrics && app.hotCounts) watchHotCounts(metrics.registry, app.hotCounts);
+  // Learns in the background which users exist; requests are served meanwhile, their tokens checked as before.
+  const directory = app.startUserDirectory();
+  shutdown.add("the user directory", () => directory.close());
+  // Views waiting in memory go to Redis before the clients close (after requests in flight finished).
+  shutdown.add("the views waiting in memory", () => app.services.views.close());
+  const api = await serveGraphQL(app.services, {
+    logger,
+    isUnavailable: app.isUnavailable,
+    requestDeadlineMs: config.requestDeadlineMs,
+    readiness: app.readiness,
+    limits: config.limits,
+    trustProxy: config.trustProxy,
+    introspection: !config.production,
+    host: config.host,
+    port: config.port,
+    keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs,
+    corsOrigins: config.corsOrigins,
+    live: config.live,
+    ...(metrics && { metrics }),
+    ...(tracing && { plugins: [tracing.plugin] }),
+  });
+  shutdown.add("the GraphQL server", () => api.close());
+  logger.info({ url: `${api.url}graphql` }, "API process ready");
+}

@@ -3,17 +3,17 @@
 // running worker (or npm start) applies them.
 import { Presets, SingleBar } from "cli-progress";
 import { compose } from "./compose.js";
-import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { stuckAfterPasses } from "./domain/reconcile.js";
 import type { TargetTally } from "./pipeline/reconcile-pass.js";
+import { exitAfterFailedStart, loadConfigOrRefuse } from "./start-up.js";
 import { openClients } from "./stores/clients.js";
 
 const tally = (t: TargetTally) => (t.count === 0 ? "0" : `${t.count}: ${t.sample.join(" ")}${t.count > t.sample.length ? " …" : ""}`);
 
-const config = loadConfig();
+const config = loadConfigOrRefuse("reconcile");
 const logger = createLogger(config.logLevel === "info" ? "warn" : config.logLevel, "reconcile");
-const clients = await openClients(config, logger, { rabbit: true });
+const clients = await openClients(config, logger, { rabbit: true }).catch((error: unknown) => exitAfterFailedStart(logger, error));
 const bar = new SingleBar({ format: "{phase} [{bar}] {value}/{total} targets | {eta_formatted} left", etaBuffer: 20 }, Presets.shades_classic);
 let phase = "";
 try {

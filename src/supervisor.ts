@@ -4,11 +4,18 @@
 // starts the others, restarts one that dies, serves their metrics summed on one
 // port (src/metrics-endpoint.ts says why), and on SIGTERM or SIGINT stops them
 // all and exits 0 only when every one of them stopped cleanly.
+//
+// A process that dies is started again, alone: the others go on serving. One that
+// keeps dying soon after its start is started again later and later (capped), never
+// given up on, since what kills it (a store down) may pass. One that refuses to start
+// (exit 78: its configuration must change) is not started again: the supervisor
+// stops the others and exits 78 itself.
 import cluster, { type Worker } from "node:cluster";
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { Server } from "node:http";
 import type { Logger } from "pino";
+import { refusalExitCode } from "./refusal.js";
 import { aggregatedMetrics, serveMetrics, type MetricsChild } from "./metrics-endpoint.js";
 
 export interface SupervisorOptions {
@@ -26,6 +33,10 @@ export interface SupervisorOptions {
    * the processes' own bound (shutdown.ts), so each ends itself first.
    */
   readonly stopTimeoutMs?: number;
+  /** The first wait before starting again a process that died soon after its start, in milliseconds; it doubles up to `maxRestartDelayMs`. */
+  readonly firstRestartDelayMs?: number;
+  /** The longest wait before starting a process again, in milliseconds. */
+  readonly maxRestartDelayMs?: number;
   /** Where the metrics of every process are served, summed, at /metrics; port 0 serves none. */
   readonly metrics?: { readonly host: string; readonly port: number };
 }
@@ -45,8 +56,8 @@ function apiFlags(): string[] {
   return given ? process.execArgv : [...process.execArgv, youngGeneration];
 }
 
-/** A child that dies this soon after starting, this many times running, is not started again. */
-const crashLoop = { withinMs: 10_000, times: 5 };
+/** A process that lived this long before dying is started again at once, its backoff forgotten. */
+const stableAfterMs = 30_000;
 
 interface Supervised {
   readonly role: "api" | "pipeline";
@@ -64,8 +75,10 @@ interface Child {
 export function startSupervisor(options: SupervisorOptions): void {
   const { logger } = options;
   const stopTimeoutMs = options.stopTimeoutMs ?? 9_500;
+  const firstRestartDelayMs = options.firstRestartDelayMs ?? 500;
+  const maxRestartDelayMs = options.maxRestartDelayMs ?? 5_000;
   let stopping = false;
-  let failed = false;
+  let exitCode = 0;
   const running = new Map<number, Child & { readonly role: string }>();
   let announced = false;
 
@@ -113,29 +126,30 @@ export function startSupervisor(options: SupervisorOptions): void {
     },
   };
 
-  function supervise(what: Supervised, crashes: number[] = []): void {
+  /** Starts a process of the role; when it dies, starts another after its backoff. `quickDeaths`: deaths in a row soon after start. */
+  function supervise(what: Supervised, quickDeaths = 0): void {
     const startedAt = Date.now();
     const child: Child = what.start((code, signal) => {
       const pid = child.pid;
       if (pid !== undefined) running.delete(pid);
       if (stopping) {
         // Our own SIGTERM ends a process that had not yet installed its handler (still starting): nothing was left undone.
-        if (code !== 0 && !(code === null && signal === "SIGTERM")) failed = true;
+        if (code !== 0 && !(code === null && signal === "SIGTERM") && exitCode === 0) exitCode = 1;
         logger.info({ role: what.role, childPid: pid, code, signal }, "process stopped");
         if (running.size === 0) finish();
         return;
       }
-      const recent = [...crashes, Date.now()].filter((at) => Date.now() - at < crashLoop.withinMs * crashLoop.times);
-      const quick = Date.now() - startedAt < crashLoop.withinMs;
-      if (quick && recent.length >= crashLoop.times) {
-        logger.fatal({ role: what.role, childPid: pid, code, signal }, "process keeps dying right after start; stopping everything");
-        failed = true;
-        stop("crash loop");
+      if (code === refusalExitCode) {
+        logger.fatal({ role: what.role, childPid: pid, code }, `a ${what.role} process refused to start (its log line above says what to change); not starting it again, stopping`);
+        exitCode = refusalExitCode;
+        stop("a process refused to start");
         return;
       }
-      logger.error({ role: what.role, childPid: pid, code, signal }, "process died; starting another");
+      const deaths = Date.now() - startedAt < stableAfterMs ? quickDeaths + 1 : 0;
+      const delayMs = deaths === 0 ? 0 : Math.min(maxRestartDelayMs, firstRestartDelayMs * 2 ** (deaths - 1));
+      logger.error({ role: what.role, childPid: pid, code, signal, restartInMs: delayMs }, "process died; starting another");
       // Not unref'd: when the last child is gone, this timer is what keeps the supervisor alive to start another.
-      setTimeout(() => !stopping && supervise(what, quick ? recent : []), 1_000);
+      setTimeout(() => !stopping && supervise(what, deaths), delayMs);
     });
     if (child.pid !== undefined) running.set(child.pid, { ...child, role: what.role });
   }
@@ -150,8 +164,8 @@ export function startSupervisor(options: SupervisorOptions): void {
   }
 
   function finish(): void {
-    logger.info(failed ? "stopped, not cleanly" : "stopped");
-    process.exit(failed ? 1 : 0);
+    logger.info(exitCode === 0 ? "stopped" : exitCode === refusalExitCode ? "stopped: a process refused to start" : "stopped, not cleanly");
+    process.exit(exitCode);
   }
 
   function stop(reason: string): void {
@@ -163,7 +177,7 @@ export function startSupervisor(options: SupervisorOptions): void {
     for (const child of running.values()) child.kill("SIGTERM");
     setTimeout(() => {
       logger.error({ left: [...running.values()].map((c) => c.role) }, `processes still running after ${stopTimeoutMs} ms; killing them`);
-      failed = true;
+      if (exitCode === 0) exitCode = 1;
       for (const child of running.values()) child.kill("SIGKILL");
     }, stopTimeoutMs).unref();
   }

@@ -3,21 +3,29 @@
 // the API; `npm start` runs it beside the API processes. SIGTERM and SIGINT
 // close it in reverse order.
 import { compose } from "./compose.js";
-import { loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { answerMetricsRequests } from "./metrics-endpoint.js";
 import { onTermination } from "./shutdown.js";
+import { exitAfterFailedStart, loadConfigOrRefuse } from "./start-up.js";
 import { openClients } from "./stores/clients.js";
 
-const config = loadConfig();
+const config = loadConfigOrRefuse("pipeline");
 const logger = createLogger(config.logLevel, "pipeline");
 const shutdown = onTermination(logger);
-const clients = await openClients(config, logger, { rabbit: true, relay: true });
-shutdown.add("the store clients", () => clients.close());
-// Started by `npm start`'s supervisor (an IPC channel is open): it serves the metrics of every process
-// on METRICS_PORT, this process's included, so this one answers its scrapes instead of listening.
-const supervised = process.send !== undefined;
-const pipeline = await compose(supervised ? { ...config, metricsPort: 0 } : config, clients, logger).startPipeline();
-shutdown.add("the pipeline", () => pipeline.close());
-if (supervised && config.metricsPort !== 0) answerMetricsRequests([pipeline.metrics.registry]);
-logger.info("pipeline running");
+try {
+  await start();
+} catch (error) {
+  exitAfterFailedStart(logger, error);
+}
+
+async function start(): Promise<void> {
+  const clients = await openClients(config, logger, { rabbit: true, relay: true });
+  shutdown.add("the store clients", () => clients.close());
+  // Started by `npm start`'s supervisor (an IPC channel is open): it serves the metrics of every process
+  // on METRICS_PORT, this process's included, so this one answers its scrapes instead of listening.
+  const supervised = process.send !== undefined;
+  const pipeline = await compose(supervised ? { ...config, metricsPort: 0 } : config, clients, logger).startPipeline();
+  shutdown.add("the pipeline", () => pipeline.close());
+  if (supervised && config.metricsPort !== 0) answerMetricsRequests([pipeline.metrics.registry]);
+  logger.info("pipeline running");
+}

@@ -3,6 +3,7 @@
 // (both stores agree afterwards, so nothing would ever notice).
 import { Cluster } from "ioredis";
 import type { Logger } from "pino";
+import { StartRefusal } from "../../refusal.js";
 import type { RedisClient } from "./client.js";
 
 export interface RedisDurability {
@@ -30,7 +31,7 @@ export async function readDurability(redis: RedisClient): Promise<RedisDurabilit
 /** "durable": Redis must keep what it acknowledged (AOF or a replica); "volatile": the operator accepts losing what the outbox holds. */
 export type DurabilityPolicy = "durable" | "volatile";
 
-export class VolatileRedisError extends Error {
+export class VolatileRedisError extends StartRefusal {
   override readonly name = "VolatileRedisError";
 }
 
@@ -58,7 +59,7 @@ export async function checkDurability(redis: RedisClient, options: { policy: Dur
 /** The oldest Redis the service runs on: scripts with flags, `SET NX GET`, `SMISMEMBER`, sharded pub/sub. */
 export const minimumRedisVersion = [7, 0] as const;
 
-export class RedisVersionError extends Error {
+export class RedisVersionError extends StartRefusal {
   override readonly name = "RedisVersionError";
 }
 
