@@ -190,6 +190,8 @@ export function isRedisUnavailable(error: unknown): boolean {
     // nodes (TRYAGAIN) until its last key moved; ioredis retries, then gives up so.
     error.message.startsWith("Too many Cluster redirections") ||
     error.message.startsWith("TRYAGAIN") ||
+    // Past maxmemory, Redis refuses writes until eviction (memory-policy.ts) frees room.
+    error.message.startsWith("OOM ") ||
     error.message === "Connection is closed." ||
     error.message.startsWith("Stream isn't writeable") ||
     // A cluster's sharded subscribers while its topology is being reset.
