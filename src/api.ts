@@ -9,27 +9,55 @@ import { watchHotCounts } from "./hot-counts-metrics.js";
 import { createLogger } from "./logger.js";
 import { answerMetricsRequests, serveMetrics } from "./metrics-endpoint.js";
 import { onTermination } from "./shutdown.js";
-import { exitAfterFailedStart, loadConfigOrRefuse } from "./start-up.js";
+import { exitAfterFailedStart, loadConfigOrRefuse, openPatiently } from "./start-up.js";
 import { openClients } from "./stores/clients.js";
+import { serveWhileStarting, type StartingServer } from "./starting-server.js";
 
 const config = loadConfigOrRefuse("api");
 const logger = createLogger(config.logLevel, "api", cluster.worker ? { apiProcess: cluster.worker.id } : {});
 const shutdown = onTermination(logger);
+const waiting = new AbortController();
+shutdown.add("waiting for the stores", async () => waiting.abort(new Error("shutting down")));
 try {
   await start();
 } catch (error) {
-  exitAfterFailedStart(logger, error);
+  // A shutdown during start-up ends the process itself.
+  if (!waiting.signal.aborted) exitAfterFailedStart(logger, error);
 }
 
 async function start(): Promise<void> {
   const metrics = config.metricsPort === 0 ? null : createApiMetrics();
-  const clients = await openClients(config, logger, {
+  // Served only while a store cannot be reached: readiness 503 and liveness meanwhile.
+  let starting = null as Promise<StartingServer | null> | null;
+  const needs = {
     watchRabbit: true,
     subscriber: true,
     countInvalidations: true,
     ...(metrics && { onSqlQuery: metrics.observeSqlQuery, onRedisCommand: metrics.observeRedisCommand }),
-  });
+  };
+  const clients = await openPatiently(
+    (signal) => openClients(config, logger, needs, signal),
+    logger,
+    {
+      signal: waiting.signal,
+      onWaiting: (error) => {
+        const reason = `waiting for its stores (${error instanceof Error ? error.message : String(error)})`;
+        starting ??= serveWhileStarting(config.host, config.port).then(
+          (server) => {
+            shutdown.add("the starting server", () => server.close());
+            return server;
+          },
+          (err: unknown) => {
+            logger.warn({ err }, "readiness cannot be served while waiting for the stores");
+            return null;
+          },
+        );
+        void starting.then((server) => server?.waitingFor(reason));
+      },
+    },
+  );
   shutdown.add("the store clients", () => clients.close());
+  await (await starting)?.close();
   if (metrics) {
     // Under `npm start` the supervisor serves every process's metrics, summed, on METRICS_PORT.
     if (process.send) answerMetricsRequests([metrics.registry]);

@@ -116,6 +116,9 @@ function listenToCounterWrites(config: Config, redis: RedisClient, logger: Logge
   });
 }
 
+/** How long opening waits for RabbitMQ when it is needed (the pipeline, a reconcile pass) before it fails. */
+const rabbitConnectTimeoutMs = 10_000;
+
 /**
  * How long one client may take to close politely (QUIT, a broker's close) before
  * its connection is dropped: a store that answers nothing would otherwise hold the
@@ -132,7 +135,13 @@ async function closeWithin(polite: () => Promise<unknown>, force: () => void): P
   if (outcome !== "closed") force();
 }
 
-export async function openClients(config: Config, logger: Logger, needs: ClientNeeds = {}): Promise<Clients> {
+/**
+ * Opens the clients `needs` asks for, once every store answers and passes the
+ * checks at start (a refusal throws a StartRefusal). Fails when a store cannot be
+ * reached; entry points try again (start-up.ts). An abort of `signal` (a start
+ * attempt's deadline, a shutdown) closes what was opened and fails the open.
+ */
+export async function openClients(config: Config, logger: Logger, needs: ClientNeeds = {}, signal?: AbortSignal): Promise<Clients> {
   // In the reverse order of opening: the broker, then Redis, then PostgreSQL. Redis's connections close
   // together: they need no order among them, and under a stall each waits its full bound.
   const closers: (() => Promise<void>)[] = [];
@@ -145,7 +154,11 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     closeDatabase = null;
     await database?.();
   };
+  // Closing drops every connection, so whatever waits on one (a connect, a check) fails at once.
+  const abandon = () => void close();
+  signal?.addEventListener("abort", abandon, { once: true });
   try {
+    signal?.throwIfAborted();
     const db = createDatabase({
       url: config.databaseUrl,
       connectTimeoutMs: config.postgresConnectTimeoutMs,
@@ -155,8 +168,11 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     });
     closeDatabase = () => closeWithin(() => db.$disconnect(), () => {});
     await db.$connect();
+    // Connecting may not reach the server yet (the pool connects on demand): a start waits until it answers.
+    await db.$queryRaw`SELECT 1`;
 
     const connectRedis = async (commandTimeoutMs: number | undefined, subscriber = false) => {
+      signal?.throwIfAborted();
       const client = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes, commandTimeoutMs, subscriber });
       client.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
       redisClosers.push(() => closeWithin(() => client.quit(), () => client.disconnect()));
@@ -186,8 +202,11 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     if (needs.rabbit || needs.watchRabbit) {
       const connection = createRabbitConnection(config.amqpUrl, logger);
       closers.push(() => closeWithin(() => connection.close(), () => {}));
-      if (needs.rabbit) rabbit = connection;
-      else watched = connection;
+      if (needs.rabbit) {
+        // The pipeline cannot declare its queues without the broker: a start waits for it like for the others.
+        await connection.onConnect(rabbitConnectTimeoutMs, true);
+        rabbit = connection;
+      } else watched = connection;
     }
     const probes = () => ({
       postgres: () => db.$queryRaw`SELECT 1`,
@@ -203,9 +222,12 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
         rabbitmq: async () => (watched?.ready ? null : "RabbitMQ is not connected: likes wait in the outbox until it is"),
       }),
     });
+    signal?.throwIfAborted();
     return { db, redis, relayRedis, subscriberRedis, countInvalidations, rabbit, probes, advisories, close };
   } catch (error) {
     await close();
-    throw error;
+    throw signal?.aborted ? signal.reason : error;
+  } finally {
+    signal?.removeEventListener("abort", abandon);
   }
 }

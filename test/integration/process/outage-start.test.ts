@@ -1,0 +1,120 @@
+// npm start through a Redis outage: a process that starts while Redis is down waits
+// for it (liveness fine, readiness 503) instead of dying, the supervisor never stops
+// the healthy processes for it, and the service serves again soon after Redis returns.
+import { inject } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../../scripts/lib/ports.js";
+import type { Database } from "../../../src/stores/postgres/database.js";
+import { createUsers, graphqlClient, openDatabase, testConfig, type TestUser } from "../../support/env.js";
+import { eventually } from "../../support/pipeline.js";
+import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
+import { startTcpProxy, type TcpProxy } from "../../support/tcp-proxy.js";
+
+let redisProxy: TcpProxy;
+let db: Database;
+
+beforeAll(async () => {
+  redisProxy = await startTcpProxy({ host: "127.0.0.1", port: inject("redisPort") });
+  db = openDatabase();
+});
+afterAll(async () => {
+  redisProxy.resume();
+  await redisProxy.close();
+  await db.$disconnect();
+});
+
+function pidsOf(service: ServiceProcess, msg: string): number[] {
+  return service
+    .output()
+    .split("\n")
+    .filter((line) => line.includes(`"msg":"${msg}"`))
+    .map((line) => Number(/"pid":(\d+)/.exec(line)?.[1]));
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Whether a like (which needs Redis) answers with data, through whichever process the port hands the request to. */
+async function likes(url: string, user: TestUser, postId: string): Promise<boolean> {
+  const gql = graphqlClient(url);
+  const answer = await gql<{ likePost: { changed: boolean } }>(`mutation($id: ID!) { likePost(postId: $id) { changed } }`, { id: postId }, user.token).catch(() => null);
+  return answer?.data?.likePost !== undefined && !answer.errors;
+}
+
+async function status(url: string, path: string): Promise<number> {
+  return (await fetch(new URL(path, url))).status;
+}
+
+describe("npm start through a Redis outage", () => {
+  it("when Redis is down for 20 s while an API process is killed, then nothing else is stopped and the service serves within 5 s of Redis's return", async () => {
+    const config = testConfig();
+    const service = await startServiceProcess(config, { REDIS_URL: redisProxy.url, WEB_CONCURRENCY: "2", PORT: String(await freePort()) });
+    try {
+      await eventually(async () => pidsOf(service, "API process ready").length >= 2 && pidsOf(service, "pipeline running").length >= 1, 30_000, () => service.output());
+      const [user] = await createUsers(db, config, 1);
+      if (!user) throw new Error("no user made");
+      const created = await graphqlClient(service.url)<{ createPost: { id: string } }>(`mutation { createPost(title: "t", body: "b") { id } }`, {}, user.token);
+      const postId = created.data?.createPost.id;
+      if (!postId) throw new Error(`no post made: ${JSON.stringify(created)}`);
+      const [killed, healthy] = pidsOf(service, "API process ready") as [number, number];
+      const [pipeline] = pidsOf(service, "pipeline running") as [number];
+
+      redisProxy.refuse();
+      process.kill(killed, "SIGKILL");
+      // Long enough for the replacement to fail its start many times over.
+      await sleep(10_000);
+      expect(await status(service.url, "health/live")).toBe(200);
+      expect(await status(service.url, "health/ready")).toBe(503);
+      await sleep(10_000);
+      expect(service.output()).not.toContain("stopping everything");
+      expect(service.child.exitCode).toBeNull();
+      for (const pid of [healthy, pipeline]) expect(() => process.kill(pid, 0)).not.toThrow();
+
+      redisProxy.resume();
+      const returnedAt = Date.now();
+      await eventually(async () => (await likes(service.url, user, postId)) && (await likes(service.url, user, postId)), 15_000, () => service.output());
+      const servedAfterMs = Date.now() - returnedAt;
+      expect(servedAfterMs <= 5_000 ? "≤ 5 s" : `${servedAfterMs} ms`).toBe("≤ 5 s");
+      // The replacement serves too: every request answers, whichever process takes it.
+      await eventually(async () => pidsOf(service, "API process ready").length >= 3, 15_000, () => service.output());
+      const answers = await Promise.all(Array.from({ length: 10 }, () => likes(service.url, user, postId)));
+      expect(answers.every(Boolean)).toBe(true);
+    } finally {
+      redisProxy.resume();
+      expect(await service.stop("SIGTERM")).toBe(0);
+    }
+  });
+
+  it("when npm start starts during a Redis outage longer than 25 s, then it waits, ready 503 and live meanwhile, and serves once Redis returns", async () => {
+    const config = testConfig();
+    redisProxy.refuse();
+    const port = await freePort();
+    const started = startServiceProcess(config, { REDIS_URL: redisProxy.url, WEB_CONCURRENCY: "2", PORT: String(port) });
+    let service: ServiceProcess | null = null;
+    try {
+      service = await started;
+      const url = service.url;
+      await sleep(15_000);
+      expect(await status(url, "health/live")).toBe(200);
+      expect(await status(url, "health/ready")).toBe(503);
+      const waiting = await fetch(new URL("graphql", url), { method: "POST", headers: { "content-type": "application/json" }, body: '{"query":"{ __typename }"}' });
+      expect(waiting.status).toBe(503);
+      expect(((await waiting.json()) as { errors: { extensions: { code: string } }[] }).errors[0]?.extensions.code).toBe("SERVICE_UNAVAILABLE");
+      await sleep(15_000);
+      expect(service.child.exitCode).toBeNull();
+      // Waiting, not dying and being started again (an unhandled rejection at start would end a process).
+      expect(service.output()).not.toContain("process died");
+
+      redisProxy.resume();
+      await eventually(async () => pidsOf(service as ServiceProcess, "API process ready").length >= 2 && pidsOf(service as ServiceProcess, "pipeline running").length >= 1, 30_000, () => service?.output() ?? "");
+      expect(await status(url, "health/ready")).toBe(200);
+      const [user] = await createUsers(db, config, 1);
+      if (!user) throw new Error("no user made");
+      const created = await graphqlClient(url)<{ createPost: { id: string } }>(`mutation { createPost(title: "t", body: "b") { id } }`, {}, user.token);
+      expect(await likes(url, user, created.data?.createPost.id ?? "")).toBe(true);
+    } finally {
+      redisProxy.resume();
+      if (service) expect(await service.stop("SIGTERM")).toBe(0);
+      else await started.then((s) => s.stop("SIGKILL")).catch(() => null);
+    }
+  });
+});
