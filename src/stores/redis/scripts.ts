@@ -10,10 +10,16 @@ import type { ScriptReply } from "./statuses.js";
 const scriptsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "scripts");
 const includeLine = /^--@include ([a-z-]+)$/gm;
 
+/** Block comments (`--[[ … ]]`) and whole-line comments, each on lines of their own. */
+const commentLines = /^[ \t]*--\[\[[\s\S]*?\]\][ \t]*\n|^[ \t]*--(?!\[\[).*\n/gm;
+
 /**
  * A script's text with each `--@include name` line replaced by includes/name.lua.
  * Includes name their own includes; each is inlined once, where first named,
- * so every include states what it needs and none is defined twice.
+ * so every include states what it needs and none is defined twice. Comments are
+ * left out of what Redis is sent: a script's text goes with its first call on
+ * each connection (EVAL), and add-member.lua with its comments was over the 16 KB
+ * Redis reads at once, so that like cost Redis two reads instead of one.
  */
 export function loadScript(name: string): string {
   const inlined = new Set<string>();
@@ -23,7 +29,7 @@ export function loadScript(name: string): string {
       inlined.add(include);
       return expand(readFileSync(path.join(scriptsDir, "includes", `${include}.lua`), "utf8"));
     });
-  return expand(readFileSync(path.join(scriptsDir, `${name}.lua`), "utf8"));
+  return expand(readFileSync(path.join(scriptsDir, `${name}.lua`), "utf8")).replace(commentLines, "");
 }
 
 /**

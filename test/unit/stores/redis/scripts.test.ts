@@ -19,6 +19,12 @@ describe("Lua scripts", () => {
     expect(new Set(functions).size).toBe(functions.length);
   });
 
+  it.each(scripts)("when %s is loaded, then it holds no comment line and stays under the 16 KB Redis reads at once", (name) => {
+    const text = loadScript(name);
+    expect(text).not.toMatch(/^\s*--/m);
+    expect(Buffer.byteLength(text)).toBeLessThan(16 * 1024);
+  });
+
   it("when an include uses a hash field, then it names it as keys.ts does", () => {
     expect(luaLocals(include("hash-fields"))).toEqual({
       authorField,
