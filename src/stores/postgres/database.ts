@@ -59,7 +59,8 @@ export function isPostgresUnavailable(error: unknown): boolean {
   if (code === "P1001" || code === "P1008" || code === "P1017" || code === "P2024" || code === "P2037") return true;
   // P2028 is every fault of the transaction API; only a transaction that could not start in time (its pool full) is unavailability.
   if (code === "P2028") return /unable to start a transaction in the given time/i.test(error.message);
-  // 57014 query_canceled (statement_timeout), 57P01–57P03 the server is shutting down or starting.
+  // 57014 query_canceled (statement_timeout), 57P01–57P03 the server is shutting down or starting, 53300 too many
+  // connections; "timeout exceeded when trying to connect" is pg's pool, every connection busy for connectTimeoutMs.
   return /\b(57014|57P0[123]|53300)\b|statement timeout|Query read timeout|Connection terminated|timeout exceeded when trying to connect|ECONNREFUSED/i.test(
     `${code ?? ""} ${error.message}`,
   );

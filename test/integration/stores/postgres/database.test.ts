@@ -32,6 +32,28 @@ describe("PostgreSQL unavailability", () => {
     expect(isPostgresUnavailable(error)).toBe(true);
   });
 
+  it("when every connection of the pool is held and a query cannot get one in time, then the error is unavailability", async () => {
+    const small = createDatabase({ url: testConfig().databaseUrl, poolSize: 1, connectTimeoutMs: 200 });
+    try {
+      let release: () => void = () => undefined;
+      const holding = small.$transaction(async (tx) => {
+        await tx.$queryRaw`SELECT 1`;
+        await new Promise<void>((resolve) => (release = resolve));
+      });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const error: unknown = await small.$queryRaw`SELECT 1`.then(
+        () => null,
+        (e: unknown) => e,
+      );
+      release();
+      await holding;
+      expect(error).toBeInstanceOf(Error);
+      expect({ code: prismaCode(error), message: (error as Error).message, unavailable: isPostgresUnavailable(error) }).toMatchObject({ unavailable: true });
+    } finally {
+      await small.$disconnect();
+    }
+  });
+
   it("when a statement is at fault, then the error is not unavailability", async () => {
     const error: unknown = await db.$queryRawUnsafe("SELECT * FROM no_such_table").then(
       () => null,
