@@ -11,6 +11,8 @@ import { openClients } from "./stores/clients.js";
 
 const tally = (t: TargetTally) => (t.count === 0 ? "0" : `${t.count}: ${t.sample.join(" ")}${t.count > t.sample.length ? " …" : ""}`);
 
+const phaseLabels = { redis: "Redis     ", postgres: "PostgreSQL", counters: "Counters  ", lists: "Lists     " } as const;
+
 const config = loadConfigOrRefuse("reconcile");
 const logger = createLogger(config.logLevel === "info" ? "warn" : config.logLevel, "reconcile");
 const clients = await openClients(config, logger, { rabbit: true }).catch((error: unknown) => exitAfterFailedStart(logger, error));
@@ -18,7 +20,7 @@ const bar = new SingleBar({ format: "{phase} [{bar}] {value}/{total} targets | {
 let phase = "";
 try {
   const summary = await compose(config, clients, logger).reconcileOnce((progress) => {
-    const label = progress.phase === "redis" ? "Redis     " : "PostgreSQL";
+    const label = phaseLabels[progress.phase];
     if (phase !== progress.phase) {
       if (phase) bar.stop();
       phase = progress.phase;
@@ -44,6 +46,8 @@ try {
       `  Redis counters wrong        ${d.redisCounter}`,
       `  repairs sent             ${summary.repairsSent} (applied by the running worker)`,
       `  cold targets evicted     ${summary.evicted}`,
+      `  lists checked            ${summary.listsChecked}`,
+      `  lists differing, dropped ${d.list}`,
     ].join("\n"),
   );
 } finally {
