@@ -4,7 +4,9 @@ import { compose } from "../../src/compose.js";
 import type { Config } from "../../src/config.js";
 import type { LikeableTarget, Relation, Target } from "../../src/domain/model.js";
 import type { Services } from "../../src/domain/services.js";
+import type { ReconcileSummary } from "../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../src/stores/postgres/database.js";
+import { createRabbitConnection } from "../../src/stores/rabbitmq/connection.js";
 import type { RedisClient } from "../../src/stores/redis/client.js";
 import { disagreement } from "./agreement.js";
 import { createUsers, emptyRedis, openDatabase, openRedis, silentLogger, testConfig, type TestUser } from "./env.js";
@@ -19,6 +21,19 @@ export interface Stores {
 export function servicesOn(stores: Stores, config: Config): Services {
   return compose(config, stores, silentLogger).services;
 }
+
+/** One full reconcile pass on these stores, as `npm run reconcile` runs it (its repairs go out on the config's RabbitMQ). */
+export async function reconcileOn(stores: Stores, config: Config): Promise<ReconcileSummary> {
+  const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
+  try {
+    return await compose(config, { ...stores, rabbit }, silentLogger).reconcileOnce();
+  } finally {
+    await rabbit.close();
+  }
+}
+
+/** A reconcile summary's differences when a pass found none. */
+export const noDifferences = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0, derivedCounter: 0, redisDerivedCounter: 0, views: 0, list: 0 };
 
 /** `count` new posts by `authorId`, created through the service as the API would. */
 export async function createPosts(stores: Stores, config: Config, authorId: bigint, count: number): Promise<LikeableTarget[]> {

@@ -2,17 +2,15 @@
 // follows as memberships, derived counters against PostgreSQL's rows and Redis,
 // and views; it repairs each drift and finds nothing the second time.
 import { describe, expect, it } from "vitest";
-import { compose } from "../../../src/compose.js";
 import type { Config } from "../../../src/config.js";
 import type { Target } from "../../../src/domain/model.js";
 import type { ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
-import { createRabbitConnection } from "../../../src/stores/rabbitmq/connection.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
-import { createUsers, silentLogger, testConfig, type TestUser } from "../../support/env.js";
+import { createUsers, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
-import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
+import { agreeWithin, createPosts, noDifferences, reconcileOn, servicesOn, useStores } from "../../support/stores.js";
 
 let db: Database;
 let redis: RedisClient;
@@ -21,16 +19,7 @@ let author: TestUser;
 // A pass covers everything: start from empty tables and an empty private Redis.
 useStores((s) => ({ db, redis, author } = s), { fresh: true });
 
-async function reconcile(config: Config): Promise<ReconcileSummary> {
-  const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
-  try {
-    return await compose(config, { db, redis, rabbit }, silentLogger).reconcileOnce();
-  } finally {
-    await rabbit.close();
-  }
-}
-
-const noDifferences = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0, derivedCounter: 0, redisDerivedCounter: 0, views: 0, list: 0 };
+const reconcile = (config: Config): Promise<ReconcileSummary> => reconcileOn({ db, redis }, config);
 
 const counter = (target: Target, name: string) =>
   db.counter.findUnique({ where: { targetType_targetId_name: { targetType: target.type, targetId: target.id, name } } }).then((c) => Number(c?.value ?? 0n));

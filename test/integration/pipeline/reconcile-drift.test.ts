@@ -4,18 +4,16 @@ import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import type { LikeableTarget, Repair } from "../../../src/domain/model.js";
 import type { RedisReconcileStore } from "../../../src/domain/ports.js";
-import { compose } from "../../../src/compose.js";
 import { runReconcile, type ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { createDatabaseReconcileStore } from "../../../src/stores/postgres/reconcile-store.js";
-import { createRabbitConnection } from "../../../src/stores/rabbitmq/connection.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys, versionField } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { createRedisReconcileStore } from "../../../src/stores/redis/reconcile-store.js";
-import { silentLogger, testConfig, type TestUser } from "../../support/env.js";
+import { testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
-import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
+import { agreeWithin, createPosts, noDifferences, reconcileOn, servicesOn, useStores } from "../../support/stores.js";
 
 let db: Database;
 let redis: RedisClient;
@@ -23,16 +21,7 @@ let author: TestUser;
 
 useStores((s) => ({ db, redis, author } = s), { fresh: true });
 
-async function reconcile(config: Config): Promise<ReconcileSummary> {
-  const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
-  try {
-    return await compose(config, { db, redis, rabbit }, silentLogger).reconcileOnce();
-  } finally {
-    await rabbit.close();
-  }
-}
-
-const noDifferences = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0, derivedCounter: 0, redisDerivedCounter: 0, views: 0, list: 0 };
+const reconcile = (config: Config): Promise<ReconcileSummary> => reconcileOn({ db, redis }, config);
 
 const likers = (post: LikeableTarget) =>
   db.like.findMany({ where: { targetType: "post", targetId: post.id }, select: { userId: true }, orderBy: { userId: "asc" } }).then((rows) => rows.map((r) => r.userId));

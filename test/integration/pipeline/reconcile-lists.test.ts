@@ -2,15 +2,13 @@
 import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import type { LikeableTarget } from "../../../src/domain/model.js";
-import { compose } from "../../../src/compose.js";
 import type { ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
-import { createRabbitConnection } from "../../../src/stores/rabbitmq/connection.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
-import { silentLogger, testConfig, type TestUser } from "../../support/env.js";
+import { testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
-import { createPosts, servicesOn, useStores } from "../../support/stores.js";
+import { createPosts, reconcileOn, servicesOn, useStores } from "../../support/stores.js";
 
 let db: Database;
 let redis: RedisClient;
@@ -18,14 +16,7 @@ let author: TestUser;
 
 useStores((s) => ({ db, redis, author } = s), { fresh: true });
 
-async function reconcile(config: Config): Promise<ReconcileSummary> {
-  const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
-  try {
-    return await compose(config, { db, redis, rabbit }, silentLogger).reconcileOnce();
-  } finally {
-    await rabbit.close();
-  }
-}
+const reconcile = (config: Config): Promise<ReconcileSummary> => reconcileOn({ db, redis }, config);
 
 const liked = (userId: bigint) => db.like.count({ where: { userId, targetType: "post" } });
 

@@ -3,15 +3,13 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import type { LikeableTarget } from "../../../src/domain/model.js";
-import { compose } from "../../../src/compose.js";
 import type { ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
-import { createRabbitConnection } from "../../../src/stores/rabbitmq/connection.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys, versionField } from "../../../src/stores/redis/keys.js";
-import { emptyRedis, silentLogger, testConfig, type TestUser } from "../../support/env.js";
+import { emptyRedis, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
-import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
+import { agreeWithin, createPosts, noDifferences, reconcileOn, servicesOn, useStores } from "../../support/stores.js";
 
 let db: Database;
 let redis: RedisClient;
@@ -20,18 +18,7 @@ let author: TestUser;
 // A pass covers everything: start from empty like tables and an empty private Redis.
 useStores((s) => ({ db, redis, author } = s), { fresh: true });
 
-
-async function reconcile(config: Config): Promise<ReconcileSummary> {
-  const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
-  try {
-    return await compose(config, { db, redis, rabbit }, silentLogger).reconcileOnce();
-  } finally {
-    await rabbit.close();
-  }
-}
-
-
-const noDifferences = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0, derivedCounter: 0, redisDerivedCounter: 0, views: 0, list: 0 };
+const reconcile = (config: Config): Promise<ReconcileSummary> => reconcileOn({ db, redis }, config);
 
 const likeCounter = (t: LikeableTarget) =>
   db.counter.findUnique({ where: { targetType_targetId_name: { targetType: t.type, targetId: t.id, name: "like" } } }).then((c) => Number(c?.value ?? 0n));
