@@ -9,23 +9,16 @@ import { watchHotCounts } from "./hot-counts-metrics.js";
 import { createLogger } from "./logger.js";
 import { answerMetricsRequests, serveMetrics } from "./metrics-endpoint.js";
 import { onTermination } from "./shutdown.js";
-import { exitAfterFailedStart, loadConfigOrRefuse, openPatiently } from "./start-up.js";
+import { loadConfigOrRefuse, openPatiently, runStart } from "./start-up.js";
 import { openClients } from "./stores/clients.js";
 import { serveWhileStarting, type StartingServer } from "./starting-server.js";
 
 const config = loadConfigOrRefuse("api");
 const logger = createLogger(config.logLevel, "api", cluster.worker ? { apiProcess: cluster.worker.id } : {});
 const shutdown = onTermination(logger);
-const waiting = new AbortController();
-shutdown.add("waiting for the stores", async () => waiting.abort(new Error("shutting down")));
-try {
-  await start();
-} catch (error) {
-  // A shutdown during start-up ends the process itself.
-  if (!waiting.signal.aborted) exitAfterFailedStart(logger, error);
-}
+await runStart(logger, shutdown, start);
 
-async function start(): Promise<void> {
+async function start(waiting: AbortSignal): Promise<void> {
   const metrics = config.metricsPort === 0 ? null : createApiMetrics();
   // Served only while a store cannot be reached: readiness 503 and liveness meanwhile.
   let starting = null as Promise<StartingServer | null> | null;
@@ -39,7 +32,7 @@ async function start(): Promise<void> {
     (signal) => openClients(config, logger, needs, signal),
     logger,
     {
-      signal: waiting.signal,
+      signal: waiting,
       onWaiting: (error) => {
         const reason = `waiting for its stores (${error instanceof Error ? error.message : String(error)})`;
         starting ??= serveWhileStarting(config.host, config.port).then(

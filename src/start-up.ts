@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { loadConfig, type Config } from "./config.js";
 import { createLogger } from "./logger.js";
 import { refusalExitCode, StartRefusal } from "./refusal.js";
+import type { Shutdown } from "./shutdown.js";
 
 /**
  * Ends a process whose start failed. A refusal (the configuration, or what it points
@@ -95,4 +96,19 @@ export function openPatiently<T>(open: (signal: AbortSignal) => Promise<T>, logg
     signal: options.signal,
     ...(options.onWaiting && { onFailure: options.onWaiting }),
   });
+}
+
+/**
+ * Runs an entry point's start. A shutdown during it cancels the wait for the
+ * stores (`start` gets the signal) and ends the process itself; any other
+ * failure ends it as exitAfterFailedStart says.
+ */
+export async function runStart(logger: Logger, shutdown: Shutdown, start: (waiting: AbortSignal) => Promise<void>): Promise<void> {
+  const waiting = new AbortController();
+  shutdown.add("waiting for the stores", async () => waiting.abort(new Error("shutting down")));
+  try {
+    await start(waiting.signal);
+  } catch (error) {
+    if (!waiting.signal.aborted) exitAfterFailedStart(logger, error);
+  }
 }

@@ -6,23 +6,16 @@ import { compose } from "./compose.js";
 import { createLogger } from "./logger.js";
 import { answerMetricsRequests } from "./metrics-endpoint.js";
 import { onTermination } from "./shutdown.js";
-import { exitAfterFailedStart, loadConfigOrRefuse, openPatiently } from "./start-up.js";
+import { loadConfigOrRefuse, openPatiently, runStart } from "./start-up.js";
 import { openClients } from "./stores/clients.js";
 
 const config = loadConfigOrRefuse("pipeline");
 const logger = createLogger(config.logLevel, "pipeline");
 const shutdown = onTermination(logger);
-const waiting = new AbortController();
-shutdown.add("waiting for the stores", async () => waiting.abort(new Error("shutting down")));
-try {
-  await start();
-} catch (error) {
-  // A shutdown during start-up ends the process itself.
-  if (!waiting.signal.aborted) exitAfterFailedStart(logger, error);
-}
+await runStart(logger, shutdown, start);
 
-async function start(): Promise<void> {
-  const clients = await openPatiently((signal) => openClients(config, logger, { rabbit: true, relay: true }, signal), logger, { signal: waiting.signal });
+async function start(waiting: AbortSignal): Promise<void> {
+  const clients = await openPatiently((signal) => openClients(config, logger, { rabbit: true, relay: true }, signal), logger, { signal: waiting });
   shutdown.add("the store clients", () => clients.close());
   // Started by `npm start`'s supervisor (an IPC channel is open): it serves the metrics of every process
   // on METRICS_PORT, this process's included, so this one answers its scrapes instead of listening.
