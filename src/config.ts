@@ -126,6 +126,9 @@ const schema = z.object({
   OTEL_SERVICE_NAME: z.string().min(1).default("like-counter-service"),
 });
 
+/** Every setting's environment variable: docs/operations.md's table must name each, and only these. */
+export const settingNames: readonly string[] = Object.freeze(Object.keys(schema.shape));
+
 /** Fastify's `trustProxy`: whether and which proxies' X-Forwarded-For to believe. */
 export type TrustProxy = boolean | number | string[];
 
