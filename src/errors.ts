@@ -103,11 +103,14 @@ export class TargetFullError extends Error {
 /**
  * A budget of the caller's is spent (RATE_LIMITED): nothing was done, and the
  * same request is accepted again after `retryAfterSeconds` (a whole number, at least 1).
+ * `budget`, when a rate budget refused, is its size and how long until it is full
+ * again (the response's RateLimit-Limit and RateLimit-Reset).
  */
 export class RateLimitedError extends DomainError {
   constructor(
     readonly retryAfterSeconds: number,
     what: string,
+    readonly budget?: { readonly limit: number; readonly resetSeconds: number },
   ) {
     super(ErrorCode.RATE_LIMITED, `Too many ${what}; retry in ${retryAfterSeconds} s.`);
   }

@@ -42,6 +42,8 @@ export interface LocalRefusal<Budget extends string = string> {
   readonly charge: LocalCharge<Budget>;
   /** Milliseconds until the same charges would be accepted, at least 1. */
   readonly waitMs: number;
+  /** Milliseconds until the refused charge's budget is full again. */
+  readonly aheadMs: number;
 }
 
 export interface LocalBudgets<Budget extends string = string> {
@@ -50,6 +52,8 @@ export interface LocalBudgets<Budget extends string = string> {
    * the longest wait. One charge per (budget, subject) in a call.
    */
   charge(charges: readonly LocalCharge<Budget>[]): LocalRefusal<Budget> | null;
+  /** Milliseconds until a subject's budget is full again, as this process knows it; 0 when it holds none of it. */
+  aheadMs(budget: Budget, subject: string): number;
 }
 
 export interface LocalBudgetOptions {
@@ -146,7 +150,7 @@ export function createLocalBudgets<Budget extends string>(options: LocalBudgetOp
         const waitMicros = next - charge.limit * interval - now;
         if (waitMicros > 0) {
           const waitMs = Math.max(1, Math.ceil(waitMicros / 1000));
-          if (!refusal || waitMs > refusal.waitMs) refusal = { charge, waitMs };
+          if (!refusal || waitMs > refusal.waitMs) refusal = { charge, waitMs, aheadMs: (arrival - now) / 1000 };
         } else {
           accepted.push({ charge, key, arrivalMicros: next });
         }
@@ -164,6 +168,10 @@ export function createLocalBudgets<Budget extends string>(options: LocalBudgetOp
         queueReport(key, state);
       }
       return null;
+    },
+    aheadMs(budget, subject) {
+      const state = states.peek(keyOf(budget, subject));
+      return state ? Math.max(0, state.arrivalMicros - nowMicros()) / 1000 : 0;
     },
   };
 }

@@ -627,10 +627,11 @@ export interface RateBudgetStore {
   /**
    * Charges `cost` units against `subject`'s budget named `budget`, which holds
    * `limit` units and refills them evenly over `periodMs`; `cost` is 1 to `limit`.
-   * Answers 0 when charged, else the milliseconds until the same charge would be
-   * accepted (nothing charged).
+   * Answers a `waitMs` of 0 when charged, else the milliseconds until the same
+   * charge would be accepted (nothing charged); and in both cases `aheadMs`, how
+   * long until the budget is full again.
    */
-  charge(budget: string, subject: string, cost: number, limit: number, periodMs: number): Promise<number>;
+  charge(budget: string, subject: string, cost: number, limit: number, periodMs: number): Promise<{ readonly waitMs: number; readonly aheadMs: number }>;
   /**
    * Adds spendings to the shared budgets whatever they hold (the units were let
    * through already), in one round trip per node. Answers, per spending, how far

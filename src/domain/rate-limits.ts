@@ -76,6 +76,24 @@ export interface Charge {
   readonly cost: number;
 }
 
+/** Where a budget stands after a charge: what a client reads in the RateLimit-* response headers. */
+export interface BudgetStanding {
+  /** Units the budget holds when full. */
+  readonly limit: number;
+  /** Units left now. */
+  readonly remaining: number;
+  /** Whole seconds until the budget is full again. */
+  readonly resetSeconds: number;
+}
+
+/** The standing of a budget of `limit` units a period that is spent `aheadMs` ahead of now (GCRA). */
+export function standingOf(limit: number, aheadMs: number, periodMs: number): BudgetStanding {
+  return { limit, remaining: Math.max(0, Math.floor(limit - (aheadMs * limit) / periodMs)), resetSeconds: Math.ceil(aheadMs / 1000) };
+}
+
+/** The tighter of two standings: fewer units left. */
+export const tighter = (a: BudgetStanding | null, b: BudgetStanding | null): BudgetStanding | null => (!a ? b : !b || a.remaining <= b.remaining ? a : b);
+
 export interface RateLimits {
   /** Queries cheaper than this spend no budget: only expensive ones are charged (their whole cost). */
   readonly queryCostThreshold: number;
@@ -85,9 +103,11 @@ export interface RateLimits {
    * process memory are decided first, all or none; the store's then go to
    * independent keys (each its own slot in a cluster), so those accepted stay
    * spent when another is refused: a refused caller loses at most one request's
-   * worth.
+   * worth. Answers the standing of the charged budget with the fewest units left
+   * (null when nothing was charged); a budget decided in memory stands as this
+   * process knows it.
    */
-  charge(charges: readonly Charge[]): Promise<void>;
+  charge(charges: readonly Charge[]): Promise<BudgetStanding | null>;
 }
 
 export interface RateLimitOptions {
@@ -130,36 +150,47 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
   });
   let storeSkippedUntil = 0;
 
-  async function chargeStore(charges: readonly PricedCharge[]): Promise<void> {
-    if (charges.length === 0 || Date.now() < storeSkippedUntil) return;
-    let waits: number[];
+  async function chargeStore(charges: readonly PricedCharge[]): Promise<BudgetStanding | null> {
+    if (charges.length === 0 || Date.now() < storeSkippedUntil) return null;
+    let answers: { readonly waitMs: number; readonly aheadMs: number }[];
     try {
-      waits = await Promise.all(charges.map(({ budget, subject, cost, limit }) => store.charge(budget, subject, cost, limit, settings.periodMs)));
+      answers = await Promise.all(charges.map(({ budget, subject, cost, limit }) => store.charge(budget, subject, cost, limit, settings.periodMs)));
     } catch (error) {
       storeSkippedUntil = Date.now() + retryStoreAfterMs;
       onStoreFailure?.(error, "charge");
-      return;
+      return null;
     }
     let worst = -1;
-    for (let i = 0; i < waits.length; i++) if ((waits[i] ?? 0) > (waits[worst] ?? 0)) worst = i;
-    if (worst >= 0) throw refusal((charges[worst] as PricedCharge).budget, waits[worst] as number);
+    let standing: BudgetStanding | null = null;
+    for (let i = 0; i < answers.length; i++) {
+      const { waitMs, aheadMs } = answers[i] as (typeof answers)[number];
+      if (waitMs > (answers[worst]?.waitMs ?? 0)) worst = i;
+      standing = tighter(standing, standingOf((charges[i] as PricedCharge).limit, aheadMs, settings.periodMs));
+    }
+    const refused = charges[worst];
+    if (refused) throw refusal(refused, answers[worst] as { waitMs: number; aheadMs: number });
+    return standing;
   }
 
   return {
     queryCostThreshold: settings.queryCostThreshold,
     async charge(charges) {
-      if (!settings.enabled) return;
+      if (!settings.enabled) return null;
       const priced = charges.flatMap(({ budget, subject, cost }): PricedCharge[] => {
         const limit = settings.limits[budget];
         // A cost above the whole budget could never be accepted: it spends all of it instead.
         return limit > 0 && cost > 0 ? [{ budget, subject, cost: Math.min(Math.ceil(cost), limit), limit }] : [];
       });
-      if (priced.length === 0) return;
-      const refused = local.charge(priced.filter((c) => budgets[c.budget].decidedIn === "process"));
-      if (refused) throw refusal(refused.charge.budget, refused.waitMs);
-      await chargeStore(priced.filter((c) => budgets[c.budget].decidedIn === "store"));
+      if (priced.length === 0) return null;
+      const inMemory = priced.filter((c) => budgets[c.budget].decidedIn === "process");
+      const refused = local.charge(inMemory);
+      if (refused) throw refusal(refused.charge, refused);
+      let standing: BudgetStanding | null = null;
+      for (const { budget, subject, limit } of inMemory) standing = tighter(standing, standingOf(limit, local.aheadMs(budget, subject), settings.periodMs));
+      return tighter(standing, await chargeStore(priced.filter((c) => budgets[c.budget].decidedIn === "store")));
     },
   };
 }
 
-const refusal = (budget: BudgetName, waitMs: number) => new RateLimitedError(Math.max(1, Math.ceil(waitMs / 1000)), budgets[budget].counts);
+const refusal = ({ budget, limit }: { readonly budget: BudgetName; readonly limit: number }, { waitMs, aheadMs }: { readonly waitMs: number; readonly aheadMs: number }) =>
+  new RateLimitedError(Math.max(1, Math.ceil(waitMs / 1000)), budgets[budget].counts, { limit, resetSeconds: Math.ceil(aheadMs / 1000) });

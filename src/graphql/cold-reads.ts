@@ -3,13 +3,16 @@
 // caller's query-cost budgets before it starts (domain/rate-limits.ts, coldLoadCost).
 import type { ColdReads } from "../domain/counters.js";
 import type { Viewer } from "../domain/identity.js";
-import { coldLoadCharges } from "../domain/rate-limits.js";
+import { coldLoadCharges, tighter } from "../domain/rate-limits.js";
 import type { Services } from "../domain/services.js";
 import { addressSubject } from "./client-address.js";
+import type { ChargedBudgets } from "./context.js";
 
-export function coldReadsOf(services: Pick<Services, "rateLimits">, viewer: Viewer | null, clientIp: string, deadlineAtMs?: number): ColdReads {
+export function coldReadsOf(services: Pick<Services, "rateLimits">, viewer: Viewer | null, clientIp: string, charged: ChargedBudgets, deadlineAtMs?: number): ColdReads {
   return {
     ...(deadlineAtMs !== undefined && { deadlineAtMs }),
-    pay: (load, targets) => services.rateLimits.charge(coldLoadCharges(load, targets, addressSubject(clientIp), viewer?.userId ?? null)),
+    pay: async (load, targets) => {
+      charged.standing = tighter(charged.standing, await services.rateLimits.charge(coldLoadCharges(load, targets, addressSubject(clientIp), viewer?.userId ?? null)));
+    },
   };
 }

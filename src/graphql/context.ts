@@ -1,4 +1,5 @@
 import type { Viewer } from "../domain/identity.js";
+import type { BudgetStanding } from "../domain/rate-limits.js";
 import type { Services } from "../domain/services.js";
 import { unauthenticated } from "../errors.js";
 import { coldReadsOf } from "./cold-reads.js";
@@ -6,6 +7,11 @@ import { createLoaders, type Loaders } from "./loaders.js";
 
 /** REQUEST_DEADLINE_MS's default. */
 export const defaultRequestDeadlineMs = 1_000;
+
+/** The charged rate budget with the fewest units left, for the response's RateLimit-* headers (rate-limit-plugin.ts). */
+export interface ChargedBudgets {
+  standing: BudgetStanding | null;
+}
 
 export interface Context {
   /** Set by register and login for the rest of their request, so the payload reads as the new user. */
@@ -19,6 +25,7 @@ export interface Context {
   readonly clientIp: string;
   readonly loaders: Loaders;
   readonly services: Services;
+  readonly charged: ChargedBudgets;
   /**
    * When the request answers SERVICE_UNAVAILABLE if it has not answered otherwise
    * (REQUEST_DEADLINE_MS after its context was made), in milliseconds since the
@@ -43,7 +50,8 @@ export async function createContext(services: Services, header: string | undefin
       tokenProblem = 'The Authorization header must be "Bearer <token>".';
     }
   }
-  return { viewer, tokenProblem, clientIp, loaders: createLoaders(services, viewer, coldReadsOf(services, viewer, clientIp, deadlineAtMs)), services, deadlineAtMs };
+  const charged: ChargedBudgets = { standing: null };
+  return { viewer, tokenProblem, clientIp, loaders: createLoaders(services, viewer, coldReadsOf(services, viewer, clientIp, charged, deadlineAtMs)), services, charged, deadlineAtMs };
 }
 
 /** The signed-in viewer, or UNAUTHENTICATED. */

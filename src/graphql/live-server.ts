@@ -186,7 +186,7 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
         throw error;
       }
       const viewer = ctx.extra.viewer ?? null;
-      const contextValue: Context = { viewer, tokenProblem: null, clientIp: ctx.extra.request.socket.remoteAddress ?? "unknown", loaders: createLoaders(services, viewer), services };
+      const contextValue: Context = { viewer, tokenProblem: null, clientIp: ctx.extra.request.socket.remoteAddress ?? "unknown", loaders: createLoaders(services, viewer), services, charged: { standing: null } };
       // A digest: the document may be 100 KB, and is held for as long as the subscription.
       const key = JSON.stringify([payload.query, payload.operationName ?? null, variables, viewer?.userId.toString() ?? null]);
       operationKeys.set(contextValue, createHash("sha256").update(key).digest("base64url"));

@@ -3,10 +3,10 @@
 // root field; expensive queries by their cost), and rateLimitPlugin answers a
 // refusal as HTTP 429. Sign-ins per username are charged by the login use case,
 // which alone knows the username.
-import type { ApolloServerPlugin } from "@apollo/server";
-import { OperationTypeNode, type DocumentNode, type OperationDefinitionNode } from "graphql";
-import type { Charge } from "../domain/rate-limits.js";
-import { ErrorCode } from "../errors.js";
+import type { ApolloServerPlugin, HeaderMap } from "@apollo/server";
+import { OperationTypeNode, type DocumentNode, type GraphQLError, type OperationDefinitionNode } from "graphql";
+import { tighter, type BudgetStanding, type Charge } from "../domain/rate-limits.js";
+import { RateLimitedError } from "../errors.js";
 import { tokenRefused } from "./authentication-plugin.js";
 import { addressSubject } from "./client-address.js";
 import type { Context } from "./context.js";
@@ -14,22 +14,46 @@ import { rootFieldNames, signInFields } from "./root-fields.js";
 
 export { addressSubject };
 
+/** The refusal with the longest wait among a response's errors, if any. */
+function longestRefusal(errors: readonly GraphQLError[] | undefined): RateLimitedError | null {
+  let longest: RateLimitedError | null = null;
+  for (const { originalError } of errors ?? []) {
+    if (originalError instanceof RateLimitedError && (!longest || originalError.retryAfterSeconds > longest.retryAfterSeconds)) longest = originalError;
+  }
+  return longest;
+}
+
 /**
- * Answers RATE_LIMITED as HTTP 429 with Retry-After (the longest
+ * The widespread RateLimit-* fields (draft-ietf-httpapi-ratelimit-headers-06, as
+ * most gateways and client libraries read them): Reset is the seconds until the
+ * budget is full again, not until the next unit.
+ */
+function setRateLimitHeaders(headers: HeaderMap, { limit, remaining, resetSeconds }: BudgetStanding): void {
+  headers.set("ratelimit-limit", String(limit));
+  headers.set("ratelimit-remaining", String(remaining));
+  headers.set("ratelimit-reset", String(resetSeconds));
+}
+
+/**
+ * Tells every charged response where its tightest budget stands (RateLimit-*
+ * headers), and answers RATE_LIMITED as HTTP 429 with Retry-After (the longest
  * `retryAfterSeconds` of the response) when nothing ran, whichever stage refused.
  */
 export function rateLimitPlugin(): ApolloServerPlugin<Context> {
   return {
     async requestDidStart() {
       return {
-        async willSendResponse({ response }) {
-          if (response.body.kind !== "single") return;
-          const { data, errors } = response.body.singleResult;
-          if (data != null || !errors) return;
-          const waits = errors.filter((e) => e.extensions?.code === ErrorCode.RATE_LIMITED).map((e) => Number(e.extensions?.retryAfterSeconds) || 1);
-          if (waits.length === 0) return;
-          response.http.status = 429;
-          response.http.headers.set("retry-after", String(Math.max(...waits)));
+        async willSendResponse({ response, errors, contextValue }) {
+          let standing = contextValue.charged.standing;
+          const refusal = longestRefusal(errors);
+          if (refusal) {
+            if (refusal.budget) standing = tighter(standing, { limit: refusal.budget.limit, remaining: 0, resetSeconds: refusal.budget.resetSeconds });
+            if (response.body.kind === "single" && response.body.singleResult.data == null) {
+              response.http.status = 429;
+              response.http.headers.set("retry-after", String(refusal.retryAfterSeconds));
+            }
+          }
+          if (standing) setRateLimitHeaders(response.http.headers, standing);
         },
       };
     },
@@ -90,5 +114,5 @@ export async function chargeOperation(ctx: Context, cost: number, operation: Ope
   // graphql-ws): Apollo runs the plugins' checks side by side, so they must not pay here.
   if (operation.operation === OperationTypeNode.SUBSCRIPTION || tokenRefused(ctx, operation, document)) return;
   const charges = [...mutationCharges(ctx, operation, document), ...costCharges(ctx, cost)];
-  if (charges.length > 0) await ctx.services.rateLimits.charge(charges);
+  if (charges.length > 0) ctx.charged.standing = tighter(ctx.charged.standing, await ctx.services.rateLimits.charge(charges));
 }

@@ -5,7 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Cluster, Redis, Result } from "ioredis";
 import { membershipGenerations } from "./keys.js";
-import type { ScriptReply } from "./statuses.js";
+import type { ScriptReply, ScriptStatus } from "./statuses.js";
 
 const scriptsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "scripts");
 const includeLine = /^--@include ([a-z-]+)$/gm;
@@ -142,7 +142,7 @@ declare module "ioredis" {
     /** scripts/acknowledge-outbox.lua: the number of keys, the keys, then ARGV. */
     acknowledgeOutbox(numberOfKeys: number, ...keysAndArgs: string[]): Result<ScriptReply, Context>;
     /** scripts/charge-budget.lua: the budget, then interval (µs), limit and cost. */
-    chargeBudget(key: string, intervalMicros: number, limit: number, cost: number): Result<ScriptReply<number>, Context>;
+    chargeBudget(key: string, intervalMicros: number, limit: number, cost: number): Result<[status: ScriptStatus, waitMicros: number, aheadMicros: number] | [status: ScriptStatus], Context>;
     /** scripts/report-spending.lua: the budget, then interval (µs), limit and units spent. */
     reportSpending(key: string, intervalMicros: number, limit: number, units: number): Result<ScriptReply<number>, Context>;
     /** scripts/mirror-ranking.lua: the ranking, its seq hash, then capacity, expiry (Unix ms) and member, value, seq triples. */

@@ -24,6 +24,8 @@ import { createUsers, openDatabase, openRedis, silentLogger, testConfig, uniqueT
 interface Answer {
   readonly status: number;
   readonly retryAfter: string | undefined;
+  /** RateLimit-Limit, -Remaining and -Reset, as numbers, when the answer carries them. */
+  readonly rateLimit: readonly [number, number, number] | undefined;
   readonly body: { data?: Record<string, unknown> | null; errors?: { message: string; extensions?: { code?: string; retryAfterSeconds?: unknown } }[] };
 }
 const codes = (answer: Answer) => (answer.body.errors ?? []).map((e) => e.extensions?.code);
@@ -58,7 +60,9 @@ function send(api: TestApi, query: string, options: { variables?: object; token?
         res.on("data", (chunk: string) => (text += chunk));
         res.on("end", () => {
           try {
-            resolve({ status: res.statusCode ?? 0, retryAfter: res.headers["retry-after"], body: JSON.parse(text) as Answer["body"] });
+            const { "ratelimit-limit": limit, "ratelimit-remaining": remaining, "ratelimit-reset": reset } = res.headers;
+            const rateLimit = limit === undefined ? undefined : ([Number(limit), Number(remaining), Number(reset)] as const);
+            resolve({ status: res.statusCode ?? 0, retryAfter: res.headers["retry-after"], rateLimit, body: JSON.parse(text) as Answer["body"] });
           } catch (error) {
             reject(new Error(`not JSON (HTTP ${res.statusCode}): ${text.slice(0, 200)}`, { cause: error }));
           }
@@ -106,7 +110,7 @@ afterAll(async () => {
 });
 
 describe("mutation budgets", () => {
-  it("when a user spends their mutation budget, then the next mutation is RATE_LIMITED with HTTP 429 and does nothing, while another user goes on", async () => {
+  it("when a user spends their mutation budget, then each like tells what is left in RateLimit headers, the next is RATE_LIMITED with HTTP 429 and does nothing, while another user goes on", async () => {
     const target = await api({ RATE_LIMIT_USER_MUTATIONS: "4", RATE_LIMIT_IP_MUTATIONS: "1000" });
     const [alice, bob, carol] = await createUsers(db, target.config, 3);
     const from = freshAddress();
@@ -114,12 +118,25 @@ describe("mutation budgets", () => {
     const unlimited = await api({});
     const posts = [];
     for (let i = 0; i < 5; i++) posts.push(await postBy(unlimited, carol as TestUser));
-    for (let i = 0; i < 4; i++) expect(codes(await send(target, likePost, { variables: { id: posts[i] }, token: alice?.token, from }))).toEqual([]);
+    for (let i = 0; i < 4; i++) {
+      const liked = await send(target, likePost, { variables: { id: posts[i] }, token: alice?.token, from });
+      expect(codes(liked)).toEqual([]);
+      // The user's budget of 4 is tighter than the address's 1,000: 3, 2, 1 and 0 left, each full a minute
+      // after its units were spent (at most 15 s a unit, less what refilled meanwhile).
+      const [limit, remaining, reset] = liked.rateLimit ?? [];
+      expect([limit, remaining]).toEqual([4, 3 - i]);
+      expect(reset).toBeGreaterThan(i * 15);
+      expect(reset).toBeLessThanOrEqual((i + 1) * 15);
+    }
     const refused = await send(target, likePost, { variables: { id: posts[4] }, token: alice?.token, from });
     expectRateLimited(refused);
     expect(refused.body.data).toBeUndefined();
+    expect(refused.rateLimit?.slice(0, 2)).toEqual([4, 0]);
+    expect(refused.rateLimit?.[2]).toBeGreaterThanOrEqual(Number(refused.retryAfter));
     const count = await send(target, likesOf, { variables: { id: posts[4] }, from });
     expect(count.body.data?.post).toEqual({ counts: { likes: 0 } });
+    // A cheap query is charged nothing, so it tells nothing.
+    expect(count.rateLimit).toBeUndefined();
     // Bob's budget is his own: his like from the same address goes through.
     expect(codes(await send(target, likePost, { variables: { id: posts[4] }, token: bob?.token, from }))).toEqual([]);
   });
@@ -324,7 +341,12 @@ describe("query cost budgets and a Redis that does not answer", () => {
       const operation = document.definitions[0] as OperationDefinitionNode;
       const charge = (cost: number) => chargeOperation(context, cost, operation, document);
       for (let i = 0; i < 100; i++) await charge(99);
+      expect(context.charged.standing).toBeNull();
       await charge(600);
+      // Charged in Redis: the viewer's 1,000 is tighter than the address's 100,000.
+      expect(context.charged.standing?.limit).toBe(1000);
+      expect(context.charged.standing?.remaining).toBeGreaterThanOrEqual(400);
+      expect(context.charged.standing?.remaining).toBeLessThanOrEqual(401);
       await charge(400);
       await expect(charge(100)).rejects.toMatchObject({ code: "RATE_LIMITED", retryAfterSeconds: expect.any(Number) });
     } finally {

@@ -39,6 +39,17 @@ function budgetsOnTestClock(options: Partial<LocalBudgetOptions> = {}) {
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe("mutation budgets decided in process memory", () => {
+  it("when units are spent and time passes, then the budget tells how long until it is full again, and a subject never charged is full", () => {
+    const { budgets, charge, advance } = budgetsOnTestClock();
+    expect(budgets.aheadMs("userMutations", "alice")).toBe(0);
+    charge("alice", 10, 4);
+    expect(budgets.aheadMs("userMutations", "alice")).toBe(24_000);
+    advance(10_000);
+    expect(budgets.aheadMs("userMutations", "alice")).toBe(14_000);
+    advance(20_000);
+    expect(budgets.aheadMs("userMutations", "alice")).toBe(0);
+  });
+
   it("when a quiet subject spends, then it may spend its whole limit at once and the next unit is refused with one interval's wait", () => {
     const { charge } = budgetsOnTestClock();
     for (let i = 0; i < 10; i++) expect(charge("alice", 10)).toBeNull();
@@ -70,7 +81,7 @@ describe("mutation budgets decided in process memory", () => {
       { budget: "userMutations", subject: "alice", cost: 2, limit: 10 },
       { budget: "ipMutations", subject: "10.0.0.1", cost: 2, limit: 3 },
     ]);
-    expect(refused).toEqual({ charge: { budget: "ipMutations", subject: "10.0.0.1", cost: 2, limit: 3 }, waitMs: 40_000 });
+    expect(refused).toEqual({ charge: { budget: "ipMutations", subject: "10.0.0.1", cost: 2, limit: 3 }, waitMs: 40_000, aheadMs: 60_000 });
     for (let i = 0; i < 10; i++) expect(charge("alice", 10)).toBeNull();
     expect(charge("alice", 10)).not.toBeNull();
   });

@@ -21,9 +21,9 @@
     ARGV[2]      limit: units the budget holds when full (integer >= 1)
     ARGV[3]      cost: units to charge (integer, 1 to limit)
 
-  Output:
-    { APPLIED, 0 }                      charged
-    { OVER_BUDGET, wait }               nothing charged; microseconds until the cost would be accepted
+  Output (`ahead`: microseconds until the budget is full again, what RateLimit-Reset tells):
+    { APPLIED, 0, ahead }               charged; `ahead` after the charge
+    { OVER_BUDGET, wait, ahead }        nothing charged; microseconds until the cost would be accepted
     { INVALID_ARGUMENTS }               an argument out of range; nothing written
 ]]
 --@include statuses
@@ -43,8 +43,8 @@ if arrival < now then arrival = now end
 local next_arrival = arrival + cost * interval
 local wait = next_arrival - limit * interval - now
 if wait > 0 then
-  return { OVER_BUDGET, wait }
+  return { OVER_BUDGET, wait, arrival - now }
 end
 -- '%.0f': a Lua number as an argument is written with 14 significant digits, too few for microseconds.
 redis.call('SET', KEYS[1], string.format('%.0f', next_arrival), 'PX', math.ceil((next_arrival - now) / 1000) + 1)
-return { APPLIED, 0 }
+return { APPLIED, 0, next_arrival - now }

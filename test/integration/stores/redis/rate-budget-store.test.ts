@@ -33,8 +33,13 @@ describe("reported spending", () => {
     const [second] = await budgets.report([spending(alice, 4)]);
     expect(about(second, 42_000)).toBe(true);
     // The state is the one a charge in Redis reads: 3 units are left, not 4.
-    expect(await budgets.charge("userMutations", alice, 3, 10, 60_000)).toBe(0);
-    expect(await budgets.charge("userMutations", alice, 1, 10, 60_000)).toBeGreaterThan(0);
+    const charged = await budgets.charge("userMutations", alice, 3, 10, 60_000);
+    expect(charged.waitMs).toBe(0);
+    // Full again once all 10 units refilled: 60 s after the report's 7 and the charge's 3.
+    expect(about(charged.aheadMs, 60_000)).toBe(true);
+    const refused = await budgets.charge("userMutations", alice, 1, 10, 60_000);
+    expect(refused.waitMs).toBeGreaterThan(0);
+    expect(about(refused.aheadMs, 60_000)).toBe(true);
   });
 
   it("when more is reported than the budget holds, or a report is resent, then it is added whatever it holds, and the budget is never more than one period spent", async () => {
