@@ -44,12 +44,12 @@ function toGraphQLRequest(request: FastifyRequest): HTTPGraphQLRequest {
   return { method: request.method.toUpperCase(), headers: headerMapOf(request), search: searchOf(request.url), body: request.body };
 }
 
-/** Serves `apollo` (started) at `path` for GET, POST and OPTIONS, as @as-integrations/fastify's plugin does. */
+/** Serves `apollo` (started) at `path` for GET and POST; CORS preflights (OPTIONS) are server.ts's. */
 export function registerGraphQLRoute<C extends BaseContext>(http: FastifyInstance, apollo: ApolloServer<C>, options: GraphQLRouteOptions<C>): void {
   apollo.assertStarted("registerGraphQLRoute()");
   const { context } = options;
   http.route({
-    method: ["GET", "POST", "OPTIONS"],
+    method: ["GET", "POST"],
     url: options.path ?? "/graphql",
     handler: async (request, reply) => {
       const { headers, status, body } = await apollo.executeHTTPGraphQLRequest({

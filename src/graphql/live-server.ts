@@ -51,6 +51,8 @@ export interface LiveServerOptions {
   readonly maxBufferedBytes: number;
   /** How often a connection is pinged; one that does not answer within the same time is dropped. Default 12 s. */
   readonly keepAliveMs?: number;
+  /** Whether a page at `origin` may connect (the Origin header browsers send); clients sending none always may. */
+  readonly allowsOrigin?: (origin: string) => boolean;
   /** Called for each client dropped for not taking its messages (metrics). */
   readonly onDroppedClient?: () => void;
 }
@@ -272,6 +274,9 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
     socket.on("error", () => socket.destroy());
     const path = request.url?.split("?")[0];
     if (path !== "/graphql") return refuseUpgrade(socket, "404 Not Found");
+    // Browsers send Origin with every WebSocket and apply no CORS to it: the server is the only check.
+    const { origin } = request.headers;
+    if (origin !== undefined && options.allowsOrigin && !options.allowsOrigin(origin)) return refuseUpgrade(socket, "403 Forbidden");
     if (sockets.clients.size >= options.maxConnections) return refuseUpgrade(socket, "503 Service Unavailable");
     sockets.handleUpgrade(request, socket, head, (ws) => sockets.emit("connection", ws, request));
   });

@@ -14,6 +14,7 @@ import type { ApiMetrics } from "./api-metrics.js";
 import { createContext, type Context } from "./context.js";
 import { createFormatError } from "./format-error.js";
 import { installHttpErrorHandlers } from "./http-errors.js";
+import { originPolicy } from "./origins.js";
 import { registerGraphQLRoute } from "./graphql-route.js";
 import { jitExecution } from "./jit-executor.js";
 import { attachLiveServer, type LiveServer } from "./live-server.js";
@@ -41,7 +42,7 @@ export interface GraphQLServerOptions {
   readonly trustProxy?: boolean | number | string[];
   /** How long an idle keep-alive connection stays open, in milliseconds; default 72,000 (above load balancers' 60–65 s). */
   readonly keepAliveTimeoutMs?: number;
-  /** Origins browsers may call from: "*" for any; default none (no CORS headers, preflights refused). */
+  /** Origins browsers may call from, over HTTP and WebSocket: "*" for any; default none (no CORS headers, no WebSocket from a page). */
   readonly corsOrigins?: "*" | readonly string[];
   /** Where each request's duration, errors and store latencies are counted; default none. */
   readonly metrics?: ApiMetrics;
@@ -116,16 +117,20 @@ export async function serveGraphQL(
     }
     done();
   });
-  const corsOrigins = options.corsOrigins ?? [];
-  if (corsOrigins === "*" || corsOrigins.length > 0) {
+  const allowsOrigin = originPolicy(options.corsOrigins ?? []);
+  if (options.corsOrigins === "*" || (options.corsOrigins ?? []).length > 0) {
     await http.register(fastifyCors, {
-      origin: corsOrigins === "*" ? "*" : [...corsOrigins],
+      // An origin not allowed gets no CORS headers at all; its preflight falls through to the 204 below.
+      origin: options.corsOrigins === "*" ? "*" : (origin, allow) => allow(null, origin !== undefined && allowsOrigin(origin) ? origin : false),
       methods: ["GET", "POST", "OPTIONS"],
-      exposedHeaders: ["x-request-id"],
+      exposedHeaders: ["x-request-id", "retry-after", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"],
       // Browsers may reuse a preflight's answer for 10 minutes.
       maxAge: 600,
     });
   }
+  // A preflight CORS did not answer (an origin not allowed, or none configured): a plain 204
+  // without Access-Control-Allow-Origin, which the browser reads as a refusal.
+  http.options("/graphql", (_request, reply) => reply.code(204).header("content-length", "0").send());
   const formatError = createFormatError(options.logger, options.isUnavailable);
   const execution = jitExecution(schema, { deadlineOf: (context) => (context as Context).deadlineAtMs });
   const apollo = new ApolloServer<Context>({
@@ -183,6 +188,7 @@ export async function serveGraphQL(
           limits: options.limits,
           formatError,
           isUnavailable: options.isUnavailable,
+          allowsOrigin,
           ...options.live,
           ...(options.metrics && { onDroppedClient: options.metrics.observeDroppedClient }),
         })

@@ -6,6 +6,7 @@ import { createServer, request, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { createApiMetrics, type ApiMetrics } from "../../../src/graphql/api-metrics.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { startTracing } from "../../../src/tracing.js";
@@ -34,7 +35,9 @@ interface Answer {
 /** One HTTP request over a fresh connection, with the headers the answer came with. */
 function send(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: options.method ?? "POST", headers: { "content-type": "application/json", ...options.headers } }, (res) => {
+    const method = options.method ?? "POST";
+    // A preflight carries no body, so browsers send it no Content-Type.
+    const req = request(url, { method, headers: { ...(method !== "OPTIONS" && { "content-type": "application/json" }), ...options.headers } }, (res) => {
       let body = "";
       res.on("data", (chunk: Buffer) => (body += chunk.toString()));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
@@ -226,18 +229,44 @@ describe("CORS", () => {
   const preflight = (api: TestApi, origin: string) =>
     send(`${api.url}graphql`, { method: "OPTIONS", headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "content-type,authorization" } });
 
-  it("when CORS_ORIGINS lists an origin, then its preflight is allowed and another origin's is not", async () => {
+  /** The HTTP status a WebSocket upgrade to /graphql gets, sent with `origin` as a browser would (none: as a server or app would). */
+  const upgradeStatus = (api: TestApi, origin?: string) =>
+    new Promise<number>((resolve, reject) => {
+      const socket = new WebSocket(`${api.url.replace(/^http/, "ws")}graphql`, "graphql-transport-ws", origin === undefined ? {} : { origin });
+      socket.once("open", () => {
+        socket.terminate();
+        resolve(101);
+      });
+      socket.once("unexpected-response", (req, res) => {
+        resolve(res.statusCode ?? 0);
+        req.destroy();
+      });
+      socket.once("error", reject);
+    });
+
+  /** A preflight refused as browsers read it: a plain 204 without Access-Control-Allow-Origin (not a GraphQL error). */
+  const expectRefusedPreflight = (answer: Answer) => {
+    expect(answer.status).toBe(204);
+    expect(answer.headers["access-control-allow-origin"]).toBeUndefined();
+    expect(answer.headers["access-control-allow-methods"]).toBeUndefined();
+    expect(answer.body).toBe("");
+  };
+
+  it("when CORS_ORIGINS lists an origin, then its preflight and WebSocket are allowed and another origin's are not", async () => {
     const api = await startTestApi({ CORS_ORIGINS: "https://app.example.com, https://admin.example.com" });
     try {
       const allowed = await preflight(api, "https://admin.example.com");
       expect(allowed.status).toBe(204);
       expect(allowed.headers["access-control-allow-origin"]).toBe("https://admin.example.com");
       expect(allowed.headers["access-control-allow-methods"]).toContain("POST");
-      const refused = await preflight(api, "https://evil.example.net");
-      expect(refused.headers["access-control-allow-origin"]).toBeUndefined();
+      expectRefusedPreflight(await preflight(api, "https://evil.example.net"));
       const answer = await operation(api, "{ __typename }", { origin: "https://app.example.com" });
       expect(answer.headers["access-control-allow-origin"]).toBe("https://app.example.com");
       expect(answer.headers["access-control-expose-headers"]).toContain("x-request-id");
+      expect(answer.headers["access-control-expose-headers"]).toContain("ratelimit-remaining");
+      expect(await upgradeStatus(api, "https://app.example.com")).toBe(101);
+      expect(await upgradeStatus(api, "https://evil.example.net")).toBe(403);
+      expect(await upgradeStatus(api)).toBe(101);
     } finally {
       await api.close();
     }
@@ -252,10 +281,12 @@ describe("CORS", () => {
     }
   });
 
-  it("when production sets no CORS_ORIGINS, then no origin's preflight is allowed", async () => {
+  it("when production sets no CORS_ORIGINS, then no origin's preflight or WebSocket is allowed, while clients that send no Origin connect", async () => {
     const api = await startTestApi({ NODE_ENV: "production", JWT_SECRET: "test-secret-of-sufficient-length", REDIS_DURABILITY: "volatile" });
     try {
-      expect((await preflight(api, "https://app.example.com")).headers["access-control-allow-origin"]).toBeUndefined();
+      expectRefusedPreflight(await preflight(api, "https://app.example.com"));
+      expect(await upgradeStatus(api, "https://app.example.com")).toBe(403);
+      expect(await upgradeStatus(api)).toBe(101);
       expect((await operation(api, "{ __typename }", { origin: "https://app.example.com" })).headers["access-control-allow-origin"]).toBeUndefined();
     } finally {
       await api.close();
