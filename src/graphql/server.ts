@@ -131,12 +131,20 @@ export async function serveGraphQL(
   // A preflight CORS did not answer (an origin not allowed, or none configured): a plain 204
   // without Access-Control-Allow-Origin, which the browser reads as a refusal.
   http.options("/graphql", (_request, reply) => reply.code(204).header("content-length", "0").send());
+  // JSON only: a POST of a "simple" media type (what a page may send another origin without a
+  // preflight) is refused before it runs, which keeps mutations, POST-only, out of reach of
+  // cross-site forms. GET carries queries alone: Apollo answers a mutation over GET 405.
+  http.removeContentTypeParser("text/plain");
   const formatError = createFormatError(options.logger, options.isUnavailable);
   const execution = jitExecution(schema, { deadlineOf: (context) => (context as Context).deadlineAtMs });
   const apollo = new ApolloServer<Context>({
     gateway: execution.gateway,
     stringifyResult: execution.stringifyResult,
     introspection: options.introspection,
+    // Off, so that clients' GET queries (urql's default) need no extra header: what Apollo's check
+    // guards, side effects of requests a page may send cross-site without a preflight, cannot happen
+    // here (mutations only as POST of JSON, above), and tokens travel in Authorization, never cookies.
+    csrfPrevention: false,
     // "Did you mean …?" suggestions would describe the schema that turning introspection off hides.
     hideSchemaDetailsFromClientErrors: !options.introspection,
     includeStacktraceInErrorResponses: false,
