@@ -3,6 +3,7 @@
 // requests, let those in flight finish, then close the clients.
 import cluster from "node:cluster";
 import { compose } from "./compose.js";
+import { configWarnings } from "./config-warnings.js";
 import { createApiMetrics } from "./graphql/api-metrics.js";
 import { serveGraphQL } from "./graphql/server.js";
 import { watchHotCounts } from "./hot-counts-metrics.js";
@@ -15,6 +16,8 @@ import { serveWhileStarting, type StartingServer } from "./starting-server.js";
 
 const config = loadConfigOrRefuse("api");
 const logger = createLogger(config.logLevel, "api", cluster.worker ? { apiProcess: cluster.worker.id } : {});
+// Under npm start the supervisor says them, once for all its processes.
+if (!cluster.worker) for (const warning of configWarnings(config)) logger.warn(warning);
 const shutdown = onTermination(logger);
 await runStart(logger, shutdown, start);
 

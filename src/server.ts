@@ -5,6 +5,7 @@
 // 78 when one refused to start (its configuration must change; see supervisor.ts).
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { configWarnings } from "./config-warnings.js";
 import { createLogger } from "./logger.js";
 import { loadConfigOrRefuse } from "./start-up.js";
 import { startSupervisor } from "./supervisor.js";
@@ -12,8 +13,10 @@ import { startSupervisor } from "./supervisor.js";
 const config = loadConfigOrRefuse("supervisor");
 // Beside this file, in what it was started as: dist/*.js (npm start), or src/*.ts under tsx (tests).
 const sibling = (name: string) => new URL(`./${name}${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url);
+const logger = createLogger(config.logLevel, "supervisor");
+for (const warning of configWarnings(config)) logger.warn(warning);
 startSupervisor({
-  logger: createLogger(config.logLevel, "supervisor"),
+  logger,
   apiProcesses: config.webConcurrency,
   pipeline: config.pipeline === "embedded",
   apiEntry: sibling("api"),
