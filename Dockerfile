@@ -48,7 +48,7 @@ USER node
 EXPOSE 4000 9464
 # One API process per container: Kubernetes restarts it, scales it by replicas and probes
 # the very process that serves. The semi-space size is the one npm start's supervisor gives
-# its API processes (README, Processes). Other processes: give their script as the command's
+# its API processes (docs/operations.md, Processes and exit codes). Other processes: give their script as the command's
 # arguments, e.g. `dist/worker.js`, `--max-old-space-size=160 dist/reconcile.js`, and for
 # migrations `--import tsx/esm scripts/migrate.ts`.
 ENTRYPOINT ["node"]

@@ -89,7 +89,7 @@ const schema = z.object({
   COLD_TARGET_IDLE_SECONDS: z.coerce.number().int().min(0).default(7 * 24 * 3600),
   // Prometheus metrics at http://HOST:METRICS_PORT/metrics; 0 turns them off.
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
-  // Request limits, checked before any resolver runs (README, "Limits").
+  // Request limits, checked before any resolver runs (docs/clients.md, "Limits").
   MAX_BODY_BYTES: positiveInt(100 * 1024),
   MAX_QUERY_DEPTH: positiveInt(12),
   MAX_QUERY_COST: positiveInt(5_000),

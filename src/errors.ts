@@ -2,7 +2,7 @@
 // Anything else is an internal error: masked for clients, logged with its cause.
 
 export const ErrorCode = {
-  /** A mutation or private field was asked for without a valid bearer token. */
+  /** A mutation was sent without a bearer token, or the token sent was not accepted. */
   UNAUTHENTICATED: "UNAUTHENTICATED",
   /** The id is well formed but names nothing. */
   NOT_FOUND: "NOT_FOUND",

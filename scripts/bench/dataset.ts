@@ -24,7 +24,7 @@ export const zipfOffset = 14.3;
 /** 10,000 likers, 200,000 idle users, 10,000 posts, about 1,000,000 likes. */
 export const realistic: DatasetShape = { name: "realistic", likers: 10_000, idleUsers: 200_000, posts: 10_000, scale: 10_000 * (1 + zipfOffset) };
 
-/** A tenth of everything, for development runs (`--quick`); its figures are not the README's. */
+/** A tenth of everything, for development runs (`--quick`); its figures are not those of docs/performance.md. */
 export const quick: DatasetShape = { name: "quick", likers: 1_000, idleUsers: 20_000, posts: 1_000, scale: 1_000 * (1 + zipfOffset) };
 
 export function likersOf(shape: DatasetShape, post: number): number {

@@ -26,7 +26,7 @@
 //                                           the same way; the API alone unless `--mode` says otherwise; prints
 //                                           the ratios 2/1 processes and cluster/single; not run unless named
 // With no scenario named, the four HTTP scenarios and memory run. `--quick` loads a
-// tenth of the data for development; the README's figures come from the full set.
+// tenth of the data for development; the figures in docs/performance.md come from the full set.
 // `--profile dir` has every process of the service write a CPU profile into dir.
 // `--against dir` also runs the HTTP scenarios against the service of another
 // checkout (a git worktree of an earlier commit, with its npm ci done), each mode

@@ -1,4 +1,4 @@
-// The default limits let every query the README, tests and benchmarks send pass,
+// The default limits let every query the docs, tests and benchmarks send pass,
 // and refuse the hostile documents of issue 10.
 import { getOperationAST, parse } from "graphql";
 import { describe, expect, it } from "vitest";
@@ -20,7 +20,7 @@ function measure(query: string, variables: Record<string, unknown> = {}) {
   return { ...measureOperation(document, operation), cost: priced.cost };
 }
 
-/** The heaviest queries the README, the tests and scripts/bench send. */
+/** The heaviest queries the docs, the tests and scripts/bench send. */
 const sent: [string, Record<string, unknown>][] = [
   [`{ feed(first: 3) { edges { node { id title counts { likes comments } viewerHasLiked } } } }`, {}],
   [`query($ids: [ID!]!) { posts(ids: $ids) { id counts { likes reads comments } viewerHasLiked } }`, { ids: hundredIds }],
