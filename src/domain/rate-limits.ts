@@ -91,6 +91,11 @@ export function standingOf(limit: number, aheadMs: number, periodMs: number): Bu
   return { limit, remaining: Math.max(0, Math.floor(limit - (aheadMs * limit) / periodMs)), resetSeconds: Math.ceil(aheadMs / 1000) };
 }
 
+/** What one request was charged so far: the budget with the fewest units left. */
+export interface ChargedBudgets {
+  standing: BudgetStanding | null;
+}
+
 /** The tighter of two standings: fewer units left. */
 export const tighter = (a: BudgetStanding | null, b: BudgetStanding | null): BudgetStanding | null => (!a ? b : !b || a.remaining <= b.remaining ? a : b);
 

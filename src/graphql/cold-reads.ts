@@ -3,10 +3,9 @@
 // caller's query-cost budgets before it starts (domain/rate-limits.ts, coldLoadCost).
 import type { ColdReads } from "../domain/counters.js";
 import type { Viewer } from "../domain/identity.js";
-import { coldLoadCharges, tighter } from "../domain/rate-limits.js";
+import { coldLoadCharges, tighter, type ChargedBudgets } from "../domain/rate-limits.js";
 import type { Services } from "../domain/services.js";
 import { addressSubject } from "./client-address.js";
-import type { ChargedBudgets } from "./context.js";
 
 export function coldReadsOf(services: Pick<Services, "rateLimits">, viewer: Viewer | null, clientIp: string, charged: ChargedBudgets, deadlineAtMs?: number): ColdReads {
   return {

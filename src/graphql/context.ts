@@ -1,5 +1,5 @@
 import type { Viewer } from "../domain/identity.js";
-import type { BudgetStanding } from "../domain/rate-limits.js";
+import type { ChargedBudgets } from "../domain/rate-limits.js";
 import type { Services } from "../domain/services.js";
 import { unauthenticated } from "../errors.js";
 import { coldReadsOf } from "./cold-reads.js";
@@ -7,11 +7,6 @@ import { createLoaders, type Loaders } from "./loaders.js";
 
 /** REQUEST_DEADLINE_MS's default. */
 export const defaultRequestDeadlineMs = 1_000;
-
-/** The charged rate budget with the fewest units left, for the response's RateLimit-* headers (rate-limit-plugin.ts). */
-export interface ChargedBudgets {
-  standing: BudgetStanding | null;
-}
 
 export interface Context {
   /** Set by register and login for the rest of their request, so the payload reads as the new user. */
@@ -25,6 +20,7 @@ export interface Context {
   readonly clientIp: string;
   readonly loaders: Loaders;
   readonly services: Services;
+  /** The request's tightest charged budget, for the response's RateLimit-* headers (rate-limit-plugin.ts). */
   readonly charged: ChargedBudgets;
   /**
    * When the request answers SERVICE_UNAVAILABLE if it has not answered otherwise
