@@ -17,7 +17,8 @@ export { addressSubject };
 /** The refusal with the longest wait among a response's errors, if any. */
 function longestRefusal(errors: readonly GraphQLError[] | undefined): RateLimitedError | null {
   let longest: RateLimitedError | null = null;
-  for (const { originalError } of errors ?? []) {
+  if (!errors) return longest;
+  for (const { originalError } of errors) {
     if (originalError instanceof RateLimitedError && (!longest || originalError.retryAfterSeconds > longest.retryAfterSeconds)) longest = originalError;
   }
   return longest;
