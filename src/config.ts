@@ -331,7 +331,8 @@ function corsOrigins(setting: string | undefined, production: boolean): "*" | re
   if (origins.includes("*")) return "*";
   for (const origin of origins) {
     // Browsers send the Origin header as scheme://host[:port], so only that form can ever match.
-    if (!/^https?:\/\/[^/\s]+$/.test(origin)) throw new Error(`Invalid configuration in the environment:\n  CORS_ORIGINS: "${origin}" is not an origin such as https://example.com (scheme and host, no path), nor "*".`);
+    if (!/^https?:\/\/[^/\s]+$/.test(origin) || !URL.canParse(origin)) throw new Error(`Invalid configuration in the environment:\n  CORS_ORIGINS: "${origin}" is not an origin such as https://example.com (scheme and host, no path), nor "*".`);
   }
-  return Object.freeze(origins);
+  // As browsers write the Origin header: a lower-case host, no default port.
+  return Object.freeze(origins.map((origin) => new URL(origin).origin));
 }

@@ -35,6 +35,7 @@ import type { Services } from "../domain/services.js";
 import { RequestErrorCode } from "../errors.js";
 import { createLoaders } from "./loaders.js";
 import { mapIterator } from "./map-iterator.js";
+import { isSameHost } from "./origins.js";
 import type { Context } from "./context.js";
 import { createRequestLimitsCheck, type RequestLimits } from "./limits/request-limits-plugin.js";
 
@@ -51,7 +52,7 @@ export interface LiveServerOptions {
   readonly maxBufferedBytes: number;
   /** How often a connection is pinged; one that does not answer within the same time is dropped. Default 12 s. */
   readonly keepAliveMs?: number;
-  /** Whether a page at `origin` may connect (the Origin header browsers send); clients sending none always may. */
+  /** Whether a page at `origin` may connect (the Origin header browsers send); clients sending none, and pages of the host connected to, always may. */
   readonly allowsOrigin?: (origin: string) => boolean;
   /** Called for each client dropped for not taking its messages (metrics). */
   readonly onDroppedClient?: () => void;
@@ -274,9 +275,10 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
     socket.on("error", () => socket.destroy());
     const path = request.url?.split("?")[0];
     if (path !== "/graphql") return refuseUpgrade(socket, "404 Not Found");
-    // Browsers send Origin with every WebSocket and apply no CORS to it: the server is the only check.
-    const { origin } = request.headers;
-    if (origin !== undefined && options.allowsOrigin && !options.allowsOrigin(origin)) return refuseUpgrade(socket, "403 Forbidden");
+    // Browsers send Origin with every WebSocket, their own host's pages too, and apply no CORS
+    // to it: the server is the only check.
+    const { origin, host } = request.headers;
+    if (origin !== undefined && options.allowsOrigin && !options.allowsOrigin(origin) && !isSameHost(origin, host)) return refuseUpgrade(socket, "403 Forbidden");
     if (sockets.clients.size >= options.maxConnections) return refuseUpgrade(socket, "503 Service Unavailable");
     sockets.handleUpgrade(request, socket, head, (ws) => sockets.emit("connection", ws, request));
   });

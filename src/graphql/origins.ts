@@ -7,3 +7,13 @@ export function originPolicy(origins: "*" | readonly string[]): (origin: string)
   const allowed = new Set(origins);
   return (origin) => allowed.has(origin);
 }
+
+/**
+ * Whether a page's `origin` is the host it connects to (`host`, the Host header): a page
+ * served by the API's own host, which browsers let call it without CORS, and whose
+ * WebSocket must then be let in as well. An origin that does not parse is not.
+ */
+export function isSameHost(origin: string, host: string | undefined): boolean {
+  if (host === undefined || !URL.canParse(origin)) return false;
+  return new URL(origin).host === host.toLowerCase();
+}

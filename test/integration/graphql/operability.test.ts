@@ -281,12 +281,14 @@ describe("CORS", () => {
     }
   });
 
-  it("when production sets no CORS_ORIGINS, then no origin's preflight or WebSocket is allowed, while clients that send no Origin connect", async () => {
+  it("when production sets no CORS_ORIGINS, then no other origin's preflight or WebSocket is allowed, while the API's own origin and clients that send no Origin connect", async () => {
     const api = await startTestApi({ NODE_ENV: "production", JWT_SECRET: "test-secret-of-sufficient-length", REDIS_DURABILITY: "volatile" });
     try {
       expectRefusedPreflight(await preflight(api, "https://app.example.com"));
       expect(await upgradeStatus(api, "https://app.example.com")).toBe(403);
       expect(await upgradeStatus(api)).toBe(101);
+      // A page the API's own host serves calls it without CORS, and its WebSocket is let in too.
+      expect(await upgradeStatus(api, new URL(api.url).origin)).toBe(101);
       expect((await operation(api, "{ __typename }", { origin: "https://app.example.com" })).headers["access-control-allow-origin"]).toBeUndefined();
     } finally {
       await api.close();
@@ -295,6 +297,10 @@ describe("CORS", () => {
 
   it("when CORS_ORIGINS holds something that is not an origin, then the configuration is refused with a sentence saying why", () => {
     expect(() => testConfig({ CORS_ORIGINS: "https://app.example.com/path" })).toThrow(/CORS_ORIGINS: "https:\/\/app.example.com\/path" is not an origin/);
+  });
+
+  it("when CORS_ORIGINS writes an origin otherwise than browsers do, then it is kept as they write it: a lower-case host, no default port", () => {
+    expect(testConfig({ CORS_ORIGINS: "https://App.Example.com:443, http://localhost:3000" }).corsOrigins).toEqual(["https://app.example.com", "http://localhost:3000"]);
   });
 });
 
