@@ -90,7 +90,7 @@ interface SubjectState {
 }
 
 /** Refill time per unit in microseconds, at least 1, as the Redis store rounds it. */
-const intervalMicros = (periodMs: number, limit: number) => Math.max(1, Math.round((periodMs * 1000) / limit));
+export const intervalMicros = (periodMs: number, limit: number) => Math.max(1, Math.round((periodMs * 1000) / limit));
 
 export function createLocalBudgets<Budget extends string>(options: LocalBudgetOptions): LocalBudgets<Budget> {
   const { periodMs, report, onReportFailure, retryReportsAfterMs = 1000 } = options;

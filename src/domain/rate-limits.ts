@@ -4,7 +4,7 @@
 // decided in process memory within the bound local-budgets.ts states.
 import { RateLimitedError } from "../errors.js";
 import type { ColdLoad } from "./counters.js";
-import { createLocalBudgets } from "./local-budgets.js";
+import { createLocalBudgets, intervalMicros } from "./local-budgets.js";
 import type { RateBudgetStore } from "./ports.js";
 
 /** The budgets there are, and whose each is. */
@@ -86,9 +86,14 @@ export interface BudgetStanding {
   readonly resetSeconds: number;
 }
 
-/** The standing of a budget of `limit` units a period that is spent `aheadMs` ahead of now (GCRA). */
+/**
+ * The standing of a budget of `limit` units a period that is spent `aheadMs` ahead of now
+ * (GCRA): a unit not yet refilled, even in part, is not left, in the whole microseconds of
+ * the interval a charge is decided with (a charge of the units told is accepted).
+ */
 export function standingOf(limit: number, aheadMs: number, periodMs: number): BudgetStanding {
-  return { limit, remaining: Math.max(0, Math.floor(limit - (aheadMs * limit) / periodMs)), resetSeconds: Math.ceil(aheadMs / 1000) };
+  const spent = Math.ceil(Math.round(aheadMs * 1000) / intervalMicros(periodMs, limit));
+  return { limit, remaining: Math.max(0, limit - spent), resetSeconds: Math.ceil(aheadMs / 1000) };
 }
 
 /** What one request was charged so far: the budget with the fewest units left. */
