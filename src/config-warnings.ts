@@ -14,7 +14,8 @@ export function configWarnings(config: Config): string[] {
   }
   const { rateLimits } = config;
   const perAddress = rateLimits.enabled && (rateLimits.ipMutations > 0 || rateLimits.ipSignIns > 0 || rateLimits.ipQueryCost > 0);
-  if (perAddress && config.trustProxy === false && !loopback(config.host)) {
+  // TRUST_PROXY=0 trusts no hop: as off.
+  if (perAddress && !config.trustProxy && !loopback(config.host)) {
     warnings.push(
       "TRUST_PROXY is off while per-address rate budgets are on: behind a proxy or load balancer every client spends the proxy's address's budget (RATE_LIMIT_IP_*). Set TRUST_PROXY to the proxies' hop count or addresses.",
     );

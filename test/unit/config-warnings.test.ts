@@ -17,6 +17,7 @@ describe("start-up warnings", () => {
   it("when per-address budgets are on, TRUST_PROXY off and HOST not loopback, then start-up warns; trusting a proxy, a loopback host or budgets off does not", () => {
     const exposed = { ...production, CORS_ORIGINS: "*", HOST: "0.0.0.0" };
     expect(warningsFor(exposed)).toEqual([expect.stringMatching(/^TRUST_PROXY is off while per-address rate budgets are on/)]);
+    expect(warningsFor({ ...exposed, TRUST_PROXY: "0" })).toHaveLength(1);
     expect(warningsFor({ ...exposed, TRUST_PROXY: "1" })).toEqual([]);
     expect(warningsFor({ ...exposed, TRUST_PROXY: "10.0.0.0/8" })).toEqual([]);
     expect(warningsFor({ ...exposed, RATE_LIMITS: "off" })).toEqual([]);
