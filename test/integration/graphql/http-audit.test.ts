@@ -70,6 +70,9 @@ describe("requests as clients send them by default", () => {
       expect(response.status).toBe(415);
       expect(((await response.json()) as { errors: { extensions: { code: string } }[] }).errors[0]?.extensions.code).toBe("BAD_REQUEST");
     }
+    // A body with no Content-Type at all (fetch sends none for bytes) is refused alike.
+    const untyped = await fetch(`${api.url}graphql`, { method: "POST", headers: { authorization: `Bearer ${user.token}` }, body: new TextEncoder().encode(body) });
+    expect(untyped.status).toBe(415);
     expect(await likes(post.id)).toBe(0);
   });
 });
