@@ -61,19 +61,19 @@ export default {
     {
       name: "stores-implement-ports",
       severity: "error",
-      comment: "Stores know the domain only through model.ts and the types of ports.ts.",
+      comment: "Stores know the domain only through model/ and the types of ports/.",
       from: { path: layer.stores },
-      to: { path: layer.domain, pathNot: "^src/domain/(model|ports)\\.ts$" },
+      to: { path: layer.domain, pathNot: "^src/domain/(model|ports)/" },
     },
     {
       name: "stores-import-domain-types-only",
       severity: "error",
       comment:
-        "Stores may import types from the domain, never run its use cases. model.ts is the exception: its values are the model's own definitions " +
+        "Stores may import types from the domain, never run its use cases. model/ is the exception: its values are the model's own definitions " +
         "(the counters and relations of each target type, which counter a relation moves and whom it credits), which a store needs to write " +
         "what the domain means; copying them into each store would let the two drift.",
       from: { path: layer.stores },
-      to: { path: layer.domain, pathNot: "^src/domain/model\\.ts$", dependencyTypesNot: typeOnly },
+      to: { path: layer.domain, pathNot: "^src/domain/model/", dependencyTypesNot: typeOnly },
     },
     {
       name: "stores-below-the-layers",

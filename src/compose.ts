@@ -13,7 +13,7 @@ import { createLiveCounts } from "./domain/live-counts.js";
 import { createMembershipService } from "./domain/memberships.js";
 import { createMemoryPolicy } from "./domain/memory-policy.js";
 import { createChangePersistence } from "./domain/persistence.js";
-import type { MessageBus } from "./domain/ports.js";
+import type { MessageBus } from "./domain/ports/index.js";
 import { createRankingRefresher, createRankingService, type RankingRefresher } from "./domain/rankings.js";
 import { createRateLimits } from "./domain/rate-limits.js";
 import { createRebuildSlots } from "./domain/rebuild-slots.js";

@@ -40,7 +40,7 @@ import { SingleBar, Presets } from "cli-progress";
 import { compose } from "../../src/compose.js";
 import { loadConfig } from "../../src/config.js";
 import { createTokenService } from "../../src/domain/identity.js";
-import type { Target } from "../../src/domain/model.js";
+import type { Target } from "../../src/domain/model/index.js";
 import { createLogger } from "../../src/logger.js";
 import { createDatabase } from "../../src/stores/postgres/database.js";
 import { loadDataset, quick, realistic, type Dataset } from "./dataset.js";

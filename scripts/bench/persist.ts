@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
-import type { Target } from "../../src/domain/model.js";
+import type { Target } from "../../src/domain/model/index.js";
 import { createCounterStore } from "../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../src/stores/redis/membership-store.js";

@@ -5,7 +5,7 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import type pg from "pg";
 import { loadConfig } from "../../src/config.js";
-import type { LikeableTarget as Target } from "../../src/domain/model.js";
+import type { LikeableTarget as Target } from "../../src/domain/model/index.js";
 import { compose } from "../../src/compose.js";
 import { createLogger } from "../../src/logger.js";
 import { createDatabase } from "../../src/stores/postgres/database.js";

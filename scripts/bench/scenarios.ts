@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { request as httpRequest } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
-import { counterNames, relations, type Relation, type Target } from "../../src/domain/model.js";
+import { counterNames, relations, type Relation, type Target } from "../../src/domain/model/index.js";
 import { batchRead, type RedisClient } from "../../src/stores/redis/client.js";
 import { createRedisKeys, membershipGenerations } from "../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../src/stores/redis/membership-store.js";

@@ -2,8 +2,8 @@
 // contract has no edit or delete), so a process-wide cache serves repeats
 // without SQL; only ids never seen before reach PostgreSQL, one query per batch.
 import type { TargetLookup } from "./counters.js";
-import type { Comment, Post, User } from "./model.js";
-import type { CommentStore, PostStore, UserStore } from "./ports.js";
+import type { Comment, Post, User } from "./model/index.js";
+import type { CommentStore, PostStore, UserStore } from "./ports/index.js";
 
 interface Identified {
   readonly id: bigint;

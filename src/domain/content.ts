@@ -1,8 +1,8 @@
 // Posts and comments: validated input in, rows out; their counters start in Redis at creation.
 import { badInput, notFound } from "../errors.js";
 import type { CounterService } from "./counters.js";
-import type { Comment, Page, Post } from "./model.js";
-import type { CommentStore, PageRequest, PostStore } from "./ports.js";
+import type { Comment, Page, Post } from "./model/index.js";
+import type { CommentStore, PageRequest, PostStore } from "./ports/index.js";
 import { checkPlainText } from "./text.js";
 
 export const limits = {

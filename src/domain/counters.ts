@@ -3,8 +3,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { LRUCache } from "lru-cache";
 import { DomainError, ErrorCode } from "../errors.js";
-import { counterNames, relationsOf, targetKey, zeroCounts, type CounterValue, type Counts, type Relation, type Target, type TargetKey, type TargetType, type TargetView } from "./model.js";
-import type { CounterStore, PersistedCounts, RebuildStore, SnapshotStore } from "./ports.js";
+import { counterNames, relationsOf, targetKey, zeroCounts, type CounterValue, type Counts, type Relation, type Target, type TargetKey, type TargetType, type TargetView } from "./model/index.js";
+import type { CounterStore, PersistedCounts, RebuildStore, SnapshotStore } from "./ports/index.js";
 import { createRebuildSlots, type RebuildSlots } from "./rebuild-slots.js";
 
 /** What PostgreSQL knows of a target: whether it exists and who wrote it. */

@@ -3,7 +3,7 @@
 // cover millions of users: memory grows with the gaps between ids (an insert that
 // failed burns a sequence value), not with the users. Asking whether a user exists
 // allocates nothing, so the question can sit on every signed-in request.
-import type { IdRun } from "./model.js";
+import type { IdRun } from "./model/index.js";
 
 /**
  * Ids are held as doubles, exact up to 2^53 − 1, which a sequence reaches after

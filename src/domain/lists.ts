@@ -12,8 +12,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { badInput } from "../errors.js";
 import { maxId } from "./ids.js";
 import { lastMillisecondOf9999 } from "./memberships.js";
-import { listCapacity, listedRelations, type ListedRelation, type ListPosition, type Relation, type TargetType } from "./model.js";
-import type { HeldList, ListStore, RelationHistoryStore } from "./ports.js";
+import { listCapacity, listedRelations, type ListedRelation, type ListPosition, type Relation, type TargetType } from "./model/index.js";
+import type { HeldList, ListStore, RelationHistoryStore } from "./ports/index.js";
 
 export interface ListEntry {
   readonly targetId: bigint;

@@ -14,8 +14,8 @@
 // posts, superseded in place while it is slow to take them.
 import { performance } from "node:perf_hooks";
 import { DomainError, ErrorCode } from "../errors.js";
-import type { Counts, Target } from "./model.js";
-import type { CountChanges } from "./ports.js";
+import type { Counts, Target } from "./model/index.js";
+import type { CountChanges } from "./ports/index.js";
 
 export interface PostCountsUpdate {
   readonly postId: bigint;

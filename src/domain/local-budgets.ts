@@ -27,7 +27,7 @@
 // forgotten first); forgetting a subject loses only its unreported units, fewer
 // than one threshold, and its state comes back from Redis at its next report.
 import { LRUCache } from "lru-cache";
-import type { BudgetSpending } from "./ports.js";
+import type { BudgetSpending } from "./ports/index.js";
 
 /** A charge this process decides: `cost` is 1 to `limit` units. */
 export interface LocalCharge<Budget extends string = string> {

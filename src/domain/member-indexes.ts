@@ -3,8 +3,8 @@
 // read from PostgreSQL once, in the background, with others asked meanwhile in
 // one query. The read that found it missing answered exactly without it; reads
 // after the load rule out, with one command, every target the viewer did not join.
-import type { Relation, TargetType } from "./model.js";
-import type { MemberIndexStore, RelationHistoryStore } from "./ports.js";
+import type { Relation, TargetType } from "./model/index.js";
+import type { MemberIndexStore, RelationHistoryStore } from "./ports/index.js";
 
 export interface MemberIndexLoader {
   /** Asks for the user's index to be loaded; returns at once. */

@@ -3,8 +3,8 @@
 import { badInput, DomainError, ErrorCode, forbidden, notFound, TargetFullError } from "../errors.js";
 import { rebuildRounds, type CounterService } from "./counters.js";
 import { maxId } from "./ids.js";
-import type { Counts, MemberPosition, Relation, Target } from "./model.js";
-import type { MembershipChange, MembershipStore, RelationHistoryStore } from "./ports.js";
+import type { Counts, MemberPosition, Relation, Target } from "./model/index.js";
+import type { MembershipChange, MembershipStore, RelationHistoryStore } from "./ports/index.js";
 
 export interface MembershipOutcome {
   readonly changed: boolean;

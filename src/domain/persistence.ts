@@ -32,8 +32,8 @@ import {
   type ListedRelation,
   type RelationChange,
   type ViewChange,
-} from "./model.js";
-import type { CounterStore, ListChange, ListStore, RankingStore, RebuildStore, RelationHistoryStore, SnapshotStore } from "./ports.js";
+} from "./model/index.js";
+import type { CounterStore, ListChange, ListStore, RankingStore, RebuildStore, RelationHistoryStore, SnapshotStore } from "./ports/index.js";
 
 /**
  * The newest change per (target, relation, user): what a batch must apply. Older

@@ -19,8 +19,8 @@
 // a lease: each live bucket's best posts and the most liked posts, with their
 // sequence numbers, so a mirror racing the rebuild keeps whichever write is newer.
 import { badInput } from "../errors.js";
-import { bucketRetentionMs, hotPostsLimit, rankingCapacity, type HotWindow } from "./model.js";
-import type { Lease, RankingSource, RankingStore } from "./ports.js";
+import { bucketRetentionMs, hotPostsLimit, rankingCapacity, type HotWindow } from "./model/index.js";
+import type { Lease, RankingSource, RankingStore } from "./ports/index.js";
 
 export interface RankingService {
   /** Ids of the window's best posts, best first (ties: newest post first), at most `first` (1–100). */

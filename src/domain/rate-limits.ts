@@ -5,7 +5,7 @@
 import { RateLimitedError } from "../errors.js";
 import type { ColdLoad } from "./counters.js";
 import { createLocalBudgets, intervalMicros } from "./local-budgets.js";
-import type { RateBudgetStore } from "./ports.js";
+import type { RateBudgetStore } from "./ports/index.js";
 
 /** The budgets there are, and whose each is. */
 export const budgetNames = ["userMutations", "ipMutations", "ipSignIns", "usernameLogins", "viewerQueryCost", "ipQueryCost"] as const;

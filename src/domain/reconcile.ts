@@ -23,7 +23,7 @@ import {
   type RedisTarget,
   type Repair,
   type Target,
-} from "./model.js";
+} from "./model/index.js";
 import { isOlder } from "./lists.js";
 
 /** Passes in a row a target may be seen in flight at the same versions before it counts as stuck. */

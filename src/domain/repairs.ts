@@ -1,6 +1,6 @@
 // Applying reconcile repairs, each to the store it is about.
-import type { Repair } from "./model.js";
-import type { CounterStore, DatabaseReconcileStore, RedisReconcileStore } from "./ports.js";
+import type { Repair } from "./model/index.js";
+import type { CounterStore, DatabaseReconcileStore, RedisReconcileStore } from "./ports/index.js";
 
 export interface RepairService {
   /** Applies a repair; safe to repeat, and a no-op for pairs changed since the comparison. */

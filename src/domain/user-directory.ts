@@ -6,7 +6,7 @@
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KnownUsers } from "./known-users.js";
-import type { UserAnnouncements, UserStore } from "./ports.js";
+import type { UserAnnouncements, UserStore } from "./ports/index.js";
 
 /** What loading found, for the log line that says it is done. */
 export interface DirectoryLoad {

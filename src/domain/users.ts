@@ -5,8 +5,8 @@ import { findOne, type Catalog } from "./catalog.js";
 import type { CounterService } from "./counters.js";
 import { hashPassword, verifyPassword, type TokenService, type Viewer } from "./identity.js";
 import type { KnownUsers } from "./known-users.js";
-import type { User } from "./model.js";
-import type { UserAnnouncements, UserStore } from "./ports.js";
+import type { User } from "./model/index.js";
+import type { UserAnnouncements, UserStore } from "./ports/index.js";
 import { checkPlainText } from "./text.js";
 import type { RateLimits } from "./rate-limits.js";
 

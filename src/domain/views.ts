@@ -21,8 +21,8 @@ import pLimit from "p-limit";
 import { badInput, DomainError, ErrorCode } from "../errors.js";
 import type { Catalog } from "./catalog.js";
 import { rebuildRounds, type CounterService } from "./counters.js";
-import type { Target } from "./model.js";
-import type { ViewFlush, ViewStore } from "./ports.js";
+import type { Target } from "./model/index.js";
+import type { ViewFlush, ViewStore } from "./ports/index.js";
 
 export const maxViewsPerCall = 100;
 

@@ -5,8 +5,8 @@ import type { ColdReads } from "../domain/counters.js";
 import type { Viewer } from "../domain/identity.js";
 import type { ListPage, ListPageRequest } from "../domain/lists.js";
 import type { MembersPage, MembersPageRequest } from "../domain/memberships.js";
-import { targetKey, type Comment, type Counts, type Page, type Post, type Relation, type Target, type TargetType, type TargetView, type User } from "../domain/model.js";
-import type { PageRequest } from "../domain/ports.js";
+import { targetKey, type Comment, type Counts, type Page, type Post, type Relation, type Target, type TargetType, type TargetView, type User } from "../domain/model/index.js";
+import type { PageRequest } from "../domain/ports/index.js";
 import type { Services } from "../domain/services.js";
 
 /**

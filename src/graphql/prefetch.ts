@@ -1,5 +1,5 @@
 import type { GraphQLResolveInfo } from "graphql";
-import type { Relation, TargetType } from "../domain/model.js";
+import type { Relation, TargetType } from "../domain/model/index.js";
 import type { Context } from "./context.js";
 import { selects } from "./look-ahead.js";
 

@@ -18,8 +18,8 @@
 // The publish itself has a deadline too, so a hung publish cannot keep entries forever.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
-import type { MalformedOutboxEntry, OutboxEntry } from "../domain/model.js";
-import type { MessageBus, Outbox, OutboxRead } from "../domain/ports.js";
+import type { MalformedOutboxEntry, OutboxEntry } from "../domain/model/index.js";
+import type { MessageBus, Outbox, OutboxRead } from "../domain/ports/index.js";
 import type { PipelineMetrics } from "./metrics.js";
 
 export interface OutboxRelayOptions {

@@ -11,9 +11,9 @@
 // outage is: Redis is what failed, not a change.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
-import type { Change } from "../domain/model.js";
+import type { Change } from "../domain/model/index.js";
 import { RedisFollowUpError, type ChangePersistence } from "../domain/persistence.js";
-import type { Disposition, MessageBus } from "../domain/ports.js";
+import type { Disposition, MessageBus } from "../domain/ports/index.js";
 import { Batcher } from "./batcher.js";
 import type { PipelineMetrics } from "./metrics.js";
 import type { TokenBucket } from "./token-bucket.js";

@@ -3,8 +3,8 @@
 // A list is a view of PostgreSQL (its newest entries, and records of recent
 // changes PostgreSQL may not hold yet), so PostgreSQL is the authority: a list
 // that differs where no record speaks is dropped and loaded again on its next read.
-import { listCapacity } from "../domain/model.js";
-import type { DatabaseReconcileStore, ListRef, RedisReconcileStore } from "../domain/ports.js";
+import { listCapacity } from "../domain/model/index.js";
+import type { DatabaseReconcileStore, ListRef, RedisReconcileStore } from "../domain/ports/index.js";
 import { compareList } from "../domain/reconcile.js";
 
 export interface ListsContext {

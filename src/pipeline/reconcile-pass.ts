@@ -13,8 +13,8 @@
 // (walkBigTarget), so neither a batch nor one target can outgrow the heap.
 import type { Logger } from "pino";
 import { setTimeout as sleep } from "node:timers/promises";
-import { relationsOf, targetKey, type CounterName, type CounterSurvey, type DatabaseTarget, type DifferenceKind, type RedisTarget, type Repair, type Target } from "../domain/model.js";
-import type { DatabaseReconcileStore, InFlightTarget, RebuildStore, RedisReconcileStore, RelationTarget } from "../domain/ports.js";
+import { relationsOf, targetKey, type CounterName, type CounterSurvey, type DatabaseTarget, type DifferenceKind, type RedisTarget, type Repair, type Target } from "../domain/model/index.js";
+import type { DatabaseReconcileStore, InFlightTarget, RebuildStore, RedisReconcileStore, RelationTarget } from "../domain/ports/index.js";
 import { compareCounters, compareHeld, compareUnheld, compareVersions, stillLagging, stuckAfterPasses, type VersionStanding } from "../domain/reconcile.js";
 import { reconcileLists } from "./reconcile-lists.js";
 import { redisLost, walkBigTarget, type WalkOutcome } from "./reconcile-walk.js";

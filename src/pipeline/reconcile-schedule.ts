@@ -5,7 +5,7 @@
 // (a pass that outlasts the interval to the next tick).
 import { Cron } from "croner";
 import type { Logger } from "pino";
-import type { Lease, TickClaims } from "../domain/ports.js";
+import type { Lease, TickClaims } from "../domain/ports/index.js";
 import type { PipelineMetrics } from "./metrics.js";
 import type { ReconcileSummary } from "./reconcile-pass.js";
 

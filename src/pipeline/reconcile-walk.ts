@@ -1,8 +1,8 @@
 // The reconcile pass's comparison of one quiescent target too big to load whole
 // (src/pipeline/reconcile-pass.ts), and the check both comparisons make before
 // repairing PostgreSQL from Redis: that Redis did not lose what it differs on.
-import type { DatabaseTarget, DifferenceKind, RedisTarget, Repair } from "../domain/model.js";
-import type { DatabaseReconcileStore, RedisReconcileStore, RelationTarget } from "../domain/ports.js";
+import type { DatabaseTarget, DifferenceKind, RedisTarget, Repair } from "../domain/model/index.js";
+import type { DatabaseReconcileStore, RedisReconcileStore, RelationTarget } from "../domain/ports/index.js";
 import { alignDatabase, compareCounts, lostInRedis, type MemberDifferences } from "../domain/reconcile.js";
 
 /** Below every user id, where a keyset walk over a target's likers starts. */

@@ -1,6 +1,6 @@
 // Applies reconcile repairs from RabbitMQ, a few at a time: they are few.
 import type { Logger } from "pino";
-import type { MessageBus, Subscription } from "../domain/ports.js";
+import type { MessageBus, Subscription } from "../domain/ports/index.js";
 import type { RepairService } from "../domain/repairs.js";
 import type { PipelineMetrics } from "./metrics.js";
 

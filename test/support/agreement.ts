@@ -1,5 +1,5 @@
 // Compares what Redis and PostgreSQL hold for a set of targets: members of one relation and its counts.
-import { relations, type Relation, type Target } from "../../src/domain/model.js";
+import { relations, type Relation, type Target } from "../../src/domain/model/index.js";
 import type { Database } from "../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";

@@ -1,4 +1,4 @@
-import type { Relation, RelationChange } from "../../src/domain/model.js";
+import type { Relation, RelationChange } from "../../src/domain/model/index.js";
 
 /** A change of a post's relation (a like by default), of a post by author 3, at one fixed moment. */
 export const relationChange = (userId: bigint, version: bigint, member: boolean, targetId = 1n, relation: Relation = "like"): RelationChange => ({

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll } from "vitest";
 import { compose } from "../../src/compose.js";
 import type { Config } from "../../src/config.js";
-import type { LikeableTarget, Relation, Target } from "../../src/domain/model.js";
+import type { LikeableTarget, Relation, Target } from "../../src/domain/model/index.js";
 import type { Services } from "../../src/domain/services.js";
 import type { ReconcileSummary } from "../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../src/stores/postgres/database.js";

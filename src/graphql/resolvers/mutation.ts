@@ -1,6 +1,6 @@
 import { parseId } from "../../domain/ids.js";
 import type { GraphQLResolveInfo } from "graphql";
-import type { Relation, Target, TargetType } from "../../domain/model.js";
+import type { Relation, Target, TargetType } from "../../domain/model/index.js";
 import type { Session } from "../../domain/users.js";
 import { notFound } from "../../errors.js";
 import { requireViewer, type Context } from "../context.js";

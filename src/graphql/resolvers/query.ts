@@ -1,5 +1,5 @@
 import { decodeCursor, parseId, parsePageSize } from "../../domain/ids.js";
-import type { HotWindow, Post } from "../../domain/model.js";
+import type { HotWindow, Post } from "../../domain/model/index.js";
 import { badInput } from "../../errors.js";
 import type { GraphQLResolveInfo } from "graphql";
 import { idConnection } from "../connection.js";

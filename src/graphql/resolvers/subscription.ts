@@ -3,7 +3,7 @@
 // them without another round trip.
 import { parseId } from "../../domain/ids.js";
 import type { CountStream } from "../../domain/live-counts.js";
-import type { Counts, Post } from "../../domain/model.js";
+import type { Counts, Post } from "../../domain/model/index.js";
 import { badInput, DomainError, ErrorCode, notFound } from "../../errors.js";
 import type { Context } from "../context.js";
 import { mapIterator } from "../map-iterator.js";

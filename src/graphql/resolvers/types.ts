@@ -13,7 +13,7 @@ import {
   type TargetView,
   type Post as PostEntity,
   type User as UserEntity,
-} from "../../domain/model.js";
+} from "../../domain/model/index.js";
 import { forbidden } from "../../errors.js";
 import type { GraphQLResolveInfo } from "graphql";
 import { idConnection } from "../connection.js";

@@ -1,6 +1,6 @@
 import { Prisma } from "../../generated/prisma/client.js";
-import type { Comment, CounterDelta, Page } from "../../domain/model.js";
-import type { CommentStore, PageRequest } from "../../domain/ports.js";
+import type { Comment, CounterDelta, Page } from "../../domain/model/index.js";
+import type { CommentStore, PageRequest } from "../../domain/ports/index.js";
 import type { Database } from "./database.js";
 import { toCounterValue, upsertCounters, type CounterRow } from "./counter-sql.js";
 

@@ -1,5 +1,5 @@
 import { Prisma } from "../../generated/prisma/client.js";
-import type { CounterDelta, CounterName, CounterValue, Target, TargetType } from "../../domain/model.js";
+import type { CounterDelta, CounterName, CounterValue, Target, TargetType } from "../../domain/model/index.js";
 
 export interface CounterRow {
   target_type: string;

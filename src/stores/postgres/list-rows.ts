@@ -1,7 +1,7 @@
 // What a reconcile pass reads of PostgreSQL to compare users' lists with Redis
 // (src/stores/redis/reconcile-store.ts reads Redis's side).
-import type { ListPosition } from "../../domain/model.js";
-import type { ListRef } from "../../domain/ports.js";
+import type { ListPosition } from "../../domain/model/index.js";
+import type { ListRef } from "../../domain/ports/index.js";
 import type { Database } from "./database.js";
 import { relationTables } from "./relation-tables.js";
 

@@ -1,8 +1,8 @@
 // Counts of targets as PostgreSQL's `counters` table holds them, for anonymous
 // reads of targets Redis does not hold (counters.ts): one statement for a whole
 // feed, no transaction, nothing loaded into Redis.
-import { counterNames, targetKey, type CounterName, type Counts } from "../../domain/model.js";
-import type { PersistedCounts } from "../../domain/ports.js";
+import { counterNames, targetKey, type CounterName, type Counts } from "../../domain/model/index.js";
+import type { PersistedCounts } from "../../domain/ports/index.js";
 import { selectCounters, type CounterRow } from "./counter-sql.js";
 import type { Database } from "./database.js";
 

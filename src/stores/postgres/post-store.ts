@@ -1,4 +1,4 @@
-import type { PostStore } from "../../domain/ports.js";
+import type { PostStore } from "../../domain/ports/index.js";
 import type { Database } from "./database.js";
 import { toCounterValue, upsertCounters, type CounterRow } from "./counter-sql.js";
 

@@ -1,7 +1,7 @@
 // The hot ranking's truth in PostgreSQL: like_buckets (written by the persist batch,
 // relation-history-store.ts) and the posts' like counters.
-import { bucketSpans, keptBuckets, type BucketCount, type BucketSpan } from "../../domain/model.js";
-import type { RankingSource } from "../../domain/ports.js";
+import { bucketSpans, keptBuckets, type BucketCount, type BucketSpan } from "../../domain/model/index.js";
+import type { RankingSource } from "../../domain/ports/index.js";
 import { toCounterValue, type CounterRow } from "./counter-sql.js";
 import type { Database } from "./database.js";
 

@@ -10,8 +10,8 @@ import {
   type Relation,
   type Target,
   type TargetType,
-} from "../../domain/model.js";
-import type { DatabaseReconcileStore, RelationTarget } from "../../domain/ports.js";
+} from "../../domain/model/index.js";
+import type { DatabaseReconcileStore, RelationTarget } from "../../domain/ports/index.js";
 import type { Database } from "./database.js";
 import { toCounterValue, type CounterRow } from "./counter-sql.js";
 import { newestListed } from "./list-rows.js";

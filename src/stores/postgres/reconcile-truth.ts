@@ -2,7 +2,7 @@
 // (src/stores/postgres/reconcile-store.ts): what derived counters should be, and
 // how new each target is.
 import { Prisma } from "../../generated/prisma/client.js";
-import type { CounterName, TargetType } from "../../domain/model.js";
+import type { CounterName, TargetType } from "../../domain/model/index.js";
 import { epochScale } from "../versions.js";
 
 /**

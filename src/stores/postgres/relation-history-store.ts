@@ -19,8 +19,8 @@ import {
   type Target,
   type TargetType,
   type ViewChange,
-} from "../../domain/model.js";
-import type { RelationHistoryStore } from "../../domain/ports.js";
+} from "../../domain/model/index.js";
+import type { RelationHistoryStore } from "../../domain/ports/index.js";
 import { splitVersion } from "../versions.js";
 import type { Database } from "./database.js";
 import { selectCounters, toCounterValue, upsertCounters, type CounterRow } from "./counter-sql.js";

@@ -3,7 +3,7 @@
 // the followed user as the target. Every statement over a relation's rows is
 // built from these column expressions, so no query names a table by hand.
 import { Prisma } from "../../generated/prisma/client.js";
-import type { Relation } from "../../domain/model.js";
+import type { Relation } from "../../domain/model/index.js";
 
 export interface RelationTable {
   /** The table, to name with an alias (`FROM ${table} l`, `INSERT INTO ${table} AS l`). */

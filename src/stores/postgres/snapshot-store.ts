@@ -1,6 +1,6 @@
 import { Prisma } from "../../generated/prisma/client.js";
-import { derivedCounters, isDerivedCounter, relationsOf, type CounterName, type Relation, type Target } from "../../domain/model.js";
-import type { SnapshotStore } from "../../domain/ports.js";
+import { derivedCounters, isDerivedCounter, relationsOf, type CounterName, type Relation, type Target } from "../../domain/model/index.js";
+import type { SnapshotStore } from "../../domain/ports/index.js";
 import { epochScale } from "../versions.js";
 import type { Database } from "./database.js";
 import { selectCounters, toCounterValue, type CounterRow } from "./counter-sql.js";

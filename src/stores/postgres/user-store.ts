@@ -1,4 +1,4 @@
-import type { UserStore } from "../../domain/ports.js";
+import type { UserStore } from "../../domain/ports/index.js";
 import { prismaCode, type Database } from "./database.js";
 
 const userFields = { id: true, username: true, email: true, createdAt: true } as const;

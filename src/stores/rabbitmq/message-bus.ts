@@ -4,8 +4,8 @@
 // model types; wire formats stay in messages.ts.
 import type { Logger } from "pino";
 import { ConsumerStatus, type Connection, type Consumer } from "rabbitmq-client";
-import type { Change, OutboxEntry, Repair } from "../../domain/model.js";
-import type { ConsumeOptions, Delivery, Disposition, MessageBus } from "../../domain/ports.js";
+import type { Change, OutboxEntry, Repair } from "../../domain/model/index.js";
+import type { ConsumeOptions, Delivery, Disposition, MessageBus } from "../../domain/ports/index.js";
 import { eventIdOf, parseChanges, parseRepair, toChangeBatchMessage, toRepairMessage } from "./messages.js";
 import { createConfirmedPublisher } from "./confirmed-publisher.js";
 import { adoptPartitioning, inspect, PartitioningChangeRefusedError } from "./partitioning.js";

@@ -2,8 +2,8 @@
 // from and to the model, and the one parse helper consumers use. Ids travel as
 // decimal strings (JSON has no 64-bit integers).
 import { z } from "zod";
-import { derivedCounters, relationNames, relations, type Change, type CounterName, type OutboxEntry, type Relation, type Repair, type TargetType } from "../../domain/model.js";
-import type { Delivery } from "../../domain/ports.js";
+import { derivedCounters, relationNames, relations, type Change, type CounterName, type OutboxEntry, type Relation, type Repair, type TargetType } from "../../domain/model/index.js";
+import type { Delivery } from "../../domain/ports/index.js";
 
 /** A database id: a positive decimal that fits a bigint column. */
 const id = z.string().regex(/^[1-9][0-9]{0,18}$/, "a positive decimal id");

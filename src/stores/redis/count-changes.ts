@@ -3,8 +3,8 @@
 // counter hash (scripts/includes/append-event.lua, mirror-counters.lua). Sharded
 // channels live in the slot of their name, so on a cluster a message goes only to
 // the node holding the target, not to every node as a plain PUBLISH would.
-import type { CountChanges } from "../../domain/ports.js";
-import type { Target } from "../../domain/model.js";
+import type { CountChanges } from "../../domain/ports/index.js";
+import type { Target } from "../../domain/model/index.js";
 import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 

@@ -1,6 +1,6 @@
 // A target's counter hash as Redis holds it: its counts, and the bookkeeping
 // fields beside them that never leave the Redis stores.
-import type { CounterName, Counts, Relation } from "../../domain/model.js";
+import type { CounterName, Counts, Relation } from "../../domain/model/index.js";
 import { versionOf } from "../versions.js";
 import { authorField, epochField, isBookkeepingField, seqFieldPrefix, versionField } from "./keys.js";
 import { relationLayouts } from "./relations.js";

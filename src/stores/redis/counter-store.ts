@@ -2,8 +2,8 @@
 // through the hot counts when this process holds them (hot-counts.ts), else with
 // read-targets.lua (target-reader.ts); and the writes of counters outside a change:
 // a new target's creation, derived counters mirrored from PostgreSQL.
-import { relationsOf, type Counts, type Relation, type Target } from "../../domain/model.js";
-import type { CounterStore, ViewRequest } from "../../domain/ports.js";
+import { relationsOf, type Counts, type Relation, type Target } from "../../domain/model/index.js";
+import type { CounterStore, ViewRequest } from "../../domain/ports/index.js";
 import { batchRead, type RedisClient } from "./client.js";
 import { parseCounterHash } from "./counter-hash.js";
 import type { Fill, HotCounts, HotTarget } from "./hot-counts.js";

@@ -16,7 +16,7 @@
 // filled goes first: a feed looks up 100 targets, and lru-cache's get over the
 // counter hashes' names (a string built and hashed per lookup, then the recency
 // list moved) was about 5% of a feed's API CPU.
-import type { Relation, Target, TargetType } from "../../domain/model.js";
+import type { Relation, Target, TargetType } from "../../domain/model/index.js";
 import type { CountInvalidations } from "./count-invalidations.js";
 
 /** What an entry holds of a counter hash: its counters and each relation's newest membership generation. */

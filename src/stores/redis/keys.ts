@@ -42,7 +42,7 @@
 // user's shard in it is hash(user) mod FANOUT^g. New members go to the newest
 // generation; a lookup checks generations 0..newest (see scripts/add-member.lua).
 import { createHash, randomBytes } from "node:crypto";
-import type { BucketedWindow, BucketSpan, ListedRelation, Relation, Target, TargetType } from "../../domain/model.js";
+import type { BucketedWindow, BucketSpan, ListedRelation, Relation, Target, TargetType } from "../../domain/model/index.js";
 import { relationLayouts } from "./relations.js";
 
 export const membershipFanout = 8;

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Lease, TickClaims } from "../../domain/ports.js";
+import type { Lease, TickClaims } from "../../domain/ports/index.js";
 import type { RedisClient } from "./client.js";
 
 /**

@@ -2,8 +2,8 @@
 // (scripts/apply-list-changes.lua keeps them, scripts/load-list.lua loads them
 // from PostgreSQL), in the user's slot.
 import { acquireLock } from "./lease-store.js";
-import { listCapacity, type ListPosition } from "../../domain/model.js";
-import type { ListChanges, ListStore, RecentChange } from "../../domain/ports.js";
+import { listCapacity, type ListPosition } from "../../domain/model/index.js";
+import type { ListChanges, ListStore, RecentChange } from "../../domain/ports/index.js";
 import { pipelineReplies, type RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 import { perNode } from "./per-node.js";

@@ -3,8 +3,8 @@
 // rules out most of its targets with one SMISMEMBER. Only a standalone Redis keeps
 // them: on a cluster a like's script cannot reach the user's slot.
 import { Cluster } from "ioredis";
-import type { Relation, TargetType } from "../../domain/model.js";
-import type { MemberIndexStore } from "../../domain/ports.js";
+import type { Relation, TargetType } from "../../domain/model/index.js";
+import type { MemberIndexStore } from "../../domain/ports/index.js";
 import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 import { ScriptStatus, toError } from "./statuses.js";

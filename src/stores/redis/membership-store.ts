@@ -1,5 +1,5 @@
-import { counterNames, relations, type Relation, type Target } from "../../domain/model.js";
-import type { MembershipChange, MembershipStore } from "../../domain/ports.js";
+import { counterNames, relations, type Relation, type Target } from "../../domain/model/index.js";
+import type { MembershipChange, MembershipStore } from "../../domain/ports/index.js";
 import { Cluster } from "ioredis";
 import { batchRead, inTickPipeline, type RedisClient } from "./client.js";
 import type { HotCounts } from "./hot-counts.js";

@@ -1,8 +1,8 @@
 // Redis's memory, as the service's memory policy sees it (domain/memory-policy.ts):
 // how full it is, and which targets it holds that were used least recently.
 import { Cluster, type Redis } from "ioredis";
-import type { Target } from "../../domain/model.js";
-import type { MemoryReading, MemoryStore } from "../../domain/ports.js";
+import type { Target } from "../../domain/model/index.js";
+import type { MemoryReading, MemoryStore } from "../../domain/ports/index.js";
 import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 

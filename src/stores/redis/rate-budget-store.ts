@@ -1,5 +1,5 @@
 import { Cluster } from "ioredis";
-import type { RateBudgetStore } from "../../domain/ports.js";
+import type { RateBudgetStore } from "../../domain/ports/index.js";
 import { inTickPipeline, type RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 import { ScriptReplyError, ScriptStatus, type ScriptReply } from "./statuses.js";

@@ -1,8 +1,8 @@
 // Puts a target back into Redis from what PostgreSQL holds, and brings late
 // changes into a rebuilt target (scripts/replay-change.lua, scripts/replay-views.lua).
 import { acquireLock } from "./lease-store.js";
-import { relations, relationsOf, type Target } from "../../domain/model.js";
-import type { RebuildMark, RebuildStore } from "../../domain/ports.js";
+import { relations, relationsOf, type Target } from "../../domain/model/index.js";
+import type { RebuildMark, RebuildStore } from "../../domain/ports/index.js";
 import { pipelineReplies, type RedisClient } from "./client.js";
 import {
   authorField,

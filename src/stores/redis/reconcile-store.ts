@@ -2,8 +2,8 @@
 // KEYS), each with its members (whole for small targets, in bounded pieces for
 // big ones), and the one repair it makes here.
 import { Cluster, type Redis } from "ioredis";
-import { derivedCounters, listedRelations, relations, type CounterName, type ListedRelation, type ListPosition, type RedisTarget, type Relation, type Target } from "../../domain/model.js";
-import type { ListRef, RedisReconcileStore, RelationTarget } from "../../domain/ports.js";
+import { derivedCounters, listedRelations, relations, type CounterName, type ListedRelation, type ListPosition, type RedisTarget, type Relation, type Target } from "../../domain/model/index.js";
+import type { ListRef, RedisReconcileStore, RelationTarget } from "../../domain/ports/index.js";
 import type { RedisClient } from "./client.js";
 import { parseCounterHash } from "./counter-hash.js";
 import { splitVersion, versionOf } from "../versions.js";

@@ -2,7 +2,7 @@
 // counter hash field holding its newest membership generation, and the tag its
 // changes carry in the outbox. Likes keep the names they had before collects and
 // follows joined, so a Redis written by an earlier version reads the same.
-import type { Relation } from "../../domain/model.js";
+import type { Relation } from "../../domain/model/index.js";
 
 export interface RelationLayout {
   readonly shardPrefix: string;

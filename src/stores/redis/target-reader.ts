@@ -2,8 +2,8 @@
 // per Redis node, its one-string reply decoded here. The counter store decides
 // what to ask (counters, or the viewer's memberships alone for counts it holds).
 import { Cluster } from "ioredis";
-import type { Counts, Relation, Target, TargetType, TargetView } from "../../domain/model.js";
-import type { ViewRequest } from "../../domain/ports.js";
+import type { Counts, Relation, Target, TargetType, TargetView } from "../../domain/model/index.js";
+import type { ViewRequest } from "../../domain/ports/index.js";
 import { inTickPipeline, type RedisClient } from "./client.js";
 import { nodeBySlotMap, slotsMoved } from "./per-node.js";
 import type { RedisKeys } from "./keys.js";

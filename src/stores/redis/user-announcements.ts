@@ -2,7 +2,7 @@
 // (keys.userAnnouncements). Pub/sub keeps nothing: a process that is not
 // subscribed when a user registers never hears of them, and looks them up in
 // PostgreSQL the first time their token arrives.
-import type { UserAnnouncements } from "../../domain/ports.js";
+import type { UserAnnouncements } from "../../domain/ports/index.js";
 import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 

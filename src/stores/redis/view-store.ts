@@ -2,7 +2,7 @@
 // post per flush of a process's aggregated views, each under a deadline
 // (write-deadline.ts), so a flush that failed is retried only once it can no
 // longer apply.
-import type { ViewStore } from "../../domain/ports.js";
+import type { ViewStore } from "../../domain/ports/index.js";
 import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 import { ScriptStatus, toError } from "./statuses.js";

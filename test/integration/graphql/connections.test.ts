@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeCursor } from "../../../src/domain/ids.js";
 import { encodeMemberCursor } from "../../../src/domain/memberships.js";
-import type { MemberPosition } from "../../../src/domain/model.js";
+import type { MemberPosition } from "../../../src/domain/model/index.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { startTestApi, type TestApi } from "../../support/api.js";

@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
-import type { LikeableTarget } from "../../../src/domain/model.js";
+import type { LikeableTarget } from "../../../src/domain/model/index.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createUsers, graphqlClient, testConfig, type TestUser } from "../../support/env.js";

@@ -3,7 +3,7 @@
 // script call per node each, not one per change.
 import { Cluster } from "ioredis";
 import { describe, expect, it } from "vitest";
-import type { LikeableTarget, RelationChange, Target } from "../../../src/domain/model.js";
+import type { LikeableTarget, RelationChange, Target } from "../../../src/domain/model/index.js";
 import { createChangePersistence } from "../../../src/domain/persistence.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { createRelationHistoryStore } from "../../../src/stores/postgres/relation-history-store.js";

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import type { Services } from "../../../src/domain/services.js";
-import type { LikeableTarget } from "../../../src/domain/model.js";
+import type { LikeableTarget } from "../../../src/domain/model/index.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { createRabbitConnection } from "../../../src/stores/rabbitmq/connection.js";
 import { toChangeMessage } from "../../../src/stores/rabbitmq/messages.js";

@@ -2,9 +2,9 @@
 // bucket and in all, mirrored after each batch, summed per window, safe to resend
 // and rebuilt from PostgreSQL when Redis lost it.
 import { beforeEach, describe, expect, it } from "vitest";
-import type { HotWindow, LikeableTarget, RelationChange } from "../../../src/domain/model.js";
+import type { HotWindow, LikeableTarget, RelationChange } from "../../../src/domain/model/index.js";
 import { createChangePersistence, RedisFollowUpError } from "../../../src/domain/persistence.js";
-import type { RankingStore } from "../../../src/domain/ports.js";
+import type { RankingStore } from "../../../src/domain/ports/index.js";
 import { createRankingRefresher, createRankingService } from "../../../src/domain/rankings.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { createRankingSource } from "../../../src/stores/postgres/ranking-source.js";

@@ -3,7 +3,7 @@
 // and views; it repairs each drift and finds nothing the second time.
 import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
-import type { Target } from "../../../src/domain/model.js";
+import type { Target } from "../../../src/domain/model/index.js";
 import type { ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";

@@ -2,8 +2,8 @@
 // while it reads a target, and writes a failover took from Redis but PostgreSQL holds.
 import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
-import type { LikeableTarget, Repair } from "../../../src/domain/model.js";
-import type { RedisReconcileStore } from "../../../src/domain/ports.js";
+import type { LikeableTarget, Repair } from "../../../src/domain/model/index.js";
+import type { RedisReconcileStore } from "../../../src/domain/ports/index.js";
 import { runReconcile, type ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { createDatabaseReconcileStore } from "../../../src/stores/postgres/reconcile-store.js";

@@ -1,7 +1,7 @@
 // A reconcile pass compares every user's list Redis holds with PostgreSQL's rows.
 import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
-import type { LikeableTarget } from "../../../src/domain/model.js";
+import type { LikeableTarget } from "../../../src/domain/model/index.js";
 import type { ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";

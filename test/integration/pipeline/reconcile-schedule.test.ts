@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scheduleReconcile } from "../../../src/pipeline/reconcile-schedule.js";
 import type { ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
-import type { Lease, TickClaims } from "../../../src/domain/ports.js";
+import type { Lease, TickClaims } from "../../../src/domain/ports/index.js";
 import { createLease, createTickClaims } from "../../../src/stores/redis/lease-store.js";
 import { openRedis, silentLogger, uniqueTag } from "../../support/env.js";
 

@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
-import type { LikeableTarget } from "../../../src/domain/model.js";
+import type { LikeableTarget } from "../../../src/domain/model/index.js";
 import type { ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";

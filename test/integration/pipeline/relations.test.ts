@@ -3,7 +3,7 @@
 // crash between a commit and Redis hearing of it.
 import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
-import { counterNames, derivedCounters, type Counts, type Target } from "../../../src/domain/model.js";
+import { counterNames, derivedCounters, type Counts, type Target } from "../../../src/domain/model/index.js";
 import type { Services } from "../../../src/domain/services.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Connection } from "rabbitmq-client";
 import { describe, expect, inject, it } from "vitest";
 import type { Config } from "../../../src/config.js";
-import type { LikeableTarget, OutboxEntry } from "../../../src/domain/model.js";
+import type { LikeableTarget, OutboxEntry } from "../../../src/domain/model/index.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { PublishFailedError } from "../../../src/stores/rabbitmq/confirmed-publisher.js";
 import { createMessageBus } from "../../../src/stores/rabbitmq/message-bus.js";

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../../scripts/lib/ports.js";
 import type { Config } from "../../../src/config.js";
-import type { LikeableTarget, Relation } from "../../../src/domain/model.js";
+import type { LikeableTarget, Relation } from "../../../src/domain/model/index.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { databaseMembers, redisState } from "../../support/agreement.js";

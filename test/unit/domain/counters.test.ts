@@ -2,8 +2,8 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { createCounterService } from "../../../src/domain/counters.js";
-import type { Target, TargetView } from "../../../src/domain/model.js";
-import type { CounterStore, RebuildStore, SnapshotStore, ViewRequest } from "../../../src/domain/ports.js";
+import type { Target, TargetView } from "../../../src/domain/model/index.js";
+import type { CounterStore, RebuildStore, SnapshotStore, ViewRequest } from "../../../src/domain/ports/index.js";
 
 describe("anonymous count reads", () => {
   it("when the same posts' counts are asked in one tick, then one store read answers all; asked later, or by a viewer, each reads its own", async () => {

@@ -3,7 +3,7 @@
 // later read's counts must not be overtaken. Pure: the reads are functions this test holds.
 import { describe, expect, it } from "vitest";
 import { createLiveCounts } from "../../../src/domain/live-counts.js";
-import type { Counts, Target } from "../../../src/domain/model.js";
+import type { Counts, Target } from "../../../src/domain/model/index.js";
 
 describe("live counts", () => {
   it("when a subscription's first read ends after a change's read, then the newer counts stay the last sent", async () => {

@@ -2,7 +2,7 @@
 // on an injected clock, with reports to a stand-in for Redis the test answers.
 import { describe, expect, it } from "vitest";
 import { createLocalBudgets, reportThreshold, type LocalBudgetOptions } from "../../../src/domain/local-budgets.js";
-import type { BudgetSpending } from "../../../src/domain/ports.js";
+import type { BudgetSpending } from "../../../src/domain/ports/index.js";
 
 const periodMs = 60_000;
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import type { CounterService } from "../../../src/domain/counters.js";
 import { createMembershipService } from "../../../src/domain/memberships.js";
-import type { MembershipStore, RelationHistoryStore } from "../../../src/domain/ports.js";
+import type { MembershipStore, RelationHistoryStore } from "../../../src/domain/ports/index.js";
 import { TargetFullError } from "../../../src/errors.js";
 
 const unused = <T>() => ({}) as T;

@@ -1,6 +1,6 @@
 // The hot ranking's windows and its read path, without services.
 import { describe, expect, it } from "vitest";
-import { bucketSpanMs, keptBuckets, windowBuckets, type HotWindow } from "../../../src/domain/model.js";
+import { bucketSpanMs, keptBuckets, windowBuckets, type HotWindow } from "../../../src/domain/model/index.js";
 import { createRankingService } from "../../../src/domain/rankings.js";
 
 const minute = 60_000;

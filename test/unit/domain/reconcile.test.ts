@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ListPosition, PairRecord } from "../../../src/domain/model.js";
+import type { ListPosition, PairRecord } from "../../../src/domain/model/index.js";
 import { compareList, compareVersions, lostInRedis } from "../../../src/domain/reconcile.js";
 
 const records = (entries: [bigint, PairRecord][]) => new Map(entries);

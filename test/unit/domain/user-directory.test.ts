@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { KnownUsers } from "../../../src/domain/known-users.js";
-import type { IdRun } from "../../../src/domain/model.js";
-import type { UserAnnouncements, UserStore } from "../../../src/domain/ports.js";
+import type { IdRun } from "../../../src/domain/model/index.js";
+import type { UserAnnouncements, UserStore } from "../../../src/domain/ports/index.js";
 import { startUserDirectory } from "../../../src/domain/user-directory.js";
 
 /** A user table of these ids, paged as the PostgreSQL store pages it; every call is recorded. */

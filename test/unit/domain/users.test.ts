@@ -3,8 +3,8 @@ import type { Catalog } from "../../../src/domain/catalog.js";
 import type { CounterService } from "../../../src/domain/counters.js";
 import { createTokenService, hashPassword, verifyPassword } from "../../../src/domain/identity.js";
 import { KnownUsers } from "../../../src/domain/known-users.js";
-import type { User } from "../../../src/domain/model.js";
-import type { UserStore } from "../../../src/domain/ports.js";
+import type { User } from "../../../src/domain/model/index.js";
+import type { UserStore } from "../../../src/domain/ports/index.js";
 import { createUserService, validateRegistration } from "../../../src/domain/users.js";
 
 describe("registration rules and identity", () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Relation, RelationChange, Target, ViewChange } from "../../../../src/domain/model.js";
+import type { Relation, RelationChange, Target, ViewChange } from "../../../../src/domain/model/index.js";
 import { coalesce } from "../../../../src/domain/persistence.js";
 import type { Database } from "../../../../src/stores/postgres/database.js";
 import { createRelationHistoryStore } from "../../../../src/stores/postgres/relation-history-store.js";

@@ -2,8 +2,8 @@
 // clients the service opens in cluster mode (auto-pipelining on) and the stores built on them.
 import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bucketedWindowNames, counterNames, bucketStart, bucketSpans, windowBuckets, windowOfSpan, type BucketCount, type LikeableTarget, type MalformedOutboxEntry, type OutboxEntry, type Target } from "../../../../src/domain/model.js";
-import type { ViewRequest } from "../../../../src/domain/ports.js";
+import { bucketedWindowNames, counterNames, bucketStart, bucketSpans, windowBuckets, windowOfSpan, type BucketCount, type LikeableTarget, type MalformedOutboxEntry, type OutboxEntry, type Target } from "../../../../src/domain/model/index.js";
+import type { ViewRequest } from "../../../../src/domain/ports/index.js";
 import { createCountChanges } from "../../../../src/stores/redis/count-changes.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { decodeTargetLines } from "../../../../src/stores/redis/target-reader.js";

@@ -1,7 +1,7 @@
 // The feed read (read-targets.lua: one call on a standalone Redis, one per master on a cluster)
 // answers what plain commands read of the same targets.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { Counts, LikeableTarget, Target, TargetView } from "../../../../src/domain/model.js";
+import type { Counts, LikeableTarget, Target, TargetView } from "../../../../src/domain/model/index.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys, generationField } from "../../../../src/stores/redis/keys.js";

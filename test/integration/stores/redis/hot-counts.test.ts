@@ -3,7 +3,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { counterNames, type Target } from "../../../../src/domain/model.js";
+import { counterNames, type Target } from "../../../../src/domain/model/index.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCountInvalidations, type CountInvalidations } from "../../../../src/stores/redis/count-invalidations.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";

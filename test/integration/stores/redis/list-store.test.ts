@@ -2,8 +2,8 @@
 // changes applied in any order end in the newest state, a load does not bring
 // back what changed while it read PostgreSQL, and no key outgrows its bound.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ListPosition } from "../../../../src/domain/model.js";
-import type { ListChange } from "../../../../src/domain/ports.js";
+import type { ListPosition } from "../../../../src/domain/model/index.js";
+import type { ListChange } from "../../../../src/domain/ports/index.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
 import { createListStore } from "../../../../src/stores/redis/list-store.js";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { counterNames, type LikeableTarget, type Relation, type Target } from "../../../../src/domain/model.js";
+import { counterNames, type LikeableTarget, type Relation, type Target } from "../../../../src/domain/model/index.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys, membershipFanout, membershipGenerations } from "../../../../src/stores/redis/keys.js";

@@ -5,7 +5,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { createMemoryPolicy } from "../../../../src/domain/memory-policy.js";
-import type { LikeableTarget, Target } from "../../../../src/domain/model.js";
+import type { LikeableTarget, Target } from "../../../../src/domain/model/index.js";
 import { DomainError, ErrorCode } from "../../../../src/errors.js";
 import type { Database } from "../../../../src/stores/postgres/database.js";
 import { createSnapshotStore } from "../../../../src/stores/postgres/snapshot-store.js";

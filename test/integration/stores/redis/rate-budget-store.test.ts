@@ -1,7 +1,7 @@
 // Rate budgets in the suite's Redis: what a process reports of the spending it
 // decided in memory (report-spending.lua) lands in the state charge-budget.lua keeps.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RateBudgetStore } from "../../../../src/domain/ports.js";
+import type { RateBudgetStore } from "../../../../src/domain/ports/index.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
 import { createRateBudgetStore } from "../../../../src/stores/redis/rate-budget-store.js";

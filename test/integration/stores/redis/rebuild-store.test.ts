@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LikeableTarget, Target, TargetSnapshot } from "../../../../src/domain/model.js";
+import type { LikeableTarget, Target, TargetSnapshot } from "../../../../src/domain/model/index.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { parseCounterHash } from "../../../../src/stores/redis/counter-hash.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";

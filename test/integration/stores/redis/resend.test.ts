@@ -2,7 +2,7 @@
 // connection, so the script runs twice. It must change nothing the second time
 // and answer as the first time did.
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import type { LikeableTarget, Target } from "../../../../src/domain/model.js";
+import type { LikeableTarget, Target } from "../../../../src/domain/model/index.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../../../src/stores/redis/keys.js";

@@ -4,7 +4,7 @@
 // or fails as an unavailability the caller may retry, and none is lost or doubled.
 import type { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LikeableTarget } from "../../../../src/domain/model.js";
+import type { LikeableTarget } from "../../../../src/domain/model/index.js";
 import { isRedisUnavailable } from "../../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys, type RedisKeys } from "../../../../src/stores/redis/keys.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Change, OutboxEntry, Repair, ViewChange } from "../../../../src/domain/model.js";
+import type { Change, OutboxEntry, Repair, ViewChange } from "../../../../src/domain/model/index.js";
 import { parseChange, parseChanges, parseRepair, toChangeBatchMessage, toChangeMessage, toRepairMessage } from "../../../../src/stores/rabbitmq/messages.js";
 import { relationChange as change } from "../../../support/changes.js";
 

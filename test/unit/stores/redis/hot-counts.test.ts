@@ -2,7 +2,7 @@
 // what a write heard drops, and when entries may be served. No Redis behaviour here.
 import { describe, expect, it } from "vitest";
 import type { CountInvalidations } from "../../../../src/stores/redis/count-invalidations.js";
-import type { Target } from "../../../../src/domain/model.js";
+import type { Target } from "../../../../src/domain/model/index.js";
 import { HotCounts } from "../../../../src/stores/redis/hot-counts.js";
 import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
 

@@ -1,0 +1,55 @@
+// Putting a target back into Redis from PostgreSQL, and the changes that land meanwhile.
+import type { AppliedChange, Target, TargetSnapshot } from "../model/index.js";
+
+export interface RebuildMark {
+  readonly epoch: bigint;
+  /** The lowest version the epoch stamps. */
+  readonly epochStart: bigint;
+  readonly mark: string;
+}
+
+/** A change PostgreSQL applied after the target was loaded into Redis, to bring in late. */
+export interface LateChange extends AppliedChange {
+  readonly target: Target;
+  /** The epoch of the rebuild that missed it: a target rebuilt again since saw it in its own snapshot. */
+  readonly intoEpoch: bigint;
+}
+
+/** Views of an earlier epoch PostgreSQL applied after the post was loaded into Redis. */
+export interface LateViews {
+  readonly target: Target;
+  readonly epoch: bigint;
+  /** The epoch's total PostgreSQL now holds. */
+  readonly total: number;
+  readonly intoEpoch: bigint;
+}
+
+export interface RebuildStore {
+  /** Takes the target's rebuild lock; the token to release it, or null when another process holds it. */
+  lock(target: Target, ttlMs: number): Promise<string | null>;
+  unlock(target: Target, token: string): Promise<void>;
+  /** Writes the target from a PostgreSQL snapshot; false when Redis already held it. */
+  write(target: Target, snapshot: TargetSnapshot, authorId: bigint | null): Promise<boolean>;
+  /**
+   * Brings a change PostgreSQL applied late into a rebuilt target. "tooLate": it
+   * came after the rebuild window, when Redis no longer knows what superseded it.
+   */
+  replay(change: LateChange): Promise<"replayed" | "unchanged" | "tooLate">;
+  /** Brings late views into a rebuilt post: what the total adds to what the post already has of its epoch. */
+  replayViews(views: LateViews): Promise<"replayed" | "unchanged" | "tooLate">;
+  /**
+   * Of each target Redis holds since a rebuild: the lowest version its epoch stamps
+   * (a change below it was made before the rebuild) and the rebuild's snapshot mark
+   * (what PostgreSQL had committed). Null for a target not held or never rebuilt.
+   */
+  rebuilds(targets: readonly Target[]): Promise<(RebuildMark | null)[]>;
+  /**
+   * Takes a target out of Redis whole, to come back by a rebuild. Only small
+   * targets whose changes PostgreSQL has all applied (`persistedVersion`) leave.
+   */
+  evict(target: Target, persistedVersion: bigint): Promise<"evicted" | "absent" | "kept">;
+  /** Takes a target out of Redis whole whatever it holds, to come back by a rebuild (changes in flight are replayed into it). */
+  drop(target: Target): Promise<"evicted" | "absent" | "kept">;
+  /** The version a target dropped within the last hour had last stamped, or null. */
+  droppedVersion(target: Target): Promise<bigint | null>;
+}

@@ -1,0 +1,70 @@
+// What PostgreSQL holds of relations: the persisted changes, member pages, and
+// snapshots to rebuild a target from.
+import type { AppliedChange, AppliedChanges, Change, CounterValue, Counts, ListPosition, MemberPosition, Relation, Target, TargetSnapshot, TargetType } from "../model/index.js";
+
+/** One target's page of members of a relation: at most `limit`, newest first, strictly after `after` when given. */
+export interface MembersRequest {
+  readonly relation: Relation;
+  readonly target: Target;
+  readonly limit: number;
+  readonly after: MemberPosition | null;
+}
+
+/**
+ * One user's page of what they are a member of in a relation (the posts they liked
+ * or collected, the users they follow): at most `limit`, newest first, strictly
+ * after `after` when given, leaving out the targets in `skip`.
+ */
+export interface MembershipsRequest {
+  readonly relation: Relation;
+  /** The type of target listed (a user's likes of posts, not of comments). */
+  readonly targetType: TargetType;
+  readonly userId: bigint;
+  readonly limit: number;
+  readonly after: ListPosition | null;
+  readonly skip: ReadonlySet<bigint>;
+}
+
+export interface RelationHistoryStore {
+  /** The members each request asks for, in order, with one query for them all. */
+  members(requests: readonly MembersRequest[]): Promise<MemberPosition[][]>;
+  /** What each user is a member of, per request in order, with one query for them all. */
+  memberships(requests: readonly MembershipsRequest[]): Promise<ListPosition[][]>;
+  /**
+   * Applies a batch of changes in one transaction. Relation changes (at most one
+   * per target, relation and user) pass only when their version is newer than
+   * the last applied for their pair; counters move by the rows really inserted or
+   * deleted. View changes add what their totals add to the epoch's highest.
+   */
+  apply(changes: readonly Change[]): Promise<AppliedChanges>;
+}
+
+/** What committed to a target after a snapshot of it. */
+export interface CommittedSince {
+  /** The applied change of each (relation, user) whose change committed after the snapshot, whatever its version. */
+  readonly changes: readonly AppliedChange[];
+  /** The views of each epoch whose total rose after the snapshot. */
+  readonly views: readonly { readonly epoch: bigint; readonly total: number }[];
+}
+
+export interface SnapshotStore {
+  /** A target's members, counters, lists and applied version, as of one moment, and a new epoch for it. */
+  read(target: Target): Promise<TargetSnapshot>;
+  /** What committed to the target after the snapshot `mark`, whatever its version. */
+  changesSince(target: Target, mark: string): Promise<CommittedSince>;
+  /** The target's derived counters as they stand now, with their sequence numbers. */
+  derived(target: Target): Promise<CounterValue[]>;
+  /** The newest version PostgreSQL applied to the target, or the start of its last epoch if later (0 when none). */
+  newestVersion(target: Target): Promise<bigint>;
+  /** Whether transaction `txid` had committed when the snapshot `mark` was taken. */
+  sawCommit(mark: string, txid: bigint): boolean;
+}
+
+/**
+ * Targets' counters as PostgreSQL's `counters` table holds them: what the pipeline
+ * committed, in the transaction that wrote the changes' rows. One statement for all.
+ */
+export interface PersistedCounts {
+  /** Each target's counts in order; a counter with no row is absent (read as 0). */
+  read(targets: readonly Target[]): Promise<Counts[]>;
+}
