@@ -27,6 +27,9 @@ const acrossNodes = [
   "test/integration/process/scale-out.test.ts",
 ];
 
+/** The services integration tests run against, started once for the run, and each file's cleanup. */
+const withServices = { globalSetup: ["test/setup/global.ts"], setupFiles: ["test/setup/per-file.ts"] };
+
 export default defineConfig({
   resolve: {
     // Node loads graphql's CommonJS build (its package has no "exports"), for our code and for
@@ -35,8 +38,6 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: "graphql/index.js" }],
   },
   test: {
-    globalSetup: ["test/setup/global.ts"],
-    setupFiles: ["test/setup/per-file.ts"],
     // Files run one after another: several stop or count a shared service
     // (Redis round trips, broker restarts), which parallel files would disturb.
     fileParallelism: false,
@@ -45,8 +46,11 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: "single", include: ["test/**/*.test.ts"], provide: { redisMode: "single" } } },
-      { extends: true, test: { name: "cluster", include: acrossNodes, provide: { redisMode: "cluster" } } },
+      // Pure functions and in-memory modules: no service is started, so `npm run test:unit` runs them
+      // in seconds on a machine without PostgreSQL, Redis or RabbitMQ.
+      { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"] } },
+      { extends: true, test: { name: "single", include: ["test/integration/**/*.test.ts"], provide: { redisMode: "single" }, ...withServices } },
+      { extends: true, test: { name: "cluster", include: acrossNodes, provide: { redisMode: "cluster" }, ...withServices } },
     ],
   },
 });
