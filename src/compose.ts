@@ -271,7 +271,6 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     async startPipeline(hooks) {
       if (!clients.relayRedis) throw new Error("The pipeline needs the relay's own Redis client: open the clients with { relay: true }.");
       const bus = openBus();
-      const pipelineLogger = logger.child({ component: "pipeline" });
       const running = await startPipeline(
         {
           outbox: createOutboxStore(clients.relayRedis, keys, { batchSize: config.relay.batchSize }),
@@ -295,7 +294,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
           rankings,
         },
         config,
-        pipelineLogger,
+        logger,
         hooks,
       );
       return {

@@ -66,7 +66,7 @@ export async function startPipeline(parts: PipelineParts, settings: PipelineSett
     persistence,
     bucket: createTokenBucket(settings.persist.maxEventsPerSecond, settings.persist.batchSize),
     metrics,
-    logger: logger.child({ part: "persist" }),
+    logger: logger.child({ component: "persist" }),
     batchSize: settings.persist.batchSize,
     lingerMs: settings.persist.lingerMs,
     databaseAnswers: parts.databaseAnswers,
@@ -88,23 +88,23 @@ export async function startPipeline(parts: PipelineParts, settings: PipelineSett
     outbox: parts.outbox,
     bus: parts.bus,
     metrics,
-    logger: logger.child({ part: "relay" }),
+    logger: logger.child({ component: "relay" }),
     batchSize: settings.relay.batchSize,
     lingerMs: settings.relay.lingerMs,
     claimIdleMs: settings.relay.claimIdleMs,
     warnLength: settings.relay.outboxWarnLength,
   });
-  const repairs = startRepairConsumer({ bus: parts.bus, repairs: parts.repairs, metrics, logger: logger.child({ part: "repairs" }) });
+  const repairs = startRepairConsumer({ bus: parts.bus, repairs: parts.repairs, metrics, logger: logger.child({ component: "repairs" }) });
   ranking = parts.rankings
     ? startRankingRefresh({
         refresher: parts.rankings,
-        logger: logger.child({ part: "ranking" }),
+        logger: logger.child({ component: "ranking" }),
         intervalMs: settings.ranking?.refreshMs ?? 10_000,
         minGapMs: settings.ranking?.refreshGapMs ?? 250,
       })
     : null;
   const schedule = settings.reconcile.cron
-    ? scheduleReconcile({ cron: settings.reconcile.cron, lease: parts.reconcileLease, ticks: parts.reconcileTicks, run: parts.reconcile, metrics, logger: logger.child({ part: "reconcile" }) })
+    ? scheduleReconcile({ cron: settings.reconcile.cron, lease: parts.reconcileLease, ticks: parts.reconcileTicks, run: parts.reconcile, metrics, logger: logger.child({ component: "reconcile" }) })
     : null;
   const metricsServer: Server | null = await serveMetrics(metrics.registry, settings.host, settings.metricsPort, logger);
   return {

@@ -148,7 +148,7 @@ describe("two API processes and two workers", () => {
         worker.process
           .output()
           .split("\n")
-          .filter((line) => line.includes('"part":"reconcile"'))
+          .filter((line) => line.includes('"component":"reconcile"'))
           .map((line) => JSON.parse(line) as { msg: string; tick?: string; next?: string }),
       );
     // Ticks both workers were scheduled for: from the later one's first.
