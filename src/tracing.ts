@@ -18,6 +18,7 @@ import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import type { GraphQLFormattedError } from "graphql";
 import type { Context } from "./graphql/context.js";
+import { ApolloServerErrorCode } from "@apollo/server/errors";
 
 export interface TracingOptions {
   /** The collector's OTLP/HTTP base URL; spans go to `${endpoint}/v1/traces` as JSON. */
@@ -41,7 +42,7 @@ const headerGetter: TextMapGetter<Map<string, string>> = {
   keys: (headers) => [...headers.keys()],
 };
 
-const codeOf = (error: GraphQLFormattedError): string => (typeof error.extensions?.code === "string" ? error.extensions.code : "INTERNAL_SERVER_ERROR");
+const codeOf = (error: GraphQLFormattedError): string => (typeof error.extensions?.code === "string" ? error.extensions.code : ApolloServerErrorCode.INTERNAL_SERVER_ERROR);
 
 export function startTracing(options: TracingOptions): Tracing {
   const provider = new BasicTracerProvider({

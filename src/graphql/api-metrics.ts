@@ -5,6 +5,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { OperationFacts } from "./operation-facts.js";
 import type { HttpFacts } from "./request-log.js";
+import { ApolloServerErrorCode } from "@apollo/server/errors";
 
 export interface ApiMetricsOptions {
   /** Distinct operation names kept as labels; later names count as "other". Default 200. */
@@ -42,7 +43,7 @@ const operationNameShape = /^[_A-Za-z][_0-9A-Za-z]{0,63}$/;
 function codeOfStatus(status: number): string {
   if (status === 413) return "PAYLOAD_TOO_LARGE";
   if (status === 429) return "RATE_LIMITED";
-  return status >= 500 ? "INTERNAL_SERVER_ERROR" : "BAD_REQUEST";
+  return status >= 500 ? ApolloServerErrorCode.INTERNAL_SERVER_ERROR : ApolloServerErrorCode.BAD_REQUEST;
 }
 
 export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {

@@ -4,6 +4,7 @@
 import type { GraphQLFormattedError } from "graphql";
 import type { Logger } from "pino";
 import { DomainError, ErrorCode, RateLimitedError, RequestErrorCode } from "../errors.js";
+import { ApolloServerErrorCode } from "@apollo/server/errors";
 
 /**
  * Codes Apollo, graphql-js and this service's limits give to problems with the request
@@ -11,9 +12,9 @@ import { DomainError, ErrorCode, RateLimitedError, RequestErrorCode } from "../e
  * (a cost hook's RATE_LIMITED).
  */
 const requestErrorCodes = new Set<string>([
-  "GRAPHQL_PARSE_FAILED",
-  "GRAPHQL_VALIDATION_FAILED",
-  "OPERATION_RESOLUTION_FAILURE",
+  ApolloServerErrorCode.GRAPHQL_PARSE_FAILED,
+  ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED,
+  ApolloServerErrorCode.OPERATION_RESOLUTION_FAILURE,
   ...Object.values(RequestErrorCode),
   ...Object.values(ErrorCode),
 ]);
@@ -53,7 +54,7 @@ export function createFormatError(logger: Logger, isUnavailable: (error: unknown
       };
     }
     const apolloError = uncodedApolloErrors.get(formatted.message);
-    if (apolloError && formatted.extensions?.code === "INTERNAL_SERVER_ERROR" && !formatted.path) {
+    if (apolloError && formatted.extensions?.code === ApolloServerErrorCode.INTERNAL_SERVER_ERROR && !formatted.path) {
       return { message: apolloError.message, extensions: { code: apolloError.code } };
     }
     const code = formatted.extensions?.code;
@@ -70,6 +71,6 @@ export function createFormatError(logger: Logger, isUnavailable: (error: unknown
       };
     }
     logger.error({ err: original, path: formatted.path }, "internal error while answering a request");
-    return { message: "Internal server error", path: formatted.path, extensions: { code: "INTERNAL_SERVER_ERROR" } };
+    return { message: "Internal server error", path: formatted.path, extensions: { code: ApolloServerErrorCode.INTERNAL_SERVER_ERROR } };
   };
 }

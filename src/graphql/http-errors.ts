@@ -5,6 +5,7 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { RequestErrorCode } from "../errors.js";
+import { ApolloServerErrorCode } from "@apollo/server/errors";
 
 const graphqlError = (message: string, code: string, extensions: Record<string, unknown> = {}) => ({
   errors: [{ message, extensions: { code, ...extensions } }] as const,
@@ -36,8 +37,8 @@ export function installHttpErrorHandlers(http: FastifyInstance, logger: Logger, 
   http.setErrorHandler((error: FastifyError, request, reply) => {
     if ((error.statusCode ?? 500) >= 500) {
       logger.error({ err: error, url: request.url }, "internal error in the HTTP layer");
-      sent(request, "INTERNAL_SERVER_ERROR");
-      return reply.code(500).send(graphqlError("Internal server error", "INTERNAL_SERVER_ERROR"));
+      sent(request, ApolloServerErrorCode.INTERNAL_SERVER_ERROR);
+      return reply.code(500).send(graphqlError("Internal server error", ApolloServerErrorCode.INTERNAL_SERVER_ERROR));
     }
     const { status, body } = requestProblem(error, bodyLimitBytes);
     sent(request, body.errors[0].extensions.code);

@@ -10,6 +10,7 @@ import type { GatewayExecutor, GatewayInterface } from "@apollo/server-gateway-i
 import { GraphQLError, Kind, OperationTypeNode, type DocumentNode, type ExecutionResult, type FormattedExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from "graphql";
 import { compileQuery, isCompiledQuery, type CompiledQuery } from "graphql-jit";
 import { DomainError, ErrorCode, RequestErrorCode } from "../errors.js";
+import { ApolloServerErrorCode } from "@apollo/server/errors";
 
 /**
  * graphql-jit's errors carry no `extensions` object, which Apollo's error
@@ -161,7 +162,7 @@ export function jitExecution(schema: GraphQLSchema, options: JitExecutionOptions
     const operation = request.operation as OperationDefinitionNode | undefined;
     if (!operation) {
       const name = request.request.operationName;
-      return { errors: [new GraphQLError(name ? `No operation named "${name}" in the document.` : "The document holds several operations: name one in operationName.", { extensions: { code: "OPERATION_RESOLUTION_FAILURE" } })] };
+      return { errors: [new GraphQLError(name ? `No operation named "${name}" in the document.` : "The document holds several operations: name one in operationName.", { extensions: { code: ApolloServerErrorCode.OPERATION_RESOLUTION_FAILURE } })] };
     }
     // Subscriptions need a connection that outlives the request (graphql-ws); over plain HTTP,
     // graphql-jit would run the subscribe resolvers as if they were queries.
@@ -171,7 +172,7 @@ export function jitExecution(schema: GraphQLSchema, options: JitExecutionOptions
     const entry = compile(operation, request.document);
     // Apollo's validation rejects first anything graphql-jit refuses to compile; should one slip
     // through, it is still the document's fault, not the server's.
-    if (!("query" in entry)) return { errors: (entry.errors ?? []).map((e) => asGraphQLError(e, "GRAPHQL_VALIDATION_FAILED")) };
+    if (!("query" in entry)) return { errors: (entry.errors ?? []).map((e) => asGraphQLError(e, ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED)) };
     const { query, serializer } = entry;
     const run = query.query;
     const execution = sharedAmongAnonymous(operation, request.context, request.request.variables, () => run(undefined, request.context, request.request.variables ?? {}));
@@ -181,7 +182,7 @@ export function jitExecution(schema: GraphQLSchema, options: JitExecutionOptions
       return result;
     }
     // A result without `data` means the variables did not coerce: the caller's mistake.
-    const code = "data" in result ? undefined : "BAD_USER_INPUT";
+    const code = "data" in result ? undefined : ApolloServerErrorCode.BAD_USER_INPUT;
     return { ...result, errors: result.errors.map((e) => asGraphQLError(e, code)) };
   };
   return {

@@ -38,6 +38,7 @@ import { mapIterator } from "./map-iterator.js";
 import { isSameHost } from "./origins.js";
 import type { Context } from "./context.js";
 import { createRequestLimitsCheck, type RequestLimits } from "./limits/request-limits-plugin.js";
+import { ApolloServerErrorCode } from "@apollo/server/errors";
 
 export interface LiveServerOptions {
   readonly schema: GraphQLSchema;
@@ -168,18 +169,18 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
       try {
         document = parse(payload.query, { maxTokens: 5_000 });
       } catch (error) {
-        return [refusal((error as Error).message, "GRAPHQL_PARSE_FAILED")];
+        return [refusal((error as Error).message, ApolloServerErrorCode.GRAPHQL_PARSE_FAILED)];
       }
       const invalid = validate(schema, document);
-      if (invalid.length > 0) return invalid.map((error) => refusal(error.message, "GRAPHQL_VALIDATION_FAILED"));
+      if (invalid.length > 0) return invalid.map((error) => refusal(error.message, ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED));
       const operation = getOperationAST(document, payload.operationName);
-      if (!operation) return [refusal("Name one operation of the document in operationName.", "OPERATION_RESOLUTION_FAILURE")];
+      if (!operation) return [refusal("Name one operation of the document in operationName.", ApolloServerErrorCode.OPERATION_RESOLUTION_FAILURE)];
       if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
         return [refusal("Only subscriptions are served over WebSocket; send queries and mutations over HTTP.", RequestErrorCode.OPERATION_NOT_SUPPORTED)];
       }
       // graphql-js validates such a document, then fails to run it for want of a root field.
       if (operation.selectionSet.selections.some((selection) => (selection.directives?.length ?? 0) > 0 || selection.kind !== Kind.FIELD)) {
-        return [refusal("A subscription's root field is asked for directly: no fragments or directives on it.", "GRAPHQL_VALIDATION_FAILED")];
+        return [refusal("A subscription's root field is asked for directly: no fragments or directives on it.", ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED)];
       }
       const variables = payload.variables ?? {};
       try {

@@ -3,6 +3,7 @@
 // response is complete.
 import type { ApolloServerPlugin } from "@apollo/server";
 import type { Context } from "./context.js";
+import { ApolloServerErrorCode } from "@apollo/server/errors";
 
 export interface OperationFacts {
   /** The operation's name; null for an anonymous operation or one never resolved. */
@@ -32,7 +33,7 @@ export function operationFactsPlugin(record: (context: Context, facts: Operation
           record(contextValue, {
             operationName: operationName ?? (operation ? null : sentName(request.operationName)),
             operationType: operation?.operation ?? null,
-            errorCodes: errors.map((e) => (typeof e.extensions?.code === "string" ? e.extensions.code : "INTERNAL_SERVER_ERROR")),
+            errorCodes: errors.map((e) => (typeof e.extensions?.code === "string" ? e.extensions.code : ApolloServerErrorCode.INTERNAL_SERVER_ERROR)),
             viewerId: contextValue.viewer ? String(contextValue.viewer.userId) : null,
           });
         },

@@ -1,10 +1,11 @@
 import { GraphQLError, GraphQLScalarType, Kind } from "graphql";
+import { ApolloServerErrorCode } from "@apollo/server/errors";
 
 function parseDate(value: unknown): Date {
   const date = typeof value === "string" ? new Date(value) : new Date(Number.NaN);
   if (Number.isNaN(date.getTime())) {
     throw new GraphQLError("DateTime must be an ISO 8601 string such as 2026-11-22T09:54:25.000Z.", {
-      extensions: { code: "BAD_USER_INPUT" },
+      extensions: { code: ApolloServerErrorCode.BAD_USER_INPUT },
     });
   }
   return date;
