@@ -1,78 +1,96 @@
 // Nothing acknowledged is lost across a RabbitMQ outage, a PostgreSQL restart or a
-// kill -9 of the service. Each test restores what it stops.
-import { execFileSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+// kill -9 of the service. The machine's RabbitMQ and PostgreSQL are shared: their
+// outages are a TCP proxy between the pipeline and them refusing connections
+// (every open one reset, every new one reset at once), never a stopped server.
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
+import type { Config } from "../../../src/config.js";
 import type { LikeableTarget } from "../../../src/domain/model/index.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
+import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createUsers, graphqlClient, testConfig, type TestUser } from "../../support/env.js";
-import { startTestPipeline } from "../../support/pipeline.js";
-import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
+import { startTestPipeline, type TestPipeline } from "../../support/pipeline.js";
 import { startServiceProcess } from "../../support/service-process.js";
+import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
+import { startTcpProxy, type TcpProxy } from "../../support/tcp-proxy.js";
 
 let db: Database;
 let redis: RedisClient;
 let author: TestUser;
 
-const rabbitmqctl = (...args: string[]) => execFileSync("rabbitmqctl", args, { stdio: "pipe" });
-const postgresVersion = () => readdirSync("/etc/postgresql").sort().at(-1) as string;
-const pgctl = (action: string) => execFileSync("pg_ctlcluster", ["--skip-systemctl-redirect", postgresVersion(), "main", action], { stdio: "pipe" });
+useStores((s) => ({ db, redis, author } = s));
 
-async function rabbitRunning(): Promise<boolean> {
-  try {
-    rabbitmqctl("await_startup", "--timeout", "2");
-    return true;
-  } catch {
-    return false;
-  }
+/** A proxy in front of the server `url` names (`defaultPort` when it names none). */
+function proxyTo(url: string, defaultPort: number, scheme: string): Promise<TcpProxy> {
+  const server = new URL(url);
+  return startTcpProxy({ host: server.hostname, port: Number(server.port || defaultPort) }, scheme);
 }
 
-useStores((s) => ({ db, redis, author } = s));
-afterEach(async () => {
-  // Restore whatever a failed test left stopped.
-  if (!(await rabbitRunning())) rabbitmqctl("start_app");
-  try {
-    pgctl("start");
-  } catch {
-    // Already running.
-  }
-});
+/** `url` through `proxy`: the same user, password and database or vhost, the proxy's address. */
+function through(proxy: TcpProxy, url: string): string {
+  const proxied = new URL(url);
+  proxied.host = `127.0.0.1:${proxy.port}`;
+  return proxied.toString();
+}
 
+/** Outbox entries not yet relayed (published and confirmed) for these posts. */
+async function outboxLength(config: Config, posts: readonly LikeableTarget[]): Promise<number> {
+  const keys = createRedisKeys(config.redisPartitions);
+  const outboxes = [...new Set(posts.map((post) => keys.outbox(post)))];
+  const lengths = await Promise.all(outboxes.map((outbox) => redis.xlen(outbox)));
+  return lengths.reduce((sum, length) => sum + Number(length), 0);
+}
 
+const likeRows = (posts: readonly LikeableTarget[]) => db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } });
 
 describe("outages", () => {
   it("when RabbitMQ stops during a burst of likes and comes back, then every like succeeded and all reach PostgreSQL", async () => {
-    const config = testConfig();
-    const services = servicesOn({ db, redis }, config);
-    const pipeline = await startTestPipeline(config);
+    const rabbit = await proxyTo(inject("amqpUrl"), 5672, "amqp");
+    let pipeline: TestPipeline | undefined;
     try {
+      const config = testConfig({ AMQP_URL: through(rabbit, inject("amqpUrl")) });
+      const services = servicesOn({ db, redis }, config);
+      pipeline = await startTestPipeline(config);
       const posts = await createPosts({ db, redis }, config, author.id, 5);
       let user = 0n;
       const burst = () => Promise.all(Array.from({ length: 200 }, (_, i) => services.memberships.join("like", posts[i % 5] as LikeableTarget, ++user)));
       await burst();
-      rabbitmqctl("stop_app");
+
+      rabbit.refuse();
       for (let round = 0; round < 5; round++) {
         const results = await burst();
         expect(results.every((r) => r.changed)).toBe(true);
       }
-      expect(Number(await redis.xlen(`ob:{${Number(posts[0]!.id % BigInt(config.redisPartitions))}}`))).toBeGreaterThan(0);
-      rabbitmqctl("start_app");
+      // Long enough for the relay to try again and the consumers to reconnect, were the broker reachable.
+      await sleep(1_000);
+      // Nothing since the refusal was relayed: its 1,000 likes wait in the outbox, and none reached PostgreSQL.
+      expect(await outboxLength(config, posts)).toBeGreaterThanOrEqual(1_000);
+      expect(await likeRows(posts)).toBeLessThanOrEqual(200);
+      const acceptedWhileRefused = rabbit.accepted;
+
+      rabbit.resume();
       await burst();
       await agreeWithin({ db, redis }, config, posts, 90_000);
-      expect(await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } })).toBe(1_400);
+      expect(await likeRows(posts)).toBe(1_400);
+      // The pipeline reconnected through the proxy after the outage.
+      expect(rabbit.accepted).toBeGreaterThan(acceptedWhileRefused);
     } finally {
-      if (!(await rabbitRunning())) rabbitmqctl("start_app");
-      await pipeline.stop();
+      rabbit.resume();
+      await pipeline?.stop();
+      await rabbit.close();
     }
   });
 
   it("when PostgreSQL restarts while events flow, then the consumers retry and converge", async () => {
-    const config = testConfig();
-    const services = servicesOn({ db, redis }, config);
-    const pipeline = await startTestPipeline(config);
+    const databaseUrl = testConfig().databaseUrl;
+    const postgres = await proxyTo(databaseUrl, 5432, "postgresql");
+    let pipeline: TestPipeline | undefined;
     try {
+      // Only the pipeline goes through the proxy; the test's own client (`db`) stays direct to check.
+      const config = testConfig({ DATABASE_URL: through(postgres, databaseUrl) });
+      const services = servicesOn({ db, redis }, config);
+      pipeline = await startTestPipeline(config);
       const posts = await createPosts({ db, redis }, config, author.id, 5);
       let user = 0n;
       const flowing = (async () => {
@@ -82,14 +100,26 @@ describe("outages", () => {
         }
       })();
       await sleep(800);
-      pgctl("stop");
-      await sleep(1_500);
-      pgctl("start");
+      expect(postgres.accepted).toBeGreaterThan(0);
+
+      // As a restart does: every pooled connection cut, reconnects refused until it is back.
+      postgres.refuse();
+      await sleep(300);
+      const rowsWhileDown = await likeRows(posts);
+      await sleep(2_500);
+      expect(await likeRows(posts)).toBe(rowsWhileDown);
+      expect(rowsWhileDown).toBeLessThan(1_500);
+      const acceptedWhileDown = postgres.accepted;
+      postgres.resume();
+
       await flowing;
       await agreeWithin({ db, redis }, config, posts, 90_000);
-      expect(await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } })).toBe(1_500);
+      expect(await likeRows(posts)).toBe(1_500);
+      expect(postgres.accepted).toBeGreaterThan(acceptedWhileDown);
     } finally {
-      await pipeline.stop();
+      postgres.resume();
+      await pipeline?.stop();
+      await postgres.close();
     }
   });
 
