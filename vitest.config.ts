@@ -38,8 +38,8 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: "graphql/index.js" }],
   },
   test: {
-    // Files run one after another: several stop or count a shared service
-    // (Redis round trips, broker restarts), which parallel files would disturb.
+    // Files run one after another: several count a service's work (Redis round
+    // trips) or cut it through a proxy, which parallel files would disturb.
     fileParallelism: false,
     // The suite's own database, also when vitest is run without scripts/test.sh.
     env: { DATABASE_URL: process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/likes_test" },

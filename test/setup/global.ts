@@ -71,7 +71,7 @@ export default async function setup(project: TestProject): Promise<() => void> {
     try {
       rabbitmqctl("delete_vhost", vhost);
     } catch {
-      // The broker may be down after a failed outage test; the vhost is then left behind, harmless.
+      // A broker that does not answer leaves the vhost behind, harmless.
     }
   };
 }

@@ -1,7 +1,7 @@
 // After each test file: the RabbitMQ queues and exchanges its configurations
 // declared are deleted. Every quorum queue left in the suite's vhost is
-// recovered whenever a test restarts RabbitMQ; a few hundred kept the broker
-// busy for a minute afterwards, and the files after it failed to connect.
+// recovered whenever RabbitMQ restarts; a few hundred kept the broker busy for
+// a minute afterwards, and whatever ran next failed to connect.
 import { setTimeout as sleep } from "node:timers/promises";
 import { Connection } from "rabbitmq-client";
 import { afterAll, inject } from "vitest";
@@ -30,7 +30,7 @@ afterAll(async () => {
   const rabbit = new Connection({ url: inject("amqpUrl"), retryLow: 100, retryHigh: 500 });
   rabbit.on("error", () => {});
   try {
-    // A broker a test left stopped is not waited for: its queues go with the vhost at the end.
+    // A broker that does not answer is not waited for: its queues go with the vhost at the end.
     const connected = await Promise.race([rabbit.onConnect(5_000).then(() => true, () => false), sleep(5_000).then(() => false)]);
     if (!connected) return;
     const seen = new Set<string>();
