@@ -21,6 +21,21 @@ import { relationTables } from "./relation-tables.js";
 type Client = Pick<Database, "$queryRaw" | "$executeRaw">;
 
 /**
+ * Takes a counter row's lock for a repair. The row is made first (value 0, seq 0),
+ * so there is one to lock and a persist batch moving the counter waits for the
+ * repair, or the repair for it; with `create: false` a missing row stays missing
+ * and nothing is locked.
+ */
+async function lockCounterRow(tx: Client, target: Target, name: CounterName, { create = true }: { create?: boolean } = {}): Promise<void> {
+  if (create) {
+    await tx.$executeRaw`
+      INSERT INTO counters (target_type, target_id, name, value, seq) VALUES (${target.type}, ${target.id}, ${name}, 0, 0)
+      ON CONFLICT DO NOTHING`;
+  }
+  await tx.$executeRaw`SELECT 1 FROM counters WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = ${name} FOR UPDATE`;
+}
+
+/**
  * Sets derived counters to what PostgreSQL's rows count, under the counter row's
  * lock: a persist batch that holds the lock commits first and its rows are
  * counted; one that comes after adds its delta to the recounted value.
@@ -29,10 +44,7 @@ async function recountDerived(tx: Client, target: Target, names: readonly Counte
   const values: CounterValue[] = [];
   // In the order a persist batch locks counter rows (relation-history-store.ts), so the two never wait on each other in a cycle.
   for (const name of [...names].sort((a, b) => a.localeCompare(b))) {
-    await tx.$executeRaw`
-      INSERT INTO counters (target_type, target_id, name, value, seq) VALUES (${target.type}, ${target.id}, ${name}, 0, 0)
-      ON CONFLICT DO NOTHING`;
-    await tx.$executeRaw`SELECT 1 FROM counters WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = ${name} FOR UPDATE`;
+    await lockCounterRow(tx, target, name);
     const truth = truthOf(target.type, name, Prisma.sql`ARRAY[${target.id}]::bigint[]`);
     const [row] = await tx.$queryRaw<CounterRow[]>`
       UPDATE counters SET value = COALESCE((SELECT n FROM (${truth}) t), 0), seq = seq + 1
@@ -52,10 +64,7 @@ async function recountDerived(tx: Client, target: Target, names: readonly Counte
 async function recountRelation(tx: Client, { relation, target }: RelationTarget): Promise<void> {
   const t = relationTables[relation];
   const name = relations[relation].counter;
-  await tx.$executeRaw`
-    INSERT INTO counters (target_type, target_id, name, value, seq) VALUES (${target.type}, ${target.id}, ${name}, 0, 0)
-    ON CONFLICT DO NOTHING`;
-  await tx.$executeRaw`SELECT 1 FROM counters WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = ${name} FOR UPDATE`;
+  await lockCounterRow(tx, target, name);
   await tx.$executeRaw`
     UPDATE counters
     SET value = (SELECT count(*) FROM ${t.table} l WHERE ${t.targetType("l")} = ${target.type} AND ${t.targetId("l")} = ${target.id}), seq = seq + 1
@@ -265,10 +274,7 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
         case "alignViews":
           await db.$transaction(async (tx) => {
             // Views that reached PostgreSQL since the comparison make the repair stale: the next pass compares again.
-            await tx.$executeRaw`
-              INSERT INTO counters (target_type, target_id, name, value, seq) VALUES (${repair.target.type}, ${repair.target.id}, 'read', 0, 0)
-              ON CONFLICT DO NOTHING`;
-            await tx.$executeRaw`SELECT 1 FROM counters WHERE target_type = ${repair.target.type} AND target_id = ${repair.target.id} AND name = 'read' FOR UPDATE`;
+            await lockCounterRow(tx, repair.target, "read");
             const [newest] = await tx.$queryRaw<{ version: string }[]>(newestVersions([repair.target.type], [repair.target.id.toString()]));
             if (BigInt(newest?.version ?? "0") !== repair.observedVersion) return;
             await tx.$executeRaw`
@@ -281,7 +287,7 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
             const { relation, target } = repair;
             const t = relationTables[relation];
             const name = relations[relation].counter;
-            await tx.$executeRaw`SELECT 1 FROM counters WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = ${name} FOR UPDATE`;
+            await lockCounterRow(tx, target, name, { create: false });
             // Records the repaired state for these users, except where a pair's version moved
             // past the observed one (it changed after the comparison): returns the users that passed.
             const gate = (users: readonly bigint[], member: boolean) => Prisma.sql`
