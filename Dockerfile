@@ -1,7 +1,7 @@
 # One image for every process of the service: the API (the default command), the worker,
 # the reconcile pass and migrations, each chosen by the script given to `node`
 # (deploy/kubernetes/ shows each). The service runs compiled JavaScript (dist/, built by
-# `npm run build`); migrations run their TypeScript through tsx, a dependency.
+# `npm run build`), migrations included: the image holds no TypeScript, tsx or esbuild.
 
 # Production dependencies, shared by the stages below. Dependencies' install scripts are
 # skipped: none is needed, and @prisma/engines' would download engine binaries the service
@@ -34,22 +34,17 @@ ENV NODE_ENV=production \
     METRICS_PORT=9464 \
     PIPELINE=off \
     WEB_CONCURRENCY=1
-COPY tsconfig.json schema.graphql ./
+# The contract, the migrations the schema engine applies, and the compiled service.
+COPY schema.graphql ./
 COPY prisma ./prisma
-COPY scripts/migrate.ts ./scripts/
-COPY scripts/lib ./scripts/lib
-# src/ for the migrations (scripts/migrate.ts reads src/config.ts through tsx); dist/ for the service.
-COPY src ./src
-COPY --from=build /app/src/generated ./src/generated
 COPY --from=build /app/dist ./dist
-# Files stay root's: the process can read them, not change them. tsx caches what it
-# compiles under the temporary directory.
+# Files stay root's: the process can read them, not change them.
 USER node
 EXPOSE 4000 9464
 # One API process per container: Kubernetes restarts it, scales it by replicas and probes
 # the very process that serves. The semi-space size is the one npm start's supervisor gives
 # its API processes (docs/operations.md, Processes and exit codes). Other processes: give their script as the command's
 # arguments, e.g. `dist/worker.js`, `--max-old-space-size=160 dist/reconcile.js`, and for
-# migrations `--import tsx/esm scripts/migrate.ts`.
+# migrations `dist/migrate.js`.
 ENTRYPOINT ["node"]
 CMD ["--max-semi-space-size=32", "dist/api.js"]

@@ -5,8 +5,8 @@ import { execFileSync } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { loadConfig } from "../src/config.js";
-import { ensureDatabase } from "./lib/database.js";
-import { diffToSchema, migrationsDir, openSchemaEngine, projectRoot, readMigrations } from "./lib/schema-engine.js";
+import { ensureDatabase } from "../src/stores/postgres/create-database.js";
+import { diffToSchema, migrationsDir, openSchemaEngine, projectRoot, readMigrations } from "../src/stores/postgres/schema-engine.js";
 
 const name = process.argv[2];
 if (!name || !/^[a-z0-9_]+$/.test(name)) {

@@ -12,8 +12,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { Cluster, Redis } from "ioredis";
 import { createRedisClient, type RedisClient } from "../../src/stores/redis/client.js";
-import { migrate } from "../lib/migrate.js";
-import { projectRoot } from "../lib/schema-engine.js";
+import { migrate } from "../../src/stores/postgres/migrate.js";
+import { projectRoot } from "../../src/stores/postgres/schema-engine.js";
 import { entryArgs } from "../lib/entries.js";
 import { freePort } from "../lib/ports.js";
 

@@ -8,7 +8,7 @@ import type { Target } from "../../src/domain/model/index.js";
 import { createCounterStore } from "../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../src/stores/redis/membership-store.js";
-import { projectRoot } from "../lib/schema-engine.js";
+import { projectRoot } from "../../src/stores/postgres/schema-engine.js";
 import { freePort } from "../lib/ports.js";
 import { entryArgs } from "../lib/entries.js";
 import { partitions, type PrivateRedis } from "./harness.js";

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type pg from "pg";
 import { createRedisKeys, epochField, generationField, membershipFanout, versionField } from "../../src/stores/redis/keys.js";
-import { projectRoot } from "../lib/schema-engine.js";
+import { projectRoot } from "../../src/stores/postgres/schema-engine.js";
 import { entryArgs } from "../lib/entries.js";
 import { partitions, type PrivateRedis } from "./harness.js";
 import { peakRss } from "./reconcile.js";

@@ -9,7 +9,7 @@ import type { LikeableTarget as Target } from "../../src/domain/model/index.js";
 import { compose } from "../../src/compose.js";
 import { createLogger } from "../../src/logger.js";
 import { createDatabase } from "../../src/stores/postgres/database.js";
-import { projectRoot } from "../lib/schema-engine.js";
+import { projectRoot } from "../../src/stores/postgres/schema-engine.js";
 import { entryArgs } from "../lib/entries.js";
 import type { PrivateRedis } from "./harness.js";
 

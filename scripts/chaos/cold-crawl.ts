@@ -8,7 +8,7 @@
 // is the redis-restart-volatile case's business).
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { projectRoot } from "../lib/schema-engine.js";
+import { projectRoot } from "../../src/stores/postgres/schema-engine.js";
 import { type ChaosCase } from "./case.js";
 import { countsText, ms, percentile, window } from "./figures.js";
 import { castPassword, type CastUser } from "./load.js";

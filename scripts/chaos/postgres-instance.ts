@@ -8,7 +8,7 @@ import { tmpdir, userInfo } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
-import { migrate } from "../lib/migrate.js";
+import { migrate } from "../../src/stores/postgres/migrate.js";
 import { freePort } from "../lib/ports.js";
 
 const run = promisify(execFile);

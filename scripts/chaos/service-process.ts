@@ -8,7 +8,7 @@ import { once } from "node:events";
 import { closeSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { entryArgs } from "../lib/entries.js";
-import { projectRoot } from "../lib/schema-engine.js";
+import { projectRoot } from "../../src/stores/postgres/schema-engine.js";
 
 export type Entry = "server" | "api" | "worker" | "reconcile";
 

@@ -2,7 +2,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { projectRoot } from "./schema-engine.js";
+import { projectRoot } from "../../src/stores/postgres/schema-engine.js";
 
 /**
  * How to run one of the service's entry points (`server`, `worker`, `reconcile`) as

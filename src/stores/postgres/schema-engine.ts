@@ -10,7 +10,8 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import { bindMigrationAwareSqlAdapterFactory } from "@prisma/driver-adapter-utils";
 import type { SchemaEngine } from "@prisma/schema-engine-wasm";
 
-export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+// src/stores/postgres/ or, compiled, dist/stores/postgres/: the project is three levels up either way.
+export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 export const schemaPath = path.join(projectRoot, "prisma/schema.prisma");
 export const migrationsDir = path.join(projectRoot, "prisma/migrations");
 

@@ -1,4 +1,4 @@
-import { ensureDatabase } from "./database.js";
+import { ensureDatabase } from "./create-database.js";
 import { applyMigrations, openSchemaEngine } from "./schema-engine.js";
 
 /** Creates the database when missing and applies pending migrations; returns the names applied. */
