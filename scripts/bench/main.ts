@@ -25,6 +25,9 @@
 //                                           Cluster (scripts/redis-cluster.sh, free ports from 7301 on) warmed
 //                                           the same way; the API alone unless `--mode` says otherwise; prints
 //                                           the ratios 2/1 processes and cluster/single; not run unless named
+//   startup                                 an API process and a worker from spawn to serving, and their
+//                                           memory then, compiled (dist/) and through tsx, 5 runs each;
+//                                           not run unless named
 // With no scenario named, the four HTTP scenarios and memory run. `--quick` loads a
 // tenth of the data for development; the figures in docs/performance.md come from the full set.
 // `--profile dir` has every process of the service write a CPU profile into dir.
@@ -47,6 +50,7 @@ import { loadDataset, quick, realistic, type Dataset } from "./dataset.js";
 import { benchSecret, prepareDatabase, startPrivateCluster, startPrivateRedis, startService, type BenchRedis, type ServiceMode } from "./harness.js";
 import { measureMemory } from "./memory.js";
 import { persist } from "./persist.js";
+import { measureStartup } from "./startup.js";
 import { freshVhost } from "./rabbitmq.js";
 import { reconcileScenario } from "./reconcile.js";
 import { addComments, measureNested, type NestedFigures } from "./nested.js";
@@ -74,7 +78,7 @@ import {
 } from "./scenarios.js";
 
 const httpScenarios = ["feed100", "like-hot", "like-spread", "mixed", "collect-hot", "follow-hot", "views-hot", "views-hot-batched", "hot-posts"] as const;
-const all = [...httpScenarios, "live-hot", "memory", "nested", "persist", "reconcile", "reconcile-big", "scale"] as const;
+const all = [...httpScenarios, "live-hot", "memory", "nested", "persist", "reconcile", "reconcile-big", "scale", "startup"] as const;
 type Scenario = (typeof all)[number];
 
 const { values: flags, positionals } = parseArgs({
@@ -411,6 +415,12 @@ try {
     }
   }
 
+  if (chosen.has("startup")) {
+    console.error("startup: an API process and a worker, compiled and through tsx, 5 runs each ...");
+    const figures = await measureStartup({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqp });
+    console.log("\nStart-up, one process at a time (median of 5): spawn to serving, and resident memory of the process and its children a second later:");
+    console.table(figures.map((f) => ({ entry: f.entry, runtime: f.runtime, "ready ms": f.readyMs, "RSS MB": f.rssMb })));
+  }
   if (chosen.has("persist")) {
     console.error("persist: outbox → RabbitMQ → PostgreSQL through a worker process ...");
     const p = await persist(redis, sql, databaseUrl, amqp);
