@@ -4,7 +4,7 @@
 // at start; SIGTERM and SIGINT close it in reverse order.
 import { compose } from "./compose.js";
 import { createLogger } from "./logger.js";
-import { answerMetricsRequests } from "./metrics-endpoint.js";
+import { answerMetricsRequests, serveMetrics } from "./metrics-endpoint.js";
 import { onTermination } from "./shutdown.js";
 import { loadConfigOrRefuse, openPatiently, runStart } from "./start-up.js";
 import { openClients } from "./stores/clients.js";
@@ -17,11 +17,15 @@ await runStart(logger, shutdown, start);
 async function start(waiting: AbortSignal): Promise<void> {
   const clients = await openPatiently((signal) => openClients(config, logger, { rabbit: true, relay: true }, signal), logger, { signal: waiting });
   shutdown.add("the store clients", () => clients.close());
-  // Started by `npm start`'s supervisor (an IPC channel is open): it serves the metrics of every process
-  // on METRICS_PORT, this process's included, so this one answers its scrapes instead of listening.
-  const supervised = process.send !== undefined;
-  const pipeline = await compose(supervised ? { ...config, metricsPort: 0 } : config, clients, logger).startPipeline();
+  const pipeline = await compose(config, clients, logger).startPipeline();
   shutdown.add("the pipeline", () => pipeline.close());
-  if (supervised && config.metricsPort !== 0) answerMetricsRequests([pipeline.metrics.registry]);
+  if (config.metricsPort !== 0) {
+    // Under `npm start` the supervisor serves every process's metrics, summed, on METRICS_PORT, as for the API.
+    if (process.send) answerMetricsRequests([pipeline.metrics.registry]);
+    else {
+      const server = await serveMetrics(pipeline.metrics.registry, config.host, config.metricsPort, logger);
+      shutdown.add("the metrics server", () => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
+    }
+  }
   logger.info("pipeline running");
 }

@@ -1,6 +1,5 @@
 // The persistence pipeline: outbox relay, persist and repair consumers, the
 // reconcile schedule and their metrics, started from the parts compose() built.
-import type { Server } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
@@ -9,7 +8,6 @@ import type { ChangePersistence } from "../domain/persistence.js";
 import type { Lease, MessageBus, Outbox, TickClaims } from "../domain/ports/index.js";
 import type { RankingRefresher } from "../domain/rankings.js";
 import type { RepairService } from "../domain/repairs.js";
-import { serveMetrics } from "../metrics-endpoint.js";
 import { createPipelineMetrics, type PipelineMetrics } from "./metrics.js";
 import { startOutboxRelay } from "./outbox-relay.js";
 import { startPersistConsumer } from "./persist-consumer.js";
@@ -36,7 +34,7 @@ export interface PipelineParts {
   readonly rankings?: RankingRefresher;
 }
 
-export type PipelineSettings = Pick<Config, "persist" | "relay" | "reconcile" | "host" | "metricsPort"> & Partial<Pick<Config, "ranking">>;
+export type PipelineSettings = Pick<Config, "persist" | "relay" | "reconcile"> & Partial<Pick<Config, "ranking">>;
 
 export interface PipelineHooks {
   /** Runs after a batch was applied to PostgreSQL and Redis, before its messages are acked. */
@@ -106,7 +104,6 @@ export async function startPipeline(parts: PipelineParts, settings: PipelineSett
   const schedule = settings.reconcile.cron
     ? scheduleReconcile({ cron: settings.reconcile.cron, lease: parts.reconcileLease, ticks: parts.reconcileTicks, run: parts.reconcile, metrics, logger: logger.child({ component: "reconcile" }) })
     : null;
-  const metricsServer: Server | null = await serveMetrics(metrics.registry, settings.host, settings.metricsPort, logger);
   return {
     metrics,
     async close() {
@@ -115,7 +112,6 @@ export async function startPipeline(parts: PipelineParts, settings: PipelineSett
       await consumer.close();
       await repairs.close();
       await ranking?.close();
-      await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
     },
   };
 }
