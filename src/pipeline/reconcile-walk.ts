@@ -1,5 +1,5 @@
 // The reconcile pass's comparison of one quiescent target too big to load whole
-// (src/pipeline/reconcile-pass.ts), and the check both comparisons make before
+// (src/pipeline/reconcile-phases.ts), and the check both comparisons make before
 // repairing PostgreSQL from Redis: that Redis did not lose what it differs on.
 import type { DatabaseTarget, DifferenceKind, RedisTarget, Repair } from "../domain/model/index.js";
 import type { DatabaseReconcileStore, RedisReconcileStore, RelationTarget } from "../domain/ports/index.js";
