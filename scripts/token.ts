@@ -1,7 +1,7 @@
 // Prints a bearer token for a user id, signed with JWT_SECRET: for trying the API by hand.
 // Usage: npm run token -- <user id>
 import { loadConfig } from "../src/config.js";
-import { parseId } from "../src/domain/ids.js";
+import { parseId } from "../src/graphql/arguments.js";
 import { createTokenService } from "../src/domain/identity.js";
 
 const raw = process.argv[2];

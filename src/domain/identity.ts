@@ -6,7 +6,7 @@ import { SignJWT } from "jose";
 import { LRUCache } from "lru-cache";
 import pLimit from "p-limit";
 import { RateLimitedError } from "../errors.js";
-import { maxId } from "./ids.js";
+import { maxId } from "./model/index.js";
 
 const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
 const keyLength = 32;

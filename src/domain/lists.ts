@@ -9,19 +9,12 @@
 // for those, while the list is held and while it is not. A page takes what follows its cursor from both and merges
 // them, so no entry is skipped or shown twice at the boundary.
 import { setTimeout as sleep } from "node:timers/promises";
-import { badInput } from "../errors.js";
-import { maxId } from "./ids.js";
-import { lastMillisecondOf9999 } from "./memberships.js";
 import { listCapacity, listedRelations, type ListedRelation, type ListPosition, type Relation, type TargetType } from "./model/index.js";
 import type { HeldList, ListStore, RelationHistoryStore } from "./ports/index.js";
 
-export interface ListEntry {
-  readonly targetId: bigint;
-  readonly cursor: string;
-}
-
 export interface ListPage {
-  readonly entries: ListEntry[];
+  /** Each entry's position: the post or user, and when it was listed; a client's cursor names one. */
+  readonly entries: ListPosition[];
   readonly hasMore: boolean;
 }
 
@@ -36,18 +29,6 @@ export interface ListPageRequest {
 export interface ListService {
   /** A page of each request's list, in order. */
   pages(requests: readonly ListPageRequest[]): Promise<ListPage[]>;
-}
-
-export function encodeListCursor(p: ListPosition): string {
-  return Buffer.from(`p:${p.at.getTime()}:${p.targetId}`).toString("base64url");
-}
-
-export function decodeListCursor(cursor: string): ListPosition {
-  const match = /^p:(\d{1,15}):([1-9]\d{0,18})$/.exec(Buffer.from(cursor, "base64url").toString());
-  if (!match || Number(match[1]) > lastMillisecondOf9999 || BigInt(match[2] as string) > maxId) {
-    throw badInput("after", "after is not a cursor of this list that this service issued; pass a pageInfo.endCursor back unchanged.");
-  }
-  return { at: new Date(Number(match[1])), targetId: BigInt(match[2] as string) };
 }
 
 /** Whether `a` comes after `b` in a newest-first list (is older). */
@@ -140,7 +121,7 @@ export function createListService(deps: ListServiceDeps): ListService {
       candidates = rows;
     }
     return {
-      entries: candidates.slice(0, first).map((p) => ({ targetId: p.targetId, cursor: encodeListCursor(p) })),
+      entries: candidates.slice(0, first),
       hasMore: candidates.length > first,
     };
   }

@@ -2,7 +2,6 @@
 // comments, collecting posts, following users. Idempotent, exact, at Redis speed.
 import { badInput, DomainError, ErrorCode, forbidden, notFound, TargetFullError } from "../errors.js";
 import { rebuildRounds, type CounterService } from "./counters.js";
-import { maxId } from "./ids.js";
 import type { Counts, MemberPosition, Relation, Target } from "./model/index.js";
 import type { MembershipChange, MembershipStore, RelationHistoryStore } from "./ports/index.js";
 
@@ -12,13 +11,9 @@ export interface MembershipOutcome {
   readonly counts: Counts;
 }
 
-export interface Member {
-  readonly userId: bigint;
-  readonly cursor: string;
-}
-
 export interface MembersPage {
-  readonly members: Member[];
+  /** Each member's position: who, and when they joined; a client's cursor names one. */
+  readonly members: MemberPosition[];
   readonly hasMore: boolean;
 }
 
@@ -38,26 +33,11 @@ export interface MembershipService {
   leave(relation: Relation, target: Target, userId: bigint, answerAtMs?: number): Promise<MembershipOutcome>;
   /**
    * Members of each target as PostgreSQL holds them, newest first: `first` at
-   * most, after the position `after` (a decoded cursor, see `decodeMemberCursor`);
+   * most, after the position `after` (the last position of the page before);
    * a page per request in order, with one query per relation asked. A change
    * shows here once the pipeline persisted it, about a second after it was made.
    */
   members(requests: readonly MembersPageRequest[]): Promise<MembersPage[]>;
-}
-
-export function encodeMemberCursor(p: MemberPosition): string {
-  return Buffer.from(`l:${p.at.getTime()}:${p.userId}`).toString("base64url");
-}
-
-/** The last millisecond PostgreSQL's timestamps (and the ISO text the stores send) can name. */
-export const lastMillisecondOf9999 = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
-
-export function decodeMemberCursor(cursor: string): MemberPosition {
-  const match = /^l:(\d{1,15}):([1-9]\d{0,18})$/.exec(Buffer.from(cursor, "base64url").toString());
-  if (!match || Number(match[1]) > lastMillisecondOf9999 || BigInt(match[2] as string) > maxId) {
-    throw badInput("after", "after is not a cursor of this list that this service issued; pass a pageInfo.endCursor back unchanged.");
-  }
-  return { at: new Date(Number(match[1])), userId: BigInt(match[2] as string) };
 }
 
 /**
@@ -107,7 +87,7 @@ export function createMembershipService(deps: MembershipServiceDeps): Membership
       return requests.map(({ first }, i) => {
         const positions = found[i] ?? [];
         return {
-          members: positions.slice(0, first).map((p) => ({ userId: p.userId, cursor: encodeMemberCursor(p) })),
+          members: positions.slice(0, first),
           hasMore: positions.length > first,
         };
       });

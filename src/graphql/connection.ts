@@ -1,5 +1,5 @@
 // Relay-style connections: { edges { cursor node } pageInfo { hasNextPage endCursor } }.
-import { encodeCursor } from "../domain/ids.js";
+import { encodeCursor } from "./cursors.js";
 
 export interface Connection<T> {
   readonly edges: readonly { readonly cursor: string; readonly node: T }[];

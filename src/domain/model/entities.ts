@@ -1,6 +1,9 @@
 // The rows the API shows beside counts: users, posts and comments, and the positions
 // of keyset-paged lists.
 
+/** The largest id a bigint column holds: every id of the model fits it. */
+export const maxId = 2n ** 63n - 1n;
+
 export interface User {
   readonly id: bigint;
   readonly username: string;

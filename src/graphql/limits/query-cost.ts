@@ -19,7 +19,7 @@ import {
   type OperationDefinitionNode,
 } from "graphql";
 import { getComplexity, type ComplexityEstimatorArgs } from "graphql-query-complexity";
-import { maxPageSize } from "../../domain/ids.js";
+import { maxPageSize } from "../arguments.js";
 
 /**
  * How many times a field's selection runs: `first` for a connection (its schema

@@ -1,4 +1,4 @@
-import { parseId } from "../../domain/ids.js";
+import { parseId } from "../arguments.js";
 import type { GraphQLResolveInfo } from "graphql";
 import type { Relation, Target, TargetType } from "../../domain/model/index.js";
 import type { Session } from "../../domain/users.js";

@@ -1,8 +1,9 @@
-import { decodeCursor, parseId, parsePageSize } from "../../domain/ids.js";
 import type { HotWindow, Post } from "../../domain/model/index.js";
 import { badInput } from "../../errors.js";
 import type { GraphQLResolveInfo } from "graphql";
+import { parseId, parsePageSize } from "../arguments.js";
 import { idConnection } from "../connection.js";
+import { decodeCursor } from "../cursors.js";
 import { selectsOnly } from "../look-ahead.js";
 import { prefetchCounts } from "../prefetch.js";
 import type { Context } from "../context.js";

@@ -1,7 +1,7 @@
 // Subscriptions, served over WebSocket (live-server.ts). Each event carries the
 // counts that changed, primed into the event's loaders so the selection reads
 // them without another round trip.
-import { parseId } from "../../domain/ids.js";
+import { parseId } from "../arguments.js";
 import type { CountStream } from "../../domain/live-counts.js";
 import type { Counts, Post } from "../../domain/model/index.js";
 import { badInput, DomainError, ErrorCode, notFound } from "../../errors.js";

@@ -1,8 +1,7 @@
 // Field resolvers of the object types. Parents are the model's entities; list
 // fields go through the request's loaders, never straight to a service.
-import { decodeCursor, parsePageSize } from "../../domain/ids.js";
-import { decodeListCursor, type ListPage } from "../../domain/lists.js";
-import { decodeMemberCursor, type MembersPage } from "../../domain/memberships.js";
+import type { ListPage } from "../../domain/lists.js";
+import type { MembersPage } from "../../domain/memberships.js";
 import {
   countOf,
   type Comment as CommentEntity,
@@ -16,7 +15,9 @@ import {
 } from "../../domain/model/index.js";
 import { forbidden } from "../../errors.js";
 import type { GraphQLResolveInfo } from "graphql";
+import { parsePageSize } from "../arguments.js";
 import { idConnection } from "../connection.js";
+import { decodeCursor, decodeListCursor, decodeMemberCursor, encodeListCursor, encodeMemberCursor } from "../cursors.js";
 import { prefetchCounts } from "../prefetch.js";
 import type { Context } from "../context.js";
 
@@ -82,7 +83,7 @@ async function membersConnection(relation: Relation, target: Target, args: PageA
   const first = parsePageSize(args.first);
   const after = args.after ? decodeMemberCursor(args.after) : null;
   const page: MembersPage = await ctx.loaders.members.load({ relation, target, first, after });
-  return userConnection(page.members, page.hasMore, ctx, info);
+  return userConnection(page.members.map((m) => ({ userId: m.userId, cursor: encodeMemberCursor(m) })), page.hasMore, ctx, info);
 }
 
 async function listPage(relation: Relation, user: UserEntity, args: PageArgs, ctx: Context): Promise<ListPage> {
@@ -96,12 +97,13 @@ async function postList(relation: "like" | "collect", user: UserEntity, args: Pa
   if (ctx.viewer?.userId !== user.id) throw forbidden(`Only the user themself may read their ${relation === "like" ? "liked" : "collected"} posts.`);
   const page = await listPage(relation, user, args, ctx);
   const posts = await ctx.services.catalog.posts(page.entries.map((e) => e.targetId));
-  const edges = page.entries.flatMap((entry, i) => {
+  const cursors = page.entries.map(encodeListCursor);
+  const edges = page.entries.flatMap((_, i) => {
     const post = posts[i];
-    return post ? [{ cursor: entry.cursor, node: post }] : [];
+    return post ? [{ cursor: cursors[i] as string, node: post }] : [];
   });
   await prefetchCounts(ctx, info, "post", edges.map((e) => e.node.id), ["edges", "node"]);
-  return { edges, pageInfo: { hasNextPage: page.hasMore, endCursor: page.entries.at(-1)?.cursor ?? null } };
+  return { edges, pageInfo: { hasNextPage: page.hasMore, endCursor: cursors.at(-1) ?? null } };
 }
 
 export const Post = {
@@ -152,7 +154,7 @@ export const User = {
     membersConnection("follow", { type: "user", id: user.id }, args, ctx, info),
   async following(user: UserEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) {
     const page = await listPage("follow", user, args, ctx);
-    return userConnection(page.entries.map((e) => ({ userId: e.targetId, cursor: e.cursor })), page.hasMore, ctx, info);
+    return userConnection(page.entries.map((e) => ({ userId: e.targetId, cursor: encodeListCursor(e) })), page.hasMore, ctx, info);
   },
   likedPosts: (user: UserEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) => postList("like", user, args, ctx, info),
   collectedPosts: (user: UserEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) => postList("collect", user, args, ctx, info),

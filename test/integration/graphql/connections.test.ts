@@ -2,9 +2,8 @@
 // with one SQL query whatever the number of parents, and answers exactly what
 // each parent's own page holds, read here straight from PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { encodeCursor } from "../../../src/domain/ids.js";
-import { encodeMemberCursor } from "../../../src/domain/memberships.js";
 import type { MemberPosition } from "../../../src/domain/model/index.js";
+import { encodeCursor, encodeMemberCursor } from "../../../src/graphql/cursors.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
