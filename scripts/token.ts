@@ -1,8 +1,8 @@
 // Prints a bearer token for a user id, signed with JWT_SECRET: for trying the API by hand.
 // Usage: npm run token -- <user id>
 import { loadConfig } from "../src/config.js";
+import { createTokenService } from "../src/domain/tokens.js";
 import { parseId } from "../src/graphql/arguments.js";
-import { createTokenService } from "../src/domain/identity.js";
 
 const raw = process.argv[2];
 if (!raw) {

@@ -5,7 +5,7 @@ import type { Config } from "./config.js";
 import { createCatalog, findOne, lookupTarget } from "./domain/catalog.js";
 import { createContentService } from "./domain/content.js";
 import { createCounterService } from "./domain/counters.js";
-import { createTokenService } from "./domain/identity.js";
+import { createTokenService } from "./domain/tokens.js";
 import { KnownUsers } from "./domain/known-users.js";
 import { createListService } from "./domain/lists.js";
 import { createMemberIndexLoader, type MemberIndexLoader } from "./domain/member-indexes.js";

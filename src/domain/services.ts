@@ -2,12 +2,12 @@
 import type { Catalog } from "./catalog.js";
 import type { ContentService } from "./content.js";
 import type { CounterService } from "./counters.js";
-import type { TokenService } from "./identity.js";
 import type { ListService } from "./lists.js";
 import type { LiveCounts } from "./live-counts.js";
 import type { MembershipService } from "./memberships.js";
 import type { RankingService } from "./rankings.js";
 import type { RateLimits } from "./rate-limits.js";
+import type { TokenService } from "./tokens.js";
 import type { UserService } from "./users.js";
 import type { ViewService } from "./views.js";
 

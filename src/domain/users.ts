@@ -3,11 +3,12 @@ import { LRUCache } from "lru-cache";
 import { badInput, DomainError, ErrorCode } from "../errors.js";
 import { findOne, type Catalog } from "./catalog.js";
 import type { CounterService } from "./counters.js";
-import { hashPassword, verifyPassword, type TokenService, type Viewer } from "./identity.js";
+import { hashPassword, verifyPassword, type Viewer } from "./identity.js";
 import type { KnownUsers } from "./known-users.js";
 import type { User } from "./model/index.js";
 import type { UserAnnouncements, UserStore } from "./ports/index.js";
 import { checkPlainText } from "./text.js";
+import type { TokenService } from "./tokens.js";
 import type { RateLimits } from "./rate-limits.js";
 
 export interface Session {
