@@ -3,7 +3,7 @@
 import { createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { compose, readinessShareMs } from "../../../src/compose.js";
-import type { ReadinessReport } from "../../../src/domain/readiness.js";
+import type { ReadinessReport } from "../../../src/graphql/readiness.js";
 import { openClients, type Clients } from "../../../src/stores/clients.js";
 import { openRedis, silentLogger, testConfig } from "../../support/env.js";
 

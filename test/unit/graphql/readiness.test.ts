@@ -1,7 +1,7 @@
 // A readiness check shared by every probe of a process: at most one run at a time,
 // its result answering every caller while younger than its bound.
 import { describe, expect, it } from "vitest";
-import { shared } from "../../../src/domain/readiness.js";
+import { shared } from "../../../src/graphql/readiness.js";
 
 describe("shared readiness checks", () => {
   it("when many callers ask at once and again within the bound, then the check runs once and each gets its result", async () => {
