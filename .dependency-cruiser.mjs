@@ -5,7 +5,7 @@ const layer = {
   graphql: "^src/graphql/",
   pipeline: "^src/pipeline/",
   stores: "^src/stores/",
-  entries: "^src/(server|api|worker|reconcile|migrate)\\.ts$",
+  entries: "^src/main/",
   compose: "^src/compose\\.ts$",
 };
 const typeOnly = ["type-only"];

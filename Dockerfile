@@ -25,7 +25,7 @@ FROM dependencies AS runtime
 # Production mode requires JWT_SECRET, refuses a Redis that keeps nothing on a restart
 # (REDIS_DURABILITY), answers no CORS origin unless CORS_ORIGINS names some, and turns
 # GraphQL introspection off. HOST: reachable from outside the container.
-# PIPELINE and WEB_CONCURRENCY matter only to src/server.ts (npm start's supervisor), were
+# PIPELINE and WEB_CONCURRENCY matter only to src/main/start.ts (npm start's supervisor), were
 # someone to run it here: the worker runs in its own containers, and availableParallelism()
 # counts the machine's cores, not the container's CPU limit.
 ENV NODE_ENV=production \
@@ -44,7 +44,7 @@ EXPOSE 4000 9464
 # One API process per container: Kubernetes restarts it, scales it by replicas and probes
 # the very process that serves. The semi-space size is the one npm start's supervisor gives
 # its API processes (docs/operations.md, Processes and exit codes). Other processes: give their script as the command's
-# arguments, e.g. `dist/worker.js`, `--max-old-space-size=160 dist/reconcile.js`, and for
-# migrations `dist/migrate.js`.
+# arguments, e.g. `dist/main/worker.js`, `--max-old-space-size=160 dist/main/reconcile.js`, and
+# for migrations `dist/main/migrate.js`.
 ENTRYPOINT ["node"]
-CMD ["--max-semi-space-size=32", "dist/api.js"]
+CMD ["--max-semi-space-size=32", "dist/main/api.js"]

@@ -20,4 +20,4 @@ if [ ! -f src/generated/prisma/client.ts ] || [ prisma/schema.prisma -nt src/gen
   node_modules/.bin/tsx scripts/generate.ts
 fi
 
-node_modules/.bin/tsx src/migrate.ts
+node_modules/.bin/tsx src/main/migrate.ts

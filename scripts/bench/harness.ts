@@ -323,7 +323,7 @@ export async function scrapeMetrics(url: string): Promise<Map<string, number>> {
 }
 
 /**
- * Starts the service the way `npm start` does (`node dist/server.js`,
+ * Starts the service the way `npm start` does (`node dist/main/start.js`,
  * the API on every core and the persistence pipeline beside it), or with
  * `PIPELINE=off` for the API alone; production settings, quiet logs.
  */
@@ -333,7 +333,7 @@ export async function startService(mode: ServiceMode, env: Record<string, string
   const metricsPort = await freePort();
   // Every process of the service inherits these flags, so each writes its own CPU profile when it stops.
   const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
-  const child: ChildProcess = spawn(process.execPath, [...profile, ...entryArgs("server", directory)], {
+  const child: ChildProcess = spawn(process.execPath, [...profile, ...entryArgs("start", directory)], {
     cwd: directory,
     env: {
       ...process.env,

@@ -77,7 +77,7 @@ const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[
 export async function measureStartup(env: Record<string, string>, runs = 5): Promise<StartupFigures[]> {
   const figures: StartupFigures[] = [];
   for (const entry of ["api", "worker"] as const) {
-    const ways = { compiled: entryArgs(entry), tsx: ["--import", "tsx/esm", `src/${entry}.ts`] };
+    const ways = { compiled: entryArgs(entry), tsx: ["--import", "tsx/esm", `src/main/${entry}.ts`] };
     for (const runtime of ["compiled", "tsx"] as const) {
       const samples = [];
       for (let i = 0; i < runs; i++) samples.push(await startOnce(ways[runtime], entry, env));

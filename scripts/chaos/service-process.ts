@@ -47,7 +47,7 @@ let built = false;
  * client rightly takes for a dead one. Every case then runs the same code, too.
  */
 export function buildEntries(): void {
-  entryArgs("server");
+  entryArgs("start");
   built = true;
 }
 

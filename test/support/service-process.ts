@@ -11,14 +11,14 @@ export interface ServiceProcess {
   stop(signal: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `src/server.ts` with the test configuration (and `env` on top) and waits until it serves. */
+/** Starts `src/main/start.ts` with the test configuration (and `env` on top) and waits until it serves. */
 export function startServiceProcess(config: Config, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  return startProcess("src/server.ts", config, env, (output) => /"url":"(http:[^"]+)graphql"/.exec(output)?.[1]);
+  return startProcess("src/main/start.ts", config, env, (output) => /"url":"(http:[^"]+)graphql"/.exec(output)?.[1]);
 }
 
-/** Starts `src/worker.ts` (`npm run worker`: the persistence pipeline alone) and waits until its pipeline runs. */
+/** Starts `src/main/worker.ts` (`npm run worker`: the persistence pipeline alone) and waits until its pipeline runs. */
 export function startWorkerProcess(config: Config, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  return startProcess("src/worker.ts", config, env, (output) => (output.includes('"msg":"pipeline running"') ? "" : undefined));
+  return startProcess("src/main/worker.ts", config, env, (output) => (output.includes('"msg":"pipeline running"') ? "" : undefined));
 }
 
 /** Spawns `entry` and resolves once `ready` finds what it looks for in the output (its url, if any). */

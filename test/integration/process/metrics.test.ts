@@ -34,7 +34,7 @@ describe("metrics of npm start's processes", () => {
   it("when the pipeline runs alone (npm run worker), then it serves its own metrics on METRICS_PORT", async () => {
     const config = testConfig();
     const metricsPort = await freePort();
-    const child = spawn(process.execPath, ["--import", "tsx/esm", "src/worker.ts"], {
+    const child = spawn(process.execPath, ["--import", "tsx/esm", "src/main/worker.ts"], {
       env: { ...process.env, DATABASE_URL: config.databaseUrl, REDIS_URL: config.redisUrl, AMQP_URL: config.amqpUrl, RABBITMQ_PREFIX: config.rabbitmq.prefix, METRICS_PORT: String(metricsPort), LOG_LEVEL: "warn", RECONCILE_CRON: "off" },
       stdio: ["ignore", "ignore", "pipe"],
     });

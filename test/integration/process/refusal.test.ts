@@ -11,11 +11,11 @@ interface Ended {
   readonly tookMs: number;
 }
 
-/** Runs `src/server.ts` (npm start) with the test configuration and `env` on top, until it exits. */
+/** Runs `src/main/start.ts` (npm start) with the test configuration and `env` on top, until it exits. */
 async function runService(env: Record<string, string>): Promise<Ended> {
   const config = testConfig();
   const startedAt = Date.now();
-  const child = spawn(process.execPath, ["--import", "tsx/esm", "src/server.ts"], {
+  const child = spawn(process.execPath, ["--import", "tsx/esm", "src/main/start.ts"], {
     env: {
       ...process.env,
       DATABASE_URL: config.databaseUrl,

@@ -2,12 +2,12 @@
 // bar, a summary, then exit. The repairs it finds go out as repair messages; a
 // running worker (or npm start) applies them.
 import { Presets, SingleBar } from "cli-progress";
-import { compose } from "./compose.js";
-import { createLogger } from "./logger.js";
-import { stuckAfterPasses } from "./domain/reconcile.js";
-import type { TargetTally } from "./pipeline/reconcile-pass.js";
-import { exitAfterFailedStart, loadConfigOrRefuse } from "./start-up.js";
-import { openClients } from "./stores/clients.js";
+import { compose } from "../compose.js";
+import { createLogger } from "../logger.js";
+import { stuckAfterPasses } from "../domain/reconcile.js";
+import type { TargetTally } from "../pipeline/reconcile-pass.js";
+import { exitAfterFailedStart, loadConfigOrRefuse } from "../start-up.js";
+import { openClients } from "../stores/clients.js";
 
 const tally = (t: TargetTally) => (t.count === 0 ? "0" : `${t.count}: ${t.sample.join(" ")}${t.count > t.sample.length ? " …" : ""}`);
 

@@ -2,12 +2,12 @@
 // persist and repair consumers, reconcile schedule), for running it apart from
 // the API; `npm start` runs it beside the API processes. It waits for its stores
 // at start; SIGTERM and SIGINT close it in reverse order.
-import { compose } from "./compose.js";
-import { createLogger } from "./logger.js";
-import { answerMetricsRequests, serveMetrics } from "./metrics-endpoint.js";
-import { onTermination } from "./shutdown.js";
-import { loadConfigOrRefuse, openPatiently, runStart } from "./start-up.js";
-import { openClients } from "./stores/clients.js";
+import { compose } from "../compose.js";
+import { createLogger } from "../logger.js";
+import { answerMetricsRequests, serveMetrics } from "../metrics-endpoint.js";
+import { onTermination } from "../shutdown.js";
+import { loadConfigOrRefuse, openPatiently, runStart } from "../start-up.js";
+import { openClients } from "../stores/clients.js";
 
 const config = loadConfigOrRefuse("pipeline");
 const logger = createLogger(config.logLevel, "pipeline");

@@ -2,17 +2,17 @@
 // HTTP, without the persistence pipeline. SIGTERM and SIGINT stop taking
 // requests, let those in flight finish, then close the clients.
 import cluster from "node:cluster";
-import { compose } from "./compose.js";
-import { configWarnings } from "./config-warnings.js";
-import { createApiMetrics } from "./graphql/api-metrics.js";
-import { serveGraphQL } from "./graphql/server.js";
-import { watchHotCounts } from "./hot-counts-metrics.js";
-import { createLogger } from "./logger.js";
-import { answerMetricsRequests, serveMetrics } from "./metrics-endpoint.js";
-import { onTermination } from "./shutdown.js";
-import { loadConfigOrRefuse, openPatiently, runStart } from "./start-up.js";
-import { openClients } from "./stores/clients.js";
-import { serveWhileStarting, type StartingServer } from "./starting-server.js";
+import { compose } from "../compose.js";
+import { configWarnings } from "../config-warnings.js";
+import { createApiMetrics } from "../graphql/api-metrics.js";
+import { serveGraphQL } from "../graphql/server.js";
+import { watchHotCounts } from "../hot-counts-metrics.js";
+import { createLogger } from "../logger.js";
+import { answerMetricsRequests, serveMetrics } from "../metrics-endpoint.js";
+import { onTermination } from "../shutdown.js";
+import { loadConfigOrRefuse, openPatiently, runStart } from "../start-up.js";
+import { openClients } from "../stores/clients.js";
+import { serveWhileStarting, type StartingServer } from "../starting-server.js";
 
 const config = loadConfigOrRefuse("api");
 const logger = createLogger(config.logLevel, "api", cluster.worker ? { apiProcess: cluster.worker.id } : {});
@@ -64,7 +64,7 @@ async function start(waiting: AbortSignal): Promise<void> {
   }
   // Loaded only when asked for: without an endpoint no OpenTelemetry code runs or loads.
   const tracing = config.tracing
-    ? (await import("./tracing.js")).startTracing({ ...config.tracing, attributes: { "process.pid": process.pid } })
+    ? (await import("../tracing.js")).startTracing({ ...config.tracing, attributes: { "process.pid": process.pid } })
     : null;
   if (tracing) shutdown.add("tracing", () => tracing.close());
   const app = compose(config, clients, logger);
