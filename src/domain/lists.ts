@@ -10,7 +10,7 @@
 // them, so no entry is skipped or shown twice at the boundary.
 import { setTimeout as sleep } from "node:timers/promises";
 import { listCapacity, listedRelations, type ListedRelation, type ListPosition, type Relation, type TargetType } from "./model/index.js";
-import type { HeldList, ListStore, RelationHistoryStore } from "./ports/index.js";
+import type { HeldList, ListStore, MemberPageStore } from "./ports/index.js";
 
 export interface ListPage {
   /** Each entry's position: the post or user, and when it was listed; a client's cursor names one. */
@@ -45,7 +45,7 @@ const isListed = (relation: Relation): relation is ListedRelation => (listedRela
 
 export interface ListServiceDeps {
   readonly lists: ListStore;
-  readonly history: RelationHistoryStore;
+  readonly history: MemberPageStore;
   /** How long a load may hold its lock before another process may take over. */
   readonly loadLockMs?: number;
   /**

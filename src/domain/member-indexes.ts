@@ -4,7 +4,7 @@
 // one query. The read that found it missing answered exactly without it; reads
 // after the load rule out, with one command, every target the viewer did not join.
 import type { Relation, TargetType } from "./model/index.js";
-import type { MemberIndexStore, RelationHistoryStore } from "./ports/index.js";
+import type { MemberIndexStore, MemberPageStore } from "./ports/index.js";
 
 export interface MemberIndexLoader {
   /** Asks for the user's index to be loaded; returns at once. */
@@ -15,7 +15,7 @@ export interface MemberIndexLoader {
 
 export interface MemberIndexLoaderDeps {
   readonly indexes: MemberIndexStore;
-  readonly history: RelationHistoryStore;
+  readonly history: MemberPageStore;
   /** Users read from PostgreSQL in one query. */
   readonly batch?: number;
   /** Indexes waiting for a load, at most; more are asked again by a later read. */

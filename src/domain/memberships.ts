@@ -3,7 +3,7 @@
 import { badInput, DomainError, ErrorCode, forbidden, notFound, TargetFullError } from "../errors.js";
 import { rebuildRounds, type CounterService } from "./counters.js";
 import type { Counts, MemberPosition, Relation, Target } from "./model/index.js";
-import type { MembershipChange, MembershipStore, RelationHistoryStore } from "./ports/index.js";
+import type { MembershipChange, MembershipStore, MemberPageStore } from "./ports/index.js";
 
 export interface MembershipOutcome {
   readonly changed: boolean;
@@ -47,7 +47,7 @@ export interface MembershipService {
  */
 export interface MembershipServiceDeps {
   readonly memberships: MembershipStore;
-  readonly history: RelationHistoryStore;
+  readonly history: MemberPageStore;
   readonly counters: CounterService;
 }
 

@@ -33,7 +33,7 @@ import {
   type RelationChange,
   type ViewChange,
 } from "./model/index.js";
-import type { CounterStore, ListChange, ListStore, RankingStore, RebuildStore, RelationHistoryStore, SnapshotStore } from "./ports/index.js";
+import type { CounterStore, ListChange, ListStore, RankingStore, RebuildStore, PersistStore, SnapshotStore } from "./ports/index.js";
 
 /**
  * The newest change per (target, relation, user): what a batch must apply. Older
@@ -74,7 +74,7 @@ export interface ChangePersistence {
 }
 
 export interface ChangePersistenceDeps {
-  readonly history: RelationHistoryStore;
+  readonly history: PersistStore;
   readonly rebuilds: RebuildStore;
   /** Tells which commits a rebuild's snapshot saw. */
   readonly snapshots: Pick<SnapshotStore, "sawCommit">;

@@ -1,5 +1,5 @@
-// What PostgreSQL holds of relations: the persisted changes, member pages, and
-// snapshots to rebuild a target from.
+// What PostgreSQL holds of relations: pages of members, the batches of changes it
+// persists, and snapshots to rebuild a target from.
 import type { AppliedChange, AppliedChanges, Change, CounterValue, Counts, ListPosition, MemberPosition, Relation, Target, TargetSnapshot, TargetType } from "../model/index.js";
 
 /** One target's page of members of a relation: at most `limit`, newest first, strictly after `after` when given. */
@@ -25,16 +25,23 @@ export interface MembershipsRequest {
   readonly skip: ReadonlySet<bigint>;
 }
 
-export interface RelationHistoryStore {
+/** Pages of who is a member of what, read from PostgreSQL's relation tables. */
+export interface MemberPageStore {
   /** The members each request asks for, in order, with one query for them all. */
   members(requests: readonly MembersRequest[]): Promise<MemberPosition[][]>;
   /** What each user is a member of, per request in order, with one query for them all. */
   memberships(requests: readonly MembershipsRequest[]): Promise<ListPosition[][]>;
+}
+
+/** The persist step of the pipeline: a batch of changes into PostgreSQL. */
+export interface PersistStore {
   /**
    * Applies a batch of changes in one transaction. Relation changes (at most one
    * per target, relation and user) pass only when their version is newer than
-   * the last applied for their pair; counters move by the rows really inserted or
-   * deleted. View changes add what their totals add to the epoch's highest.
+   * the last applied for their pair, and move the relation tables' rows; counters
+   * move by the rows really inserted or deleted; view changes add what their
+   * totals add to the epoch's highest; the credited users' counters and the hot
+   * ranking's buckets follow. Answers what it committed.
    */
   apply(changes: readonly Change[]): Promise<AppliedChanges>;
 }

@@ -1,6 +1,6 @@
 import { Prisma } from "../../generated/prisma/client.js";
 import type { ListPosition, MemberPosition, RelationChange, ViewChange } from "../../domain/model/index.js";
-import type { RelationHistoryStore } from "../../domain/ports/index.js";
+import type { MemberPageStore, PersistStore } from "../../domain/ports/index.js";
 import type { Database } from "./database.js";
 import { bucketDeltas, rankPosts } from "./like-buckets.js";
 import { advanceVersions, changesByPair, countMoves, inPairOrder, moveCounters, moveRows, readCredits } from "./persist-steps.js";
@@ -10,7 +10,7 @@ import { applyViews } from "./view-totals.js";
 /** No cursor: a position newer than every row (infinity), with any id. */
 const newest = { at: "infinity", id: "0" };
 
-export function createRelationHistoryStore(db: Database): RelationHistoryStore {
+export function createRelationHistoryStore(db: Database): MemberPageStore & PersistStore {
   return {
     async members(requests) {
       const pages: MemberPosition[][] = requests.map(() => []);
@@ -83,7 +83,7 @@ export function createRelationHistoryStore(db: Database): RelationHistoryStore {
           // cycle; the steps run in it. relation_versions rows in pair order (target type, target
           // id, relation, user); then relation by relation (likes, collects, follows) the rows
           // inserted, then those deleted, each in pair order; view_totals rows by (post, epoch);
-          // counters rows by "type:id:name" (reconcile-store.ts's recounts lock them in this
+          // counters rows by "type:id:name" (database-reconcile-store.ts's recounts lock them in this
           // order too); like_buckets rows by (span, bucket, post). Credits are read, not locked.
           const { passed, current } = await advanceVersions(tx, changes, byPair);
           const now = Date.now();

@@ -6,7 +6,7 @@ import type { Config } from "../../../src/config.js";
 import { createCounterService } from "../../../src/domain/counters.js";
 import type { LikeableTarget, RelationChange } from "../../../src/domain/model/index.js";
 import { createChangePersistence } from "../../../src/domain/persistence.js";
-import type { RelationHistoryStore, SnapshotStore } from "../../../src/domain/ports/index.js";
+import type { PersistStore, SnapshotStore } from "../../../src/domain/ports/index.js";
 import { createRelationHistoryStore } from "../../../src/stores/postgres/relation-history-store.js";
 import { createSnapshotStore } from "../../../src/stores/postgres/snapshot-store.js";
 import { createCounterStore } from "../../../src/stores/redis/counter-store.js";
@@ -240,7 +240,7 @@ describe("rebuild from PostgreSQL", () => {
     const held = new Promise<void>((resolve) => (release = resolve));
     let committed = () => {};
     const hasCommitted = new Promise<void>((resolve) => (committed = resolve));
-    const stalling: RelationHistoryStore = {
+    const stalling: PersistStore = {
       ...history,
       async apply(changes) {
         const applied = await history.apply(changes);

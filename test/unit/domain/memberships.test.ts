@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import type { CounterService } from "../../../src/domain/counters.js";
 import { createMembershipService } from "../../../src/domain/memberships.js";
-import type { MembershipStore, RelationHistoryStore } from "../../../src/domain/ports/index.js";
+import type { MembershipStore, MemberPageStore } from "../../../src/domain/ports/index.js";
 import { TargetFullError } from "../../../src/errors.js";
 
 const unused = <T>() => ({}) as T;
@@ -14,7 +14,7 @@ describe("membership errors", () => {
     };
     const memberships = createMembershipService({
       memberships: { add: full, remove: full } as unknown as MembershipStore,
-      history: unused<RelationHistoryStore>(),
+      history: unused<MemberPageStore>(),
       counters: unused<CounterService>(),
     });
     await expect(memberships.join("like", { type: "post", id: 1n }, 2n)).rejects.toMatchObject({ code: "FORBIDDEN", message: expect.stringMatching(/no more likes/) });
@@ -24,7 +24,7 @@ describe("membership errors", () => {
   it("when a user follows or unfollows themself, then it is BAD_USER_INPUT naming userId, and no store is asked", async () => {
     const memberships = createMembershipService({
       memberships: unused<MembershipStore>(),
-      history: unused<RelationHistoryStore>(),
+      history: unused<MemberPageStore>(),
       counters: unused<CounterService>(),
     });
     const self = { type: "user", id: 7n } as const;
