@@ -31,7 +31,7 @@ import { createRelationHistoryStore } from "./stores/postgres/relation-history-s
 import { createPersistedCounts } from "./stores/postgres/persisted-counts.js";
 import { createPostStore } from "./stores/postgres/post-store.js";
 import { createRankingSource } from "./stores/postgres/ranking-source.js";
-import { createDatabaseReconcileStore } from "./stores/postgres/reconcile-store.js";
+import { createDatabaseReconcileStore } from "./stores/postgres/database-reconcile-store.js";
 import { createSnapshotStore } from "./stores/postgres/snapshot-store.js";
 import { createUserStore } from "./stores/postgres/user-store.js";
 import { createMessageBus } from "./stores/rabbitmq/message-bus.js";
@@ -50,7 +50,7 @@ import { createOutboxStore } from "./stores/redis/outbox-store.js";
 import { createRankingStore } from "./stores/redis/ranking-store.js";
 import { createRateBudgetStore } from "./stores/redis/rate-budget-store.js";
 import { createRebuildStore } from "./stores/redis/rebuild-store.js";
-import { createRedisReconcileStore } from "./stores/redis/reconcile-store.js";
+import { createRedisReconcileStore } from "./stores/redis/redis-reconcile-store.js";
 import { createUserAnnouncements } from "./stores/redis/user-announcements.js";
 import { createViewStore } from "./stores/redis/view-store.js";
 

@@ -3,7 +3,7 @@ import { relations, type Relation, type Target } from "../../src/domain/model/in
 import type { Database } from "../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
-import { createRedisReconcileStore } from "../../src/stores/redis/reconcile-store.js";
+import { createRedisReconcileStore } from "../../src/stores/redis/redis-reconcile-store.js";
 
 export interface TargetState {
   readonly members: string[];

@@ -1,5 +1,5 @@
 // What a reconcile pass reads of PostgreSQL to compare users' lists with Redis
-// (src/stores/redis/reconcile-store.ts reads Redis's side).
+// (src/stores/redis/redis-reconcile-store.ts reads Redis's side).
 import type { ListPosition } from "../../domain/model/index.js";
 import type { ListRef } from "../../domain/ports/index.js";
 import type { Database } from "./database.js";

@@ -1,5 +1,5 @@
 // The statements a reconcile pass asks PostgreSQL's truth with
-// (src/stores/postgres/reconcile-store.ts): what derived counters should be, and
+// (src/stores/postgres/database-reconcile-store.ts): what derived counters should be, and
 // how new each target is.
 import { Prisma } from "../../generated/prisma/client.js";
 import type { CounterName, TargetType } from "../../domain/model/index.js";

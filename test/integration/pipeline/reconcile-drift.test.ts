@@ -6,11 +6,11 @@ import type { LikeableTarget, Repair } from "../../../src/domain/model/index.js"
 import type { RedisReconcileStore } from "../../../src/domain/ports/index.js";
 import { runReconcile, type ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
-import { createDatabaseReconcileStore } from "../../../src/stores/postgres/reconcile-store.js";
+import { createDatabaseReconcileStore } from "../../../src/stores/postgres/database-reconcile-store.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys, versionField } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
-import { createRedisReconcileStore } from "../../../src/stores/redis/reconcile-store.js";
+import { createRedisReconcileStore } from "../../../src/stores/redis/redis-reconcile-store.js";
 import { testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
 import { agreeWithin, createPosts, noDifferences, reconcileOn, servicesOn, useStores } from "../../support/stores.js";

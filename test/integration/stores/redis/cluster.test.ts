@@ -18,7 +18,7 @@ import { versionOf } from "../../../../src/stores/versions.js";
 import { createRankingStore } from "../../../../src/stores/redis/ranking-store.js";
 import { createRateBudgetStore } from "../../../../src/stores/redis/rate-budget-store.js";
 import { createRebuildStore } from "../../../../src/stores/redis/rebuild-store.js";
-import { createRedisReconcileStore } from "../../../../src/stores/redis/reconcile-store.js";
+import { createRedisReconcileStore } from "../../../../src/stores/redis/redis-reconcile-store.js";
 import { relationLayouts } from "../../../../src/stores/redis/relations.js";
 import { createViewStore } from "../../../../src/stores/redis/view-store.js";
 import { scriptFiles, standaloneOnlyScripts } from "../../../../src/stores/redis/scripts.js";
