@@ -91,6 +91,7 @@ export const readinessShareMs = 1_000;
 /** How long a reading of the outbox's length serves the readiness reports. */
 const outboxSampleMs = 5_000;
 
+// eslint-disable-next-line max-lines-per-function -- the composition root: every part in the order each needs the others, wiring and nothing else.
 export function compose(config: Config, clients: ComposedClients, logger: Logger): App {
   const { db, redis } = clients;
   const keys = createRedisKeys(config.redisPartitions);

@@ -72,6 +72,7 @@ interface Child {
   readonly channel: MetricsChild;
 }
 
+// eslint-disable-next-line max-lines-per-function -- the supervisor's children, their restarts and the stop share one state.
 export function startSupervisor(options: SupervisorOptions): void {
   const { logger } = options;
   const stopTimeoutMs = options.stopTimeoutMs ?? 9_500;

@@ -97,6 +97,7 @@ export class RebuildTimeoutError extends DomainError {
   }
 }
 
+// eslint-disable-next-line max-lines-per-function -- a service's methods share its stores and rebuild slots in one closure; each method is short.
 export function createCounterService(options: CounterServiceOptions): CounterService {
   const { counterStore, rebuildStore, snapshots, lookup } = options;
   const lockMs = options.rebuildLockMs ?? 120_000;

@@ -131,6 +131,7 @@ async function subscribeWithFreshLoaders(args: ExecutionArgs): Promise<AsyncIter
   });
 }
 
+// eslint-disable-next-line max-lines-per-function -- graphql-ws's hooks share each connection's state and the server's bounds in one closure.
 export function attachLiveServer(http: Server, options: LiveServerOptions): LiveServer {
   const { schema, services, logger, limits } = options;
   const keepAliveMs = options.keepAliveMs ?? 12_000;

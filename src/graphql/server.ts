@@ -76,6 +76,7 @@ const httpRequest = Symbol("httpRequest");
 type HttpContext = Context & { readonly [httpRequest]?: FastifyRequest };
 
 /** Serves GraphQL over HTTP at `http://host:port/graphql`. */
+// eslint-disable-next-line max-lines-per-function -- the HTTP server's wiring: hooks, CORS, Apollo and its plugins, and routes, in the order Fastify takes them.
 export async function serveGraphQL(
   services: Services,
   options: GraphQLServerOptions & { readonly host: string; readonly port: number },

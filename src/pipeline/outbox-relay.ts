@@ -50,6 +50,7 @@ export interface OutboxRelay {
 
 const isMalformed = (e: OutboxEntry | MalformedOutboxEntry): e is MalformedOutboxEntry => "problem" in e;
 
+// eslint-disable-next-line max-lines-per-function -- the relay's read loop, its claim of idle entries and its close share one state.
 export async function startOutboxRelay(options: OutboxRelayOptions): Promise<OutboxRelay> {
   const { outbox, bus, metrics, logger } = options;
   let stopping = false;

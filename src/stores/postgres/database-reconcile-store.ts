@@ -73,6 +73,7 @@ async function recountRelation(tx: Client, { relation, target }: RelationTarget)
 
 const key = (type: string, id: string) => `${type}:${id}`;
 
+// eslint-disable-next-line max-lines-per-function -- a store's methods share its database client in one closure; each is one port method.
 export function createDatabaseReconcileStore(db: Database): DatabaseReconcileStore {
   async function readRelation(tx: Client, relation: Relation, targets: readonly Target[], memberLimit: number): Promise<Omit<DatabaseTarget, "version">[]> {
     const t = relationTables[relation];

@@ -16,6 +16,7 @@ export interface MessageBusOptions {
   readonly publishTimeoutMs: number;
 }
 
+// eslint-disable-next-line max-lines-per-function -- the bus's publishers and consumers share one connection and topology in this closure.
 export function createMessageBus(connection: Connection, topology: Topology, logger: Logger, options: MessageBusOptions): MessageBus {
   const persistQueues = topology.persistQueues.map((_, q) => topology.persistQueue(q));
   const publisher = createConfirmedPublisher(connection, {

@@ -64,6 +64,7 @@ function replayOutcome(script: string, status: number, target: Target): "replaye
   }
 }
 
+// eslint-disable-next-line max-lines-per-function -- a store's methods share its client and keys in one closure; each is one port method.
 export function createRebuildStore(
   redis: RedisClient,
   keys: RedisKeys,

@@ -21,6 +21,7 @@ const inFlightNoteSeconds = 8 * 24 * 3600;
 /** Commands sent together when a target has thousands of shards: bounds the replies held at once. */
 const commandsPerRound = 1024;
 
+// eslint-disable-next-line max-lines-per-function -- a store's methods share its client and keys in one closure; each is one port method.
 export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): RedisReconcileStore {
   const masters = (): Redis[] => (redis instanceof Cluster ? redis.nodes("master") : [redis]);
   const shardsOf = ({ relation, target }: RelationTarget, newest: number) =>
