@@ -1,6 +1,6 @@
 // node --expose-gc --import tsx/esm scripts/bench/outbox-relay.ts [-- --entries 200000 --partitions 1024 --batch 1000]
 //
-// The outbox relay draining a backlog, as after an outage: `entries` like changes
+// The outbox relay draining a backlog, as after an outage: `entries` changes
 // wait in the outbox, spread Zipf-like over the partitions (partition of rank k
 // holds a share ∝ 1/k, ranks shuffled), then one relay starts and publishes them
 // to RabbitMQ (a vhost of the run's own) until none is left. Prints the relay's

@@ -1,4 +1,4 @@
-// The persist scenario: like changes from the Redis outbox into PostgreSQL through
+// The persist scenario: changes (likes here) from the Redis outbox into PostgreSQL through
 // RabbitMQ, with the pipeline in a worker process of its own (npm run worker).
 import { spawn } from "node:child_process";
 import { once } from "node:events";

@@ -97,7 +97,7 @@ export function outboxBacklog(length: () => Promise<number>, warnLength: number)
   return async () => {
     const waiting = await length();
     return waiting > warnLength
-      ? `${waiting} like changes wait in the outbox, more than OUTBOX_WARN_LENGTH (${warnLength}): the pipeline lags behind`
+      ? `${waiting} changes wait in the outbox, more than OUTBOX_WARN_LENGTH (${warnLength}): the pipeline lags behind`
       : null;
   };
 }

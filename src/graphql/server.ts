@@ -18,7 +18,7 @@ import type { Readiness } from "./readiness.js";
 import { registerGraphQLRoute } from "./graphql-route.js";
 import { jitExecution } from "./jit-executor.js";
 import { attachLiveServer, type LiveServer } from "./live-server.js";
-import { createRequestLimitsPlugin, type RequestLimitsOptions } from "./limits/request-limits-plugin.js";
+import { requestLimitsPlugin, type RequestLimitsOptions } from "./limits/request-limits-plugin.js";
 import { chargeOperation, rateLimitPlugin } from "./rate-limit-plugin.js";
 import { operationFactsPlugin, type OperationFacts } from "./operation-facts.js";
 import { requestIdOf } from "./request-id.js";
@@ -162,7 +162,7 @@ export async function serveGraphQL(
       ApolloServerPluginCacheControlDisabled(),
       authenticationPlugin(),
       // Budgets are spent by the limits' onCost hook, so only operations the limits let through pay.
-      createRequestLimitsPlugin({ schema, limits: options.limits, onCost: options.onCost ?? chargeOperation }),
+      requestLimitsPlugin({ schema, limits: options.limits, onCost: options.onCost ?? chargeOperation }),
       rateLimitPlugin(),
       operationFactsPlugin((context, facts) => {
         const request = (context as HttpContext)[httpRequest];

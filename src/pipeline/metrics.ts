@@ -19,10 +19,10 @@ export function createPipelineMetrics(): PipelineMetrics {
     new Metric({ name, help, registers: [registry] });
   return {
     registry,
-    outboxLength: make(Gauge, "likes_outbox_length", "Like changes waiting in the Redis outbox streams"),
-    eventsPublished: make(Counter, "likes_events_published_total", "Like changes published to RabbitMQ and confirmed"),
-    eventsPersisted: make(Counter, "likes_events_persisted_total", "Like changes committed to PostgreSQL"),
-    persistBatches: make(Counter, "likes_persist_batches_total", "PostgreSQL transactions that committed like changes"),
+    outboxLength: make(Gauge, "likes_outbox_length", "Changes (likes, collects, follows, views) waiting in the Redis outbox streams"),
+    eventsPublished: make(Counter, "likes_events_published_total", "Changes published to RabbitMQ and confirmed"),
+    eventsPersisted: make(Counter, "likes_events_persisted_total", "Changes committed to PostgreSQL"),
+    persistBatches: make(Counter, "likes_persist_batches_total", "PostgreSQL transactions that committed changes"),
     deadLettered: make(Counter, "likes_dead_lettered_total", "Messages parked in the dead-letter queue"),
     reconcileInFlight: make(Gauge, "likes_reconcile_in_flight_targets", "Targets the last reconcile pass could not compare: Redis ahead of PostgreSQL"),
     reconcileStuck: make(Gauge, "likes_reconcile_stuck_targets", "Targets in flight without progress for several reconcile passes in a row"),

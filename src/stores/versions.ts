@@ -1,4 +1,4 @@
-// A like change's version: epoch * 10^16 + microseconds of the Redis clock that
+// A relation change's version (likes, collects, follows): epoch * 10^16 + microseconds of the Redis clock that
 // stamped it. The epoch of a target is bumped in PostgreSQL at each rebuild into
 // Redis, so every change made after a rebuild outranks every change made before
 // it, whichever clock stamped the older one. Microseconds stay below 10^16 until

@@ -107,7 +107,7 @@ export function createRequestLimitsCheck(schema: GraphQLSchema, limits: RequestL
   };
 }
 
-export function createRequestLimitsPlugin(options: RequestLimitsOptions): ApolloServerPlugin<Context> {
+export function requestLimitsPlugin(options: RequestLimitsOptions): ApolloServerPlugin<Context> {
   const { schema, limits, onCost } = options;
   const check = createRequestLimitsCheck(schema, limits);
   return {

@@ -317,7 +317,7 @@ describe("readiness and the outbox backlog", () => {
       const report = JSON.parse(ready.body) as { status: string; checks: Record<string, string> };
       expect(report.status).toBe("degraded");
       expect(report.checks).toMatchObject({ postgres: "ok", redis: "ok" });
-      expect(report.checks.outbox).toMatch(/like changes wait in the outbox, more than OUTBOX_WARN_LENGTH \(1\)/);
+      expect(report.checks.outbox).toMatch(/changes wait in the outbox, more than OUTBOX_WARN_LENGTH \(1\)/);
     } finally {
       await api.close();
     }
