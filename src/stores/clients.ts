@@ -93,7 +93,10 @@ function listenToCounterWrites(config: Config, redis: RedisClient, logger: Logge
   const clusterNodes = redis instanceof Cluster ? redis : null;
   const url = new URL(config.redisUrl);
   return createCountInvalidations({
-    nodes: () => (clusterNodes ? clusterNodes.nodes("master").map((node) => `${node.options.host ?? "127.0.0.1"}:${node.options.port ?? 6379}`) : [`${url.hostname}:${url.port || 6379}`]),
+    nodes: () =>
+      clusterNodes
+        ? clusterNodes.nodes("master").map((node) => `${node.options.host ?? "127.0.0.1"}:${node.options.port ?? 6379}`)
+        : [`${url.hostname}:${url.port || 6379}`],
     open: (node) => {
       const [host = "127.0.0.1", port = "6379"] = node.split(":");
       // Credentials and database of the service's own Redis URL; a cluster's nodes share its settings.
@@ -130,7 +133,13 @@ const politeCloseMs = 500;
 async function closeWithin(polite: () => Promise<unknown>, force: () => void): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), politeCloseMs)));
-  const outcome = await Promise.race([polite().then(() => "closed" as const, () => "failed" as const), late]);
+  const outcome = await Promise.race([
+    polite().then(
+      () => "closed" as const,
+      () => "failed" as const,
+    ),
+    late,
+  ]);
   clearTimeout(timer);
   if (outcome !== "closed") force();
 }
@@ -141,6 +150,7 @@ async function closeWithin(polite: () => Promise<unknown>, force: () => void): P
  * reached; entry points try again (start-up.ts). An abort of `signal` (a start
  * attempt's deadline, a shutdown) closes what was opened and fails the open.
  */
+// eslint-disable-next-line max-lines-per-function -- each client opens, waits and closes with the others in one closure, in the order they depend on each other.
 export async function openClients(config: Config, logger: Logger, needs: ClientNeeds = {}, signal?: AbortSignal): Promise<Clients> {
   // In the reverse order of opening: the broker, then Redis, then PostgreSQL. Redis's connections close
   // together: they need no order among them, and under a stall each waits its full bound.
@@ -166,7 +176,11 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
       onQuery: needs.onSqlQuery,
       onConnectionError: (err) => logger.warn({ err }, "PostgreSQL connection lost; the pool reconnects"),
     });
-    closeDatabase = () => closeWithin(() => db.$disconnect(), () => {});
+    closeDatabase = () =>
+      closeWithin(
+        () => db.$disconnect(),
+        () => {},
+      );
     await db.$connect();
     // Connecting may not reach the server yet (the pool connects on demand): a start waits until it answers.
     await db.$queryRaw`SELECT 1`;
@@ -175,7 +189,12 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
       signal?.throwIfAborted();
       const client = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes, commandTimeoutMs, subscriber });
       client.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
-      redisClosers.push(() => closeWithin(() => client.quit(), () => client.disconnect()));
+      redisClosers.push(() =>
+        closeWithin(
+          () => client.quit(),
+          () => client.disconnect(),
+        ),
+      );
       await client.connect();
       return client;
     };
@@ -195,13 +214,24 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     const subscriberRedis = needs.subscriber ? await connectRedis(config.redisCommandTimeoutMs, true) : null;
     const countInvalidations = needs.countInvalidations && config.hotCountsTargets > 0 ? listenToCounterWrites(config, redis, logger) : null;
     // Its connections QUIT with no timeout of their own; the process ending drops whatever did not close.
-    if (countInvalidations) redisClosers.push(() => closeWithin(() => countInvalidations.close(), () => {}));
+    if (countInvalidations)
+      redisClosers.push(() =>
+        closeWithin(
+          () => countInvalidations.close(),
+          () => {},
+        ),
+      );
 
     let rabbit: Connection | null = null;
     let watched: Connection | null = null;
     if (needs.rabbit || needs.watchRabbit) {
       const connection = createRabbitConnection(config.amqpUrl, logger);
-      closers.push(() => closeWithin(() => connection.close(), () => {}));
+      closers.push(() =>
+        closeWithin(
+          () => connection.close(),
+          () => {},
+        ),
+      );
       if (needs.rabbit) {
         // The pipeline cannot declare its queues without the broker: a start waits for it like for the others.
         await connection.onConnect(rabbitConnectTimeoutMs, true);

@@ -11,65 +11,13 @@ import {
   type Target,
   type TargetType,
 } from "../../domain/model/index.js";
-import type { DatabaseReconcileStore, RelationTarget } from "../../domain/ports/index.js";
+import type { DatabaseReconcileStore } from "../../domain/ports/index.js";
 import type { Database } from "./database.js";
 import { toCounterValue, type CounterRow } from "./counter-sql.js";
+import { lockCounterRow, recountDerived, recountRelation, type Client } from "./counter-recounts.js";
 import { newestListed } from "./list-rows.js";
 import { newestVersions, truthOf } from "./reconcile-truth.js";
 import { relationTables } from "./relation-tables.js";
-
-type Client = Pick<Database, "$queryRaw" | "$executeRaw">;
-
-/**
- * Takes a counter row's lock for a repair. The row is made first (value 0, seq 0),
- * so there is one to lock and a persist batch moving the counter waits for the
- * repair, or the repair for it; with `create: false` a missing row stays missing
- * and nothing is locked.
- */
-async function lockCounterRow(tx: Client, target: Target, name: CounterName, { create = true }: { create?: boolean } = {}): Promise<void> {
-  if (create) {
-    await tx.$executeRaw`
-      INSERT INTO counters (target_type, target_id, name, value, seq) VALUES (${target.type}, ${target.id}, ${name}, 0, 0)
-      ON CONFLICT DO NOTHING`;
-  }
-  await tx.$executeRaw`SELECT 1 FROM counters WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = ${name} FOR UPDATE`;
-}
-
-/**
- * Sets derived counters to what PostgreSQL's rows count, under the counter row's
- * lock: a persist batch that holds the lock commits first and its rows are
- * counted; one that comes after adds its delta to the recounted value.
- */
-async function recountDerived(tx: Client, target: Target, names: readonly CounterName[]): Promise<CounterValue[]> {
-  const values: CounterValue[] = [];
-  // In the order a persist batch locks counter rows (relation-history-store.ts), so the two never wait on each other in a cycle.
-  for (const name of [...names].sort((a, b) => a.localeCompare(b))) {
-    await lockCounterRow(tx, target, name);
-    const truth = truthOf(target.type, name, Prisma.sql`ARRAY[${target.id}]::bigint[]`);
-    const [row] = await tx.$queryRaw<CounterRow[]>`
-      UPDATE counters SET value = COALESCE((SELECT n FROM (${truth}) t), 0), seq = seq + 1
-      WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = ${name}
-      RETURNING target_type, target_id::text AS target_id, name, value::text AS value, seq::text AS seq`;
-    if (row) values.push(toCounterValue(row));
-  }
-  return values;
-}
-
-/**
- * Sets a relation's counter of a target to its number of rows, under the counter
- * row's lock. The row is made first, so there is always one to lock: a consumer
- * adding the target's first member then waits for this transaction, or this one
- * for it, and the count (read by a statement after the lock) includes its row.
- */
-async function recountRelation(tx: Client, { relation, target }: RelationTarget): Promise<void> {
-  const t = relationTables[relation];
-  const name = relations[relation].counter;
-  await lockCounterRow(tx, target, name);
-  await tx.$executeRaw`
-    UPDATE counters
-    SET value = (SELECT count(*) FROM ${t.table} l WHERE ${t.targetType("l")} = ${target.type} AND ${t.targetId("l")} = ${target.id}), seq = seq + 1
-    WHERE target_type = ${target.type} AND target_id = ${target.id} AND name = ${name}`;
-}
 
 const key = (type: string, id: string) => `${type}:${id}`;
 
@@ -91,7 +39,10 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
     const rowsOf = new Map(sizes.map((s) => [key(s.target_type, s.target_id), Number(s.rows)]));
     // Members of the small targets only: a big one is walked in keyset pages (membersAfter).
     const small = targets.filter((x) => (rowsOf.get(key(x.type, x.id.toString())) ?? 0) <= memberLimit);
-    const rows = small.length === 0 ? [] : await tx.$queryRaw<{ target_type: string; target_id: string; user_id: string }[]>`
+    const rows =
+      small.length === 0
+        ? []
+        : await tx.$queryRaw<{ target_type: string; target_id: string; user_id: string }[]>`
         SELECT ${t.targetType("l")} AS target_type, ${t.targetId("l")}::text AS target_id, ${t.userId("l")}::text AS user_id
         FROM ${t.table} l JOIN unnest(${small.map((x) => x.type)}::text[], ${small.map((x) => x.id.toString())}::text[]::bigint[]) AS t(target_type, target_id)
           ON ${t.targetType("l")} = t.target_type AND ${t.targetId("l")} = t.target_id`;
@@ -115,13 +66,21 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
       return db.$transaction(
         async (tx) => {
           const versions = await tx.$queryRaw<{ target_type: string; target_id: string; version: string }[]>(
-            newestVersions(items.map((i) => i.target.type), items.map((i) => i.target.id.toString())),
+            newestVersions(
+              items.map((i) => i.target.type),
+              items.map((i) => i.target.id.toString()),
+            ),
           );
           const version = new Map(versions.map((v) => [key(v.target_type, v.target_id), BigInt(v.version)]));
           const read: DatabaseTarget[] = new Array<DatabaseTarget>(items.length);
           for (const relation of new Set(items.map((i) => i.relation))) {
             const asked = items.flatMap((item, i) => (item.relation === relation ? [{ item, i }] : []));
-            const found = await readRelation(tx, relation, asked.map(({ item }) => item.target), memberLimit);
+            const found = await readRelation(
+              tx,
+              relation,
+              asked.map(({ item }) => item.target),
+              memberLimit,
+            );
             asked.forEach(({ item, i }, j) => {
               read[i] = { ...(found[j] as Omit<DatabaseTarget, "version">), version: version.get(key(item.target.type, item.target.id.toString())) ?? 0n };
             });
@@ -196,7 +155,12 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
             " ",
           )} END::text AS rows
         FROM page p ORDER BY 1, 2, 3`;
-      return rows.map((r) => ({ relation: r.relation, target: { type: r.target_type as TargetType, id: BigInt(r.target_id) }, count: Number(r.count), rows: Number(r.rows) }));
+      return rows.map((r) => ({
+        relation: r.relation,
+        target: { type: r.target_type as TargetType, id: BigInt(r.target_id) },
+        count: Number(r.count),
+        rows: Number(r.rows),
+      }));
     },
     async countTargets() {
       const parts = relationNames.map((relation) => {
@@ -316,8 +280,10 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
               credit.to === "member"
                 ? [...added, ...removed].map((r) => BigInt(r.user_id))
                 : added.length + removed.length > 0
-                  ? (await tx.$queryRaw<{ author_id: string }[]>`
-                      SELECT author_id::text FROM ${Prisma.raw(target.type === "post" ? "posts" : "comments")} WHERE id = ${target.id}`).map((r) => BigInt(r.author_id))
+                  ? (
+                      await tx.$queryRaw<{ author_id: string }[]>`
+                      SELECT author_id::text FROM ${Prisma.raw(target.type === "post" ? "posts" : "comments")} WHERE id = ${target.id}`
+                    ).map((r) => BigInt(r.author_id))
                   : [];
             const values: CounterValue[] = [];
             const inLockOrder = [...new Set(credited)].sort((a, b) => `user:${a}`.localeCompare(`user:${b}`));

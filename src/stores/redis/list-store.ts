@@ -31,6 +31,7 @@ function parseRecords(recent: Record<string, string>): Map<bigint, RecentChange>
   return records;
 }
 
+// eslint-disable-next-line max-lines-per-function -- a store's methods share its client and keys in one closure; each is one port method.
 export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore {
   const timeoutMs = commandTimeoutOf(redis);
   const keysOf = (l: ListChanges) => {
@@ -106,8 +107,11 @@ export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore 
     async finish(relation, userId, entries, horizon) {
       const list = keys.list(relation, userId);
       const [status] = await redis.loadList(
-        list.entries, list.horizon, list.recent,
-        listCapacity, horizon ? positionText(horizon) : "",
+        list.entries,
+        list.horizon,
+        list.recent,
+        listCapacity,
+        horizon ? positionText(horizon) : "",
         ...entries.flatMap((e) => [e.targetId.toString(), e.at.getTime()]),
       );
       if (status !== ScriptStatus.Applied && status !== ScriptStatus.Unchanged) throw toError("load-list", status, { type: "user", id: userId });

@@ -39,6 +39,7 @@ type ScriptArgs = [counters: string, ...keysAndArgs: (string | number)[]];
  * `hotCounts`, when this process keeps counts in memory: told of each change it
  * makes, so its own later reads show the change without waiting for Redis to tell.
  */
+// eslint-disable-next-line max-lines-per-function -- a store's methods share its client and keys in one closure; each is one port method.
 export function createMembershipStore(
   redis: RedisClient,
   keys: RedisKeys,
@@ -56,7 +57,12 @@ export function createMembershipStore(
    * failure is answered only once the call's deadline has passed: until then it
    * may still apply, held in a network or re-sent on a new connection.
    */
-  async function run(script: MembershipScript, target: Target, answerAtMs: number | undefined, argsBy: (deadlineMs: number) => ScriptArgs): Promise<MembershipReply> {
+  async function run(
+    script: MembershipScript,
+    target: Target,
+    answerAtMs: number | undefined,
+    argsBy: (deadlineMs: number) => ScriptArgs,
+  ): Promise<MembershipReply> {
     const deadline = answerAtMs === undefined ? writeDeadline(timeoutMs) : writeDeadlineBy(answerAtMs);
     const args = argsBy(deadline.atMs);
     try {
@@ -84,8 +90,16 @@ export function createMembershipStore(
       const { tag, generationField } = relationLayouts[relation];
       const reply = await run("addMember", target, answerAtMs, (deadlineMs) => [
         ...keysOf(relation, target, userId),
-        userId.toString(), shardCapacity, relations[relation].counter, target.type, target.id.toString(), tag, generationField,
-        memberIndexes?.key(relation, target.type, userId) ?? "", memberIndexes?.capacity ?? 1, deadlineMs,
+        userId.toString(),
+        shardCapacity,
+        relations[relation].counter,
+        target.type,
+        target.id.toString(),
+        tag,
+        generationField,
+        memberIndexes?.key(relation, target.type, userId) ?? "",
+        memberIndexes?.capacity ?? 1,
+        deadlineMs,
         ...counterNames[target.type],
       ]);
       return toChange("add-member", reply, target);
@@ -94,7 +108,13 @@ export function createMembershipStore(
       const { tag, generationField } = relationLayouts[relation];
       const reply = await run("removeMember", target, answerAtMs, (deadlineMs) => [
         ...keysOf(relation, target, userId),
-        userId.toString(), relations[relation].counter, target.type, target.id.toString(), tag, generationField, deadlineMs,
+        userId.toString(),
+        relations[relation].counter,
+        target.type,
+        target.id.toString(),
+        tag,
+        generationField,
+        deadlineMs,
         ...counterNames[target.type],
       ]);
       return toChange("remove-member", reply, target);
@@ -108,8 +128,16 @@ export function createMembershipStore(
       const member = userId.toString();
       const { generationField } = relationLayouts[relation];
       const [inFirst, generations] = await Promise.all([
-        batchRead(redis, "sismember", targets.map((t) => [keys.memberShard(relation, t, userId, 0), member] as const)),
-        batchRead(redis, "hget", targets.map((t) => [keys.counters(t), generationField] as const)),
+        batchRead(
+          redis,
+          "sismember",
+          targets.map((t) => [keys.memberShard(relation, t, userId, 0), member] as const),
+        ),
+        batchRead(
+          redis,
+          "hget",
+          targets.map((t) => [keys.counters(t), generationField] as const),
+        ),
       ]);
       const held = inFirst.map((reply) => reply === 1);
       const later: { index: number; key: string }[] = [];
@@ -117,7 +145,11 @@ export function createMembershipStore(
         const newest = held[index] ? 0 : Number(generations[index] ?? 0);
         for (let g = 1; g <= newest; g++) later.push({ index, key: keys.memberShard(relation, target, userId, g) });
       });
-      const replies = await batchRead(redis, "sismember", later.map((l) => [l.key, member] as const));
+      const replies = await batchRead(
+        redis,
+        "sismember",
+        later.map((l) => [l.key, member] as const),
+      );
       replies.forEach((reply, i) => {
         if (reply === 1) held[(later[i] as { index: number }).index] = true;
       });

@@ -56,7 +56,9 @@ beforeAll(async () => {
   config = testConfig({ PERSIST_LINGER_MS: "200" });
   // Every call comes from 127.0.0.1: the budgets per address are the suite's, not this test's.
   const unlimited = { RATE_LIMIT_IP_MUTATIONS: "0", RATE_LIMIT_IP_SIGN_INS: "0", RATE_LIMIT_IP_QUERY_COST: "0" };
-  apis = await Promise.all([0, 1].map(() => startServiceProcess(config, { PIPELINE: "off", WEB_CONCURRENCY: "1", REDIS_DURABILITY: "volatile", ...unlimited })));
+  apis = await Promise.all(
+    [0, 1].map(() => startServiceProcess(config, { PIPELINE: "off", WEB_CONCURRENCY: "1", REDIS_DURABILITY: "volatile", ...unlimited })),
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -69,7 +71,12 @@ afterAll(async () => {
  * once half the calls are answered. Answers what each holds, and how many calls
  * changed something.
  */
-async function burst(users: readonly TestUser[], posts: readonly LikeableTarget[], calls: number, halfway?: () => Promise<void>): Promise<{ expected: Expected; changed: number }> {
+async function burst(
+  users: readonly TestUser[],
+  posts: readonly LikeableTarget[],
+  calls: number,
+  halfway?: () => Promise<void>,
+): Promise<{ expected: Expected; changed: number }> {
   const gqls = apis.map((api) => graphqlClient(api.url));
   const expected: Expected = new Map();
   for (const relation of Object.keys(mutations)) for (const post of posts) expected.set(`${relation}:${post.id}`, new Set());
@@ -84,7 +91,11 @@ async function burst(users: readonly TestUser[], posts: readonly LikeableTarget[
         const join = Math.random() < 0.6;
         const field = mutations[relation][join ? 0 : 1];
         const gql = gqls[(u + i) % gqls.length] as (typeof gqls)[number];
-        const response = await gql<Record<string, { changed: boolean }>>(`mutation($id: ID!) { ${field}(postId: $id) { changed } }`, { id: String(post.id) }, user.token);
+        const response = await gql<Record<string, { changed: boolean }>>(
+          `mutation($id: ID!) { ${field}(postId: $id) { changed } }`,
+          { id: String(post.id) },
+          user.token,
+        );
         const answer = response.data?.[field];
         if (!answer) throw new Error(`${field} failed: ${JSON.stringify(response.errors)}`);
         if (answer.changed) changed++;
@@ -122,7 +133,11 @@ describe("two API processes and two workers", () => {
     await expectHeld(posts, expected);
     // Entries are read through one consumer group, so the two relays share them out, each entry once.
     const published = async () => (await metric(first, "likes_events_published_total")) + (await metric(second, "likes_events_published_total"));
-    await eventually(async () => (await published()) >= changed, 10_000, async () => `${await published()} published of ${changed} changes`);
+    await eventually(
+      async () => (await published()) >= changed,
+      10_000,
+      async () => `${await published()} published of ${changed} changes`,
+    );
     expect(await published()).toBe(changed);
     await Promise.all(workers.splice(0).map((w) => w.process.stop("SIGTERM")));
   });
@@ -152,21 +167,42 @@ describe("two API processes and two workers", () => {
           .map((line) => JSON.parse(line) as { msg: string; tick?: string; next?: string }),
       );
     // Ticks both workers were scheduled for: from the later one's first.
-    const shared = () => lines().map((own) => own.find((l) => l.next)?.next ?? "~").sort().at(-1) as string;
-    const started = () => lines().flatMap((own, w) => own.filter((l) => l.msg === "reconcile pass started" && (l.tick as string) >= shared()).map((l) => ({ w, tick: l.tick as string })));
-    await eventually(async () => started().length >= 5, 30_000, () => JSON.stringify(lines()));
+    const shared = () =>
+      lines()
+        .map((own) => own.find((l) => l.next)?.next ?? "~")
+        .sort()
+        .at(-1) as string;
+    const started = () =>
+      lines().flatMap((own, w) =>
+        own.filter((l) => l.msg === "reconcile pass started" && (l.tick as string) >= shared()).map((l) => ({ w, tick: l.tick as string })),
+      );
+    await eventually(
+      async () => started().length >= 5,
+      30_000,
+      () => JSON.stringify(lines()),
+    );
     await Promise.all(workers.splice(0).map((w) => w.process.stop("SIGTERM")));
     // The newest tick aside: the other worker may not have come to it when both stopped.
-    const newest = started().map((p) => p.tick).sort().at(-1);
+    const newest = started()
+      .map((p) => p.tick)
+      .sort()
+      .at(-1);
     const passes = started().filter((p) => p.tick !== newest);
     expect(new Set(passes.map((p) => p.tick)).size).toBe(passes.length);
     // The other worker found each of those ticks taken, where it had come to them: a loaded
     // machine may hold a worker's timer back by more than a tick when both are stopped.
-    const cameTo = (w: number) => lines()[w]?.flatMap((l) => (l.tick ? [l.tick] : [])).sort().at(-1) ?? "";
+    const cameTo = (w: number) =>
+      (lines()[w] ?? [])
+        .flatMap((l) => (l.tick ? [l.tick] : []))
+        .sort()
+        .at(-1) ?? "";
     const checked = passes.filter(({ w, tick }) => tick <= cameTo(1 - w));
     expect(checked.length).toBeGreaterThanOrEqual(3);
     for (const { w, tick } of checked) {
-      expect({ tick, other: lines()[1 - w]?.find((l) => l.tick === tick)?.msg }).toEqual({ tick, other: "reconcile pass skipped: another worker took this tick" });
+      expect({ tick, other: lines()[1 - w]?.find((l) => l.tick === tick)?.msg }).toEqual({
+        tick,
+        other: "reconcile pass skipped: another worker took this tick",
+      });
     }
   });
 });

@@ -1,6 +1,6 @@
 // Decoding outbox entries as scripts/includes/append-event.lua writes them.
 import { describe, expect, it } from "vitest";
-import { decodeOutboxEntry } from "../../../../src/stores/redis/outbox-store.js";
+import { decodeOutboxEntry } from "../../../../src/stores/redis/outbox-entries.js";
 
 const fields = (overrides: Record<string, string> = {}) =>
   Object.entries({ t: "comment", i: "42", u: "7", s: "1", v: "1795343997282123", a: "3", ts: "1795343997282", ...overrides }).flat();
@@ -26,7 +26,9 @@ describe("outbox entries", () => {
 
   it("when an entry holds a collect or a follow, then its relation comes from its tag", () => {
     expect(decodeOutboxEntry(5, "1-0", fields({ t: "post", r: "c" }))).toMatchObject({ change: { relation: "collect", target: { type: "post", id: 42n } } });
-    expect(decodeOutboxEntry(5, "1-0", fields({ t: "user", r: "f", a: "" }))).toMatchObject({ change: { relation: "follow", target: { type: "user", id: 42n } } });
+    expect(decodeOutboxEntry(5, "1-0", fields({ t: "user", r: "f", a: "" }))).toMatchObject({
+      change: { relation: "follow", target: { type: "user", id: 42n } },
+    });
   });
 
   it("when an entry holds views, then it decodes to their count and the epoch's total", () => {
@@ -34,7 +36,14 @@ describe("outbox entries", () => {
     expect(decodeOutboxEntry(5, "1-0", views)).toEqual({
       partition: 5,
       entryId: "1-0",
-      change: { kind: "views", target: { type: "post", id: 42n }, count: 5, total: 17, version: 2n * 10n ** 16n + 1795343997282123n, at: new Date(1795343997282) },
+      change: {
+        kind: "views",
+        target: { type: "post", id: 42n },
+        count: 5,
+        total: 17,
+        version: 2n * 10n ** 16n + 1795343997282123n,
+        at: new Date(1795343997282),
+      },
     });
   });
 
