@@ -75,7 +75,8 @@ interface Stage {
 /** The Dockerfile's own findings; returns its stages in order. */
 async function lintDockerfile(): Promise<Stage[]> {
   const text = await readFile(dockerfilePath, "utf8");
-  for (const { range, message } of validateDockerfile(text)) report(dockerfilePath, range.start.line + 1, typeof message === "string" ? message : message.value);
+  for (const { range, message } of validateDockerfile(text))
+    report(dockerfilePath, range.start.line + 1, typeof message === "string" ? message : message.value);
   const stages: Stage[] = [];
   for (const instruction of DockerfileParser.parse(text).getInstructions()) {
     const line = instruction.getRange().start.line + 1;
@@ -188,10 +189,15 @@ async function main(): Promise<void> {
     const pod = podSpecOf(manifest.document as unknown as Workload);
     return pod ? [{ manifest, containers: [...(pod.initContainers ?? []), ...pod.containers] }] : [];
   });
-  const secretSettings = new Set(workloads.flatMap(({ containers }) => containers.flatMap((c) => (c.env ?? []).filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.name))));
+  const secretSettings = new Set(
+    workloads.flatMap(({ containers }) => containers.flatMap((c) => (c.env ?? []).filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.name))),
+  );
   for (const stage of stages) {
-    for (const [name, { line }] of stage.env) if (secretSettings.has(name)) report(dockerfilePath, line, `ENV ${name}: the manifests take it from a Secret; an image must not carry it.`);
-    for (const [name, line] of stage.args) if (secretSettings.has(name)) report(dockerfilePath, line, `ARG ${name}: the manifests take it from a Secret; build arguments stay in the image's history.`);
+    for (const [name, { line }] of stage.env)
+      if (secretSettings.has(name)) report(dockerfilePath, line, `ENV ${name}: the manifests take it from a Secret; an image must not carry it.`);
+    for (const [name, line] of stage.args)
+      if (secretSettings.has(name))
+        report(dockerfilePath, line, `ARG ${name}: the manifests take it from a Secret; build arguments stay in the image's history.`);
   }
 
   const known = settingsRead();
@@ -232,9 +238,18 @@ async function main(): Promise<void> {
       }
       for (const port of container.ports ?? []) {
         const served = port.name === undefined ? undefined : servedPorts[port.name];
-        if (!served) report(manifest.file, manifest.line, `${where}: port ${port.containerPort} is named ${port.name ?? "nothing"}; name it ${Object.keys(servedPorts).join(" or ")}.`);
+        if (!served)
+          report(
+            manifest.file,
+            manifest.line,
+            `${where}: port ${port.containerPort} is named ${port.name ?? "nothing"}; name it ${Object.keys(servedPorts).join(" or ")}.`,
+          );
         else if (config && served.port(config) !== port.containerPort) {
-          report(manifest.file, manifest.line, `${where}: port ${port.name ?? ""} is ${port.containerPort}, but the process listens on ${served.port(config)}.`);
+          report(
+            manifest.file,
+            manifest.line,
+            `${where}: port ${port.name ?? ""} is ${port.containerPort}, but the process listens on ${served.port(config)}.`,
+          );
         }
       }
       for (const kind of ["startupProbe", "livenessProbe", "readinessProbe"] as const) {
@@ -242,11 +257,19 @@ async function main(): Promise<void> {
         if (!probe) continue;
         const served = typeof probe.port === "string" ? servedPorts[probe.port] : undefined;
         if (typeof probe.port !== "string" || !served) {
-          report(manifest.file, manifest.line, `${where}: ${kind} asks port ${probe.port}; ask one of the service's named ports (${Object.keys(servedPorts).join(", ")}).`);
+          report(
+            manifest.file,
+            manifest.line,
+            `${where}: ${kind} asks port ${probe.port}; ask one of the service's named ports (${Object.keys(servedPorts).join(", ")}).`,
+          );
         } else if (!container.ports?.some((port) => port.name === probe.port)) {
           report(manifest.file, manifest.line, `${where}: ${kind} asks port ${probe.port}, which the container does not declare.`);
         } else if (!served.probePaths.includes(probe.path ?? "/")) {
-          report(manifest.file, manifest.line, `${where}: ${kind} asks ${probe.path ?? "/"} of port ${probe.port}, which answers probes at ${served.probePaths.join(", ")}.`);
+          report(
+            manifest.file,
+            manifest.line,
+            `${where}: ${kind} asks ${probe.path ?? "/"} of port ${probe.port}, which answers probes at ${served.probePaths.join(", ")}.`,
+          );
         }
       }
     }

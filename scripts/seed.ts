@@ -58,6 +58,8 @@ for (const s of sessions) {
   if (first && s !== first) await services.memberships.join("follow", { type: "user", id: s.user.id }, first.user.id);
 }
 await services.views.close();
-console.log(`Seeded ${users} users (password "${password}"), ${posts} posts with likes, collects and views, and follows. A token for ${sessions[0]?.user.username}:`);
+console.log(
+  `Seeded ${users} users (password "${password}"), ${posts} posts with likes, collects and views, and follows. A token for ${sessions[0]?.user.username}:`,
+);
 console.log(sessions[0]?.token);
 await clients.close();

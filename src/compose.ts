@@ -120,7 +120,9 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     : null;
   const counterStore = createCounterStore(redis, keys, {
     ...(hotCounts ? { hotCounts } : {}),
-    ...(memberIndexes && memberIndexLoader ? { memberIndexes: { indexes: memberIndexes, missing: (relation, type, userId) => memberIndexLoader.missing(relation, type, userId) } } : {}),
+    ...(memberIndexes && memberIndexLoader
+      ? { memberIndexes: { indexes: memberIndexes, missing: (relation, type, userId) => memberIndexLoader.missing(relation, type, userId) } }
+      : {}),
   });
   const rebuilds = createRebuildStore(redis, keys);
   const redisReconcile = createRedisReconcileStore(redis, keys);
@@ -138,7 +140,11 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     store: createMemoryStore(redis, keys),
     rebuilds,
     snapshots,
-    onEvicted: (evicted, reading) => logger.warn({ evicted, usedBytes: reading.usedBytes, maxBytes: reading.maxBytes }, "Redis is near its maxmemory: the least recently used targets were evicted"),
+    onEvicted: (evicted, reading) =>
+      logger.warn(
+        { evicted, usedBytes: reading.usedBytes, maxBytes: reading.maxBytes },
+        "Redis is near its maxmemory: the least recently used targets were evicted",
+      ),
     onFailure: (err) => logger.warn({ err }, "Redis's memory could not be measured or cold targets evicted; trying again on the next load"),
   });
   const counters = createCounterService({
@@ -192,7 +198,8 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       flushEveryMs: config.views.flushIntervalMs,
       flushAtPosts: config.views.flushPosts,
       onFlushFailure: (err) => logger.warn({ err }, "views could not be flushed to Redis; they wait for the next flush"),
-      onViewsLost: (views, err) => logger.error({ err, views }, "views given up: Redis did not confirm them in time (a command already sent may still count them, once)"),
+      onViewsLost: (views, err) =>
+        logger.error({ err, views }, "views given up: Redis did not confirm them in time (a command already sent may still count them, once)"),
     }),
     users: createUserService({
       users,
@@ -261,7 +268,10 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     // (a sweep of every stream) at most every 5 s.
     readiness: shared(
       createReadiness(clients.probes?.() ?? {}, config.readinessTimeoutMs, {
-        outbox: outboxBacklog(shared(() => backlog.length(), outboxSampleMs), config.relay.outboxWarnLength),
+        outbox: outboxBacklog(
+          shared(() => backlog.length(), outboxSampleMs),
+          config.relay.outboxWarnLength,
+        ),
         ...clients.advisories?.(),
       }),
       readinessShareMs,
@@ -291,7 +301,11 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
           // A day: far longer than the clocks of two workers differ.
           reconcileTicks: createTickClaims(redis, keys.reconcileTickPrefix(), 86_400_000),
           reconcile: () => reconcileWith(bus),
-          databaseAnswers: () => db.$queryRaw`SELECT 1`.then(() => true, () => false),
+          databaseAnswers: () =>
+            db.$queryRaw`SELECT 1`.then(
+              () => true,
+              () => false,
+            ),
           rankings,
         },
         config,

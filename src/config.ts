@@ -22,7 +22,11 @@ type Read<T> = T extends Setting<infer S> ? z.output<S> : { readonly [K in keyof
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 const nonNegativeInt = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
-const commaSeparated = (value: string) => value.split(",").map((s) => s.trim()).filter(Boolean);
+const commaSeparated = (value: string) =>
+  value
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /** Fastify's `trustProxy`: whether and which proxies' X-Forwarded-For to believe. */
 export type TrustProxy = boolean | number | string[];
@@ -56,7 +60,13 @@ const settings = {
   databaseUrl: setting("DATABASE_URL", z.url().default("postgresql://postgres@127.0.0.1:5432/likes")),
   redisUrl: setting("REDIS_URL", z.url().default("redis://127.0.0.1:6379")),
   /** Comma-separated seed nodes; when set, Redis is used in cluster mode. */
-  redisClusterNodes: setting("REDIS_CLUSTER_NODES", z.string().default("").transform((v): readonly string[] => Object.freeze(commaSeparated(v)))),
+  redisClusterNodes: setting(
+    "REDIS_CLUSTER_NODES",
+    z
+      .string()
+      .default("")
+      .transform((v): readonly string[] => Object.freeze(commaSeparated(v))),
+  ),
   /** How long a Redis command may go unanswered before it fails (a stalled Redis answers nothing). */
   redisCommandTimeoutMs: setting("REDIS_COMMAND_TIMEOUT_MS", positiveInt(1000)),
   /** How long a GraphQL request may take before it answers SERVICE_UNAVAILABLE; every store call of the request inherits it. */
@@ -97,17 +107,37 @@ const settings = {
   port: setting("PORT", z.coerce.number().int().min(0).max(65535).default(4000)),
   host: setting("HOST", z.string().default("127.0.0.1")),
   logLevel: setting("LOG_LEVEL", z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info")),
-  production: setting("NODE_ENV", z.string().default("development").transform((v) => v === "production")),
+  production: setting(
+    "NODE_ENV",
+    z
+      .string()
+      .default("development")
+      .transform((v) => v === "production"),
+  ),
   /** Redis key partitions: fixed per deployment, since every key embeds its partition. */
   redisPartitions: setting("REDIS_PARTITIONS", positiveInt(1024)),
   tokenTtlSeconds: setting("TOKEN_TTL_SECONDS", positiveInt(7 * 24 * 3600)),
   /** Whether `npm start` also runs the persistence pipeline, in one process beside the API's. */
   pipeline: setting("PIPELINE", z.enum(["embedded", "off"]).default("embedded")),
   /** API processes `npm start` runs, sharing the port: one per core unless set. */
-  webConcurrency: setting("WEB_CONCURRENCY", z.coerce.number().int().min(1).max(256).default(() => availableParallelism())),
+  webConcurrency: setting(
+    "WEB_CONCURRENCY",
+    z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(256)
+      .default(() => availableParallelism()),
+  ),
   rabbitmq: {
     /** Prefix of the exchange, queues and routing keys, so deployments can share a broker. */
-    prefix: setting("RABBITMQ_PREFIX", z.string().regex(/^[a-z][a-z0-9_-]*$/, "RABBITMQ_PREFIX must be lower-case letters, digits, _ or -").default("likes")),
+    prefix: setting(
+      "RABBITMQ_PREFIX",
+      z
+        .string()
+        .regex(/^[a-z][a-z0-9_-]*$/, "RABBITMQ_PREFIX must be lower-case letters, digits, _ or -")
+        .default("likes"),
+    ),
     queueType: setting("RABBITMQ_QUEUE_TYPE", z.enum(["quorum", "classic"]).default("quorum")),
     /** How long a publish may wait for the broker's confirm before it counts as failed. */
     publishTimeoutMs: setting("RABBITMQ_PUBLISH_TIMEOUT_MS", positiveInt(5_000)),
@@ -143,7 +173,13 @@ const settings = {
   hotCountsTargets: setting("HOT_COUNTS_TARGETS", z.coerce.number().int().min(0).max(10_000_000).default(100_000)),
   reconcile: {
     /** When the worker runs a reconcile pass: a cron expression, or "off" (null). */
-    cron: setting("RECONCILE_CRON", z.string().default("0 3 * * *").transform((v) => (v === "off" ? null : v))),
+    cron: setting(
+      "RECONCILE_CRON",
+      z
+        .string()
+        .default("0 3 * * *")
+        .transform((v) => (v === "off" ? null : v)),
+    ),
     batchSize: setting("RECONCILE_BATCH_SIZE", positiveInt(200)),
     /** Members a reconcile pass loads at once: bigger targets are compared in pieces of this size. */
     memberChunk: setting("RECONCILE_MEMBER_CHUNK", positiveInt(10_000)),
@@ -172,14 +208,32 @@ const settings = {
   /** Tokens: accepted this long past `exp` (clocks disagree); `iss` / `aud` required and issued when set. */
   jwt: {
     clockToleranceSeconds: setting("JWT_CLOCK_TOLERANCE_SECONDS", z.coerce.number().int().min(0).max(300).default(30)),
-    issuer: setting("JWT_ISSUER", z.string().optional().transform((v) => v || undefined)),
-    audience: setting("JWT_AUDIENCE", z.string().optional().transform((v) => v || undefined)),
+    issuer: setting(
+      "JWT_ISSUER",
+      z
+        .string()
+        .optional()
+        .transform((v) => v || undefined),
+    ),
+    audience: setting(
+      "JWT_AUDIENCE",
+      z
+        .string()
+        .optional()
+        .transform((v) => v || undefined),
+    ),
   },
   /** Whether X-Forwarded-For names the client: "false", "true" (any proxy), a hop count, or proxy addresses/CIDRs, comma-separated. */
   trustProxy: setting("TRUST_PROXY", z.string().default("false").transform(parseTrustProxy)),
   /** Rate budgets, in units per minute (a quiet client may spend a minute's worth at once); 0 leaves one unlimited. */
   rateLimits: {
-    enabled: setting("RATE_LIMITS", z.enum(["on", "off"]).default("on").transform((v) => v === "on")),
+    enabled: setting(
+      "RATE_LIMITS",
+      z
+        .enum(["on", "off"])
+        .default("on")
+        .transform((v) => v === "on"),
+    ),
     userMutations: setting("RATE_LIMIT_USER_MUTATIONS", nonNegativeInt(600)),
     ipMutations: setting("RATE_LIMIT_IP_MUTATIONS", nonNegativeInt(3000)),
     ipSignIns: setting("RATE_LIMIT_IP_SIGN_INS", nonNegativeInt(300)),
@@ -237,7 +291,12 @@ const shape = shapeOf(settings);
 const configSchema = z.object(shape).transform((values, ctx) => {
   const { jwtSecret, corsOrigins, tracing, ...rest } = read(settings, values);
   if (jwtSecret === undefined && rest.production) {
-    ctx.issues.push({ code: "custom", path: ["JWT_SECRET"], input: undefined, message: "JWT_SECRET must be set in production; the development default is public." });
+    ctx.issues.push({
+      code: "custom",
+      path: ["JWT_SECRET"],
+      input: undefined,
+      message: "JWT_SECRET must be set in production; the development default is public.",
+    });
   }
   return Object.freeze({
     ...rest,

@@ -82,8 +82,7 @@ export class DomainError extends Error {
 export const unauthenticated = (message = "Sign in first: send an Authorization: Bearer <token> header.") =>
   new DomainError(ErrorCode.UNAUTHENTICATED, message);
 
-export const notFound = (what: string, id: bigint | string) =>
-  new DomainError(ErrorCode.NOT_FOUND, `No ${what} has id ${id}.`);
+export const notFound = (what: string, id: bigint | string) => new DomainError(ErrorCode.NOT_FOUND, `No ${what} has id ${id}.`);
 
 export const badInput = (field: string, message: string) => new DomainError(ErrorCode.BAD_USER_INPUT, message, field);
 

@@ -25,7 +25,12 @@ function totalCounter(registry: Registry, name: string, help: string, read: () =
 export function watchHotCounts(registry: Registry, hotCounts: HotCounts): void {
   totalCounter(registry, "likes_hot_counts_hits_total", "Targets whose counts were answered from this process's memory", () => hotCounts.stats().hits);
   totalCounter(registry, "likes_hot_counts_misses_total", "Targets whose counts were read from Redis", () => hotCounts.stats().misses);
-  totalCounter(registry, "likes_hot_counts_invalidations_total", "Counts held in memory dropped because Redis told of a write", () => hotCounts.stats().invalidations);
+  totalCounter(
+    registry,
+    "likes_hot_counts_invalidations_total",
+    "Counts held in memory dropped because Redis told of a write",
+    () => hotCounts.stats().invalidations,
+  );
   new Gauge({
     name: "likes_hot_counts_entries",
     help: "Counter hashes held in this process's memory",

@@ -74,7 +74,8 @@ export function answerMetricsRequests(registries: readonly Registry[]): () => vo
   const listener = (message: unknown) => {
     if (!isRequest(message) || !process.send) return;
     // With a callback a closed channel (the supervisor going away) is reported there, not thrown as an 'error' event.
-    const reply = (metrics: Metrics) => process.send?.({ type: "likes:metrics-reply", id: message.id, metrics } satisfies MetricsReply, undefined, undefined, () => {});
+    const reply = (metrics: Metrics) =>
+      process.send?.({ type: "likes:metrics-reply", id: message.id, metrics } satisfies MetricsReply, undefined, undefined, () => {});
     Promise.all(registries.map((r) => r.getMetricsAsJSON())).then(
       (metrics) => reply(metrics.flat()),
       () => reply([]),

@@ -65,7 +65,11 @@ export function onTermination(logger: Logger, options: ShutdownOptions = {}): Sh
           new Promise<typeof left>((resolve) => (timer = setTimeout(() => resolve(left), allowedMs))),
         ]);
         clearTimeout(timer);
-        if (outcome === left) logger.warn({ closing: name, waitedMs: allowedMs }, `${name} did not close in ${allowedMs} ms (a store does not answer); left behind, the stores keep what it had not finished`);
+        if (outcome === left)
+          logger.warn(
+            { closing: name, waitedMs: allowedMs },
+            `${name} did not close in ${allowedMs} ms (a store does not answer); left behind, the stores keep what it had not finished`,
+          );
         else if (outcome) {
           failed = true;
           logger.error({ err: outcome.err, closing: name }, `${name} failed to close`);

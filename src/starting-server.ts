@@ -14,12 +14,15 @@ export async function serveWhileStarting(host: string, port: number): Promise<St
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0];
     // Liveness, as the GraphQL server answers it: the process serves HTTP.
-    if (request.method === "GET" && path === "/health/live") return void response.writeHead(200, { "content-type": "application/json" }).end('{"status":"live"}');
+    if (request.method === "GET" && path === "/health/live")
+      return void response.writeHead(200, { "content-type": "application/json" }).end('{"status":"live"}');
     if (request.method === "GET" && path === "/health/ready") {
       return void response.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ status: "starting", checks: { start: reason } }));
     }
     request.resume();
-    const body = { errors: [{ message: `The service is starting and cannot answer yet: ${reason}. Try again shortly.`, extensions: { code: "SERVICE_UNAVAILABLE" } }] };
+    const body = {
+      errors: [{ message: `The service is starting and cannot answer yet: ${reason}. Try again shortly.`, extensions: { code: "SERVICE_UNAVAILABLE" } }],
+    };
     response.writeHead(503, { "content-type": "application/json", "retry-after": "1", connection: "close" }).end(JSON.stringify(body));
   });
   // A connection kept alive would keep the port's next server from having it.

@@ -141,7 +141,10 @@ export function startSupervisor(options: SupervisorOptions): void {
         return;
       }
       if (code === refusalExitCode) {
-        logger.fatal({ role: what.role, childPid: pid, code }, `a ${what.role} process refused to start (its log line above says what to change); not starting it again, stopping`);
+        logger.fatal(
+          { role: what.role, childPid: pid, code },
+          `a ${what.role} process refused to start (its log line above says what to change); not starting it again, stopping`,
+        );
         exitCode = refusalExitCode;
         stop("a process refused to start");
         return;

@@ -42,12 +42,17 @@ const headerGetter: TextMapGetter<Map<string, string>> = {
   keys: (headers) => [...headers.keys()],
 };
 
-const codeOf = (error: GraphQLFormattedError): string => (typeof error.extensions?.code === "string" ? error.extensions.code : ApolloServerErrorCode.INTERNAL_SERVER_ERROR);
+const codeOf = (error: GraphQLFormattedError): string =>
+  typeof error.extensions?.code === "string" ? error.extensions.code : ApolloServerErrorCode.INTERNAL_SERVER_ERROR;
 
 export function startTracing(options: TracingOptions): Tracing {
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ "service.name": options.serviceName, ...options.attributes }),
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: new URL("v1/traces", options.endpoint.endsWith("/") ? options.endpoint : `${options.endpoint}/`).toString() }))],
+    spanProcessors: [
+      new BatchSpanProcessor(
+        new OTLPTraceExporter({ url: new URL("v1/traces", options.endpoint.endsWith("/") ? options.endpoint : `${options.endpoint}/`).toString() }),
+      ),
+    ],
   });
   const tracer = provider.getTracer("like-counter-service");
   const propagator = new W3CTraceContextPropagator();

@@ -94,7 +94,9 @@ export async function loadDataset(sql: pg.Client, shape: DatasetShape, progress:
   for (let k = 1; k <= shape.posts; k++) likes += likersOf(shape, k);
 
   await sql.query("SET synchronous_commit = off");
-  await sql.query("TRUNCATE users, posts, comments, likes, collects, follows, relation_versions, view_totals, target_epochs, counters, like_buckets RESTART IDENTITY");
+  await sql.query(
+    "TRUNCATE users, posts, comments, likes, collects, follows, relation_versions, view_totals, target_epochs, counters, like_buckets RESTART IDENTITY",
+  );
   await copyRows(sql, "users", ["id", "username", "email", "password_hash", "created_at"], function* () {
     const created = new Date(start - dayMs).toISOString();
     for (let u = 1; u <= users; u++) yield `${u}\tbench_${u}\tbench_${u}@example.com\tscrypt$00$00\t${created}`;
@@ -114,7 +116,7 @@ export async function loadDataset(sql: pg.Client, shape: DatasetShape, progress:
       for (let j = 0; j < n; j++) {
         const user = 1 + ((likeStarts[k - 1]! + j * stride) % shape.likers);
         // Spread over the post's life, deterministically per (post, like).
-        const at = from + Math.floor((((likeTimes[k - 1]! + j / n) % 1) * span));
+        const at = from + Math.floor(((likeTimes[k - 1]! + j / n) % 1) * span);
         yield [k, user, at];
       }
       done += n;

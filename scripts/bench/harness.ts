@@ -99,7 +99,22 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   const dir = mkdtempSync(path.join(tmpdir(), "likes-bench-redis-"));
   const child = spawn(
     "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction"],
+    [
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--dir",
+      dir,
+      "--save",
+      "",
+      "--appendonly",
+      "yes",
+      "--appendfsync",
+      "everysec",
+      "--maxmemory-policy",
+      "noeviction",
+    ],
     { stdio: "ignore" },
   );
   // Nor the private Redis.
@@ -309,12 +324,13 @@ export interface RunningService {
 
 export type ServiceMode = "npm start" | "API only";
 
-
-
 /** The value of each sample of a Prometheus text exposition, by its name and labels as written ("name{le=\"0.1\"}"). */
 export async function scrapeMetrics(url: string): Promise<Map<string, number>> {
   const samples = new Map<string, number>();
-  const text = await fetch(url).then((response) => (response.ok ? response.text() : ""), () => "");
+  const text = await fetch(url).then(
+    (response) => (response.ok ? response.text() : ""),
+    () => "",
+  );
   for (const line of text.split("\n")) {
     const match = /^([a-zA-Z_:][\w:]*(?:\{[^}]*\})?) (\S+)$/.exec(line);
     if (match) samples.set(match[1] as string, Number(match[2]));
@@ -327,7 +343,11 @@ export async function scrapeMetrics(url: string): Promise<Map<string, number>> {
  * the API on every core and the persistence pipeline beside it), or with
  * `PIPELINE=off` for the API alone; production settings, quiet logs.
  */
-export async function startService(mode: ServiceMode, env: Record<string, string>, options: { readonly profileDir?: string; readonly directory?: string } = {}): Promise<RunningService> {
+export async function startService(
+  mode: ServiceMode,
+  env: Record<string, string>,
+  options: { readonly profileDir?: string; readonly directory?: string } = {},
+): Promise<RunningService> {
   const { profileDir, directory = projectRoot } = options;
   const port = await freePort();
   const metricsPort = await freePort();
@@ -358,7 +378,10 @@ export async function startService(mode: ServiceMode, env: Record<string, string
   const orphaned = () => child.kill("SIGTERM");
   process.once("exit", orphaned);
   const url = `http://127.0.0.1:${port}/graphql`;
-  await waitFor(async () => (await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: '{"query":"{__typename}"}' })).ok, "the service");
+  await waitFor(
+    async () => (await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: '{"query":"{__typename}"}' })).ok,
+    "the service",
+  );
   return {
     url,
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,

@@ -43,13 +43,17 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
 
 function postJson(url: string, body: string, token: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const request = http.request(url, { method: "POST", agent, headers: { "content-type": "application/json", authorization: `Bearer ${token}` } }, (response) => {
-      let text = "";
-      response.setEncoding("utf8");
-      response.on("data", (chunk: string) => (text += chunk));
-      response.on("end", () => resolve({ status: response.statusCode ?? 0, body: text }));
-      response.on("error", reject);
-    });
+    const request = http.request(
+      url,
+      { method: "POST", agent, headers: { "content-type": "application/json", authorization: `Bearer ${token}` } },
+      (response) => {
+        let text = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => (text += chunk));
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, body: text }));
+        response.on("error", reject);
+      },
+    );
     request.on("error", reject);
     request.end(body);
   });
@@ -103,7 +107,14 @@ async function subscribe(service: RunningService, postId: bigint, count: number)
         onClosed = (event) => reject(new Error(`subscriber ${i} could not connect: ${(event as { code?: number }).code ?? String(event)}`));
       }),
     );
-    const client = createClient({ url, webSocketImpl: WebSocket, lazy: false, retryAttempts: 0, on: { connected: () => onConnected(), closed: (event) => onClosed(event) }, onNonLazyError: () => {} });
+    const client = createClient({
+      url,
+      webSocketImpl: WebSocket,
+      lazy: false,
+      retryAttempts: 0,
+      on: { connected: () => onConnected(), closed: (event) => onClosed(event) },
+      onNonLazyError: () => {},
+    });
     client.subscribe<{ postCounts: { counts: { likes: number } } }>(
       { query: subscription, variables: { ids: [String(postId)] } },
       {

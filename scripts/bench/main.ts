@@ -92,7 +92,8 @@ const { values: flags, positionals } = parseArgs({
   },
 });
 const unknown = positionals.filter((s) => !(all as readonly string[]).includes(s));
-const modes: ServiceMode[] = flags.mode === undefined ? ["npm start", "API only"] : flags.mode === "npm-start" ? ["npm start"] : flags.mode === "api-only" ? ["API only"] : [];
+const modes: ServiceMode[] =
+  flags.mode === undefined ? ["npm start", "API only"] : flags.mode === "npm-start" ? ["npm start"] : flags.mode === "api-only" ? ["API only"] : [];
 if (unknown.length || modes.length === 0) {
   console.error(`Usage: npm run bench -- [--quick] [--mode npm-start|api-only] [--profile dir] [--against dir] [--database name] [${all.join("|")} ...]`);
   process.exit(2);
@@ -110,7 +111,10 @@ const databaseUrl = (() => {
 })();
 
 function progressBar(label: string) {
-  const bar = new SingleBar({ format: `${label} [{bar}] {value}/{total} | {eta_formatted} left`, etaBuffer: 50, stream: process.stderr }, Presets.shades_classic);
+  const bar = new SingleBar(
+    { format: `${label} [{bar}] {value}/{total} | {eta_formatted} left`, etaBuffer: 50, stream: process.stderr },
+    Presets.shades_classic,
+  );
   let started = false;
   return {
     update(done: number, total: number) {
@@ -128,10 +132,7 @@ async function warmRedis(redis: BenchRedis, data: Dataset): Promise<number> {
   const db = createDatabase({ url: databaseUrl, poolSize: 8 });
   const app = compose(loadConfig({ ...process.env, DATABASE_URL: databaseUrl, ...redis.env }), { db, redis: redis.client }, createLogger("warn", "bench"));
   const services = app.services;
-  const targets: Target[] = [
-    ...data.postIds.map((id): Target => ({ type: "post", id })),
-    ...data.likerIds.map((id): Target => ({ type: "user", id })),
-  ];
+  const targets: Target[] = [...data.postIds.map((id): Target => ({ type: "post", id })), ...data.likerIds.map((id): Target => ({ type: "user", id }))];
   const bar = progressBar(`warming the ${redis.label} Redis through the rebuild`);
   const started = Date.now();
   for (let i = 0; i < targets.length; i += 16) {
@@ -173,37 +174,45 @@ function printScale(runs: readonly ScaleRun[], mode: ServiceMode): void {
     const parts = coreParts(r);
     return `${parts.map(([, n]) => n.toFixed(2)).join(" + ")} = ${parts.reduce((total, [, n]) => total + n, 0).toFixed(2)}`;
   };
-  const names = runs[0] ? coreParts(runs[0].figures).map(([name]) => name).join(" + ") : "";
+  const names = runs[0]
+    ? coreParts(runs[0].figures)
+        .map(([name]) => name)
+        .join(" + ")
+    : "";
   console.log(
     `\nscale: ${mode === "API only" ? "the API alone (PIPELINE=off)" : "`npm start`"} with 1 and 2 API processes, against one Redis and a 3-master Redis Cluster, ` +
       `on the ${shape.name} data set, ${connections} connections; this machine's ${availableParallelism()} cores carry the load generator, the API processes, Redis, PostgreSQL and whatever else runs here:`,
   );
-  console.table(runs.map(({ redis: label, apiProcesses, figures: r }) => ({
-    Redis: label,
-    "API processes": apiProcesses,
-    scenario: r.scenario,
-    "req/s": r.requestsPerSecond,
-    "p50 ms": r.p50Ms,
-    "p99 ms": r.p99Ms,
-    failures: r.failures,
-    exact: r.exact,
-    "API CPU ms/req": r.apiCpuMsPerRequest,
-    ...(mode === "npm start" ? { "pipeline CPU ms/req": r.pipelineCpuMsPerRequest } : {}),
-    "load CPU ms/req": r.loadCpuMsPerRequest,
-    "Redis cmds/req": r.redisCommandsPerRequest,
-    "round trips/req": r.redisRoundTripsPerRequest,
-    "Redis CPU µs/req": r.redisCpuUsPerRequest,
-    [`cores: ${names}`]: coresOf(r),
-    "machine busy cores": r.machineCores,
-  })));
+  console.table(
+    runs.map(({ redis: label, apiProcesses, figures: r }) => ({
+      Redis: label,
+      "API processes": apiProcesses,
+      scenario: r.scenario,
+      "req/s": r.requestsPerSecond,
+      "p50 ms": r.p50Ms,
+      "p99 ms": r.p99Ms,
+      failures: r.failures,
+      exact: r.exact,
+      "API CPU ms/req": r.apiCpuMsPerRequest,
+      ...(mode === "npm start" ? { "pipeline CPU ms/req": r.pipelineCpuMsPerRequest } : {}),
+      "load CPU ms/req": r.loadCpuMsPerRequest,
+      "Redis cmds/req": r.redisCommandsPerRequest,
+      "round trips/req": r.redisRoundTripsPerRequest,
+      "Redis CPU µs/req": r.redisCpuUsPerRequest,
+      [`cores: ${names}`]: coresOf(r),
+      "machine busy cores": r.machineCores,
+    })),
+  );
   console.log("\nscale: ratios of req/s (like-hot's meet a target only when both runs were exact):");
-  console.table(scaleRatios(runs).map((q) => ({
-    scenario: q.scenario,
-    compared: q.compared,
-    ratio: `${q.ratio.toFixed(2)}×`,
-    target: `≥ ${q.target.toFixed(q.target < 1 ? 2 : 1)}${q.targeted ? "" : " (like-hot's, for comparison)"}`,
-    met: q.met ? "✓" : q.exact ? "✗" : "✗ (not exact)",
-  })));
+  console.table(
+    scaleRatios(runs).map((q) => ({
+      scenario: q.scenario,
+      compared: q.compared,
+      ratio: `${q.ratio.toFixed(2)}×`,
+      target: `≥ ${q.target.toFixed(q.target < 1 ? 2 : 1)}${q.targeted ? "" : " (like-hot's, for comparison)"}`,
+      met: q.met ? "✓" : q.exact ? "✗" : "✗ (not exact)",
+    })),
+  );
 }
 
 async function issueTokens(ids: readonly bigint[]): Promise<Map<bigint, string>> {
@@ -231,7 +240,9 @@ try {
     const bar = progressBar(`loading the ${shape.name} data set into PostgreSQL (COPY), likes`);
     const data = await loadDataset(sql, shape, (done, total) => bar.update(done, total));
     bar.stop();
-    console.error(`  ${data.likerIds.length.toLocaleString()} likers, ${data.idleIds.length.toLocaleString()} idle users, ${data.postIds.length.toLocaleString()} posts, ${data.likes.toLocaleString()} likes`);
+    console.error(
+      `  ${data.likerIds.length.toLocaleString()} likers, ${data.idleIds.length.toLocaleString()} idle users, ${data.postIds.length.toLocaleString()} posts, ${data.likes.toLocaleString()} likes`,
+    );
     const memoryBefore = await redis.client.info("memory");
     const warmSeconds = await warmRedis(redis, data);
     console.error(`  Redis warmed in ${warmSeconds.toFixed(1)} s`);
@@ -242,14 +253,18 @@ try {
     }
     if (chosen.has("memory")) {
       const m = await measureMemory(redis, data, memoryBefore);
-      console.log(`\nRedis memory of the ${shape.name} data set, warmed through the rebuild (${m.likes.toLocaleString()} likes, ${m.targets.toLocaleString()} targets):`);
-      console.table([{
-        "bytes/like (membership)": m.bytesPerLike,
-        "bytes/counter hash": m.bytesPerCounterHash,
-        "membership keys": m.membershipKeys,
-        "largest key (members)": m.largestKeyMembers,
-        "used_memory (MB)": m.usedMemoryMb,
-      }]);
+      console.log(
+        `\nRedis memory of the ${shape.name} data set, warmed through the rebuild (${m.likes.toLocaleString()} likes, ${m.targets.toLocaleString()} targets):`,
+      );
+      console.table([
+        {
+          "bytes/like (membership)": m.bytesPerLike,
+          "bytes/counter hash": m.bytesPerCounterHash,
+          "membership keys": m.membershipKeys,
+          "largest key (members)": m.largestKeyMembers,
+          "used_memory (MB)": m.usedMemoryMb,
+        },
+      ]);
     }
 
     if (chosen.has("nested")) {
@@ -262,21 +277,25 @@ try {
       ];
       if (flags.against !== undefined) {
         const directory = path.resolve(flags.against);
-        figures.push(await measureNested(databaseUrl, `${path.basename(directory)}, as configured`, { ...env, RABBITMQ_PREFIX: "likes_bench_other" }, directory));
+        figures.push(
+          await measureNested(databaseUrl, `${path.basename(directory)}, as configured`, { ...env, RABBITMQ_PREFIX: "likes_bench_other" }, directory),
+        );
       }
       console.log(`\nThe nested query (feed(100) → comments(100) → post → comments(100)), anonymous, one request to a freshly started API:`);
-      console.table(figures.map((f) => ({
-        service: f.service,
-        status: f.status,
-        code: f.code,
-        cost: f.cost,
-        "time (s)": f.seconds,
-        "SQL transactions": f.sqlTransactions,
-        nodes: f.nodes,
-        "response (MB)": f.responseMb,
-        "API peak RSS (MB)": f.apiPeakRssMb,
-        "API CPU (s)": f.apiCpuSeconds,
-      })));
+      console.table(
+        figures.map((f) => ({
+          service: f.service,
+          status: f.status,
+          code: f.code,
+          cost: f.cost,
+          "time (s)": f.seconds,
+          "SQL transactions": f.sqlTransactions,
+          nodes: f.nodes,
+          "response (MB)": f.responseMb,
+          "API peak RSS (MB)": f.apiPeakRssMb,
+          "API CPU (s)": f.apiCpuSeconds,
+        })),
+      );
     }
 
     if (wantsHttp) {
@@ -284,7 +303,13 @@ try {
       const tokens = await issueTokens([...data.likerIds, ...data.idleIds]);
       const token = (id: bigint) => tokens.get(id) as string;
       const fresh = new FreshPairs(data);
-      const services = flags.against === undefined ? [{ label: "", directory: undefined }] : [{ label: "", directory: undefined }, { label: ` @ ${path.basename(path.resolve(flags.against))}`, directory: path.resolve(flags.against) }];
+      const services =
+        flags.against === undefined
+          ? [{ label: "", directory: undefined }]
+          : [
+              { label: "", directory: undefined },
+              { label: ` @ ${path.basename(path.resolve(flags.against))}`, directory: path.resolve(flags.against) },
+            ];
       const runs = wantsRuns ? modes.flatMap((mode) => services.map((s) => ({ mode, ...s }))) : [];
       for (const { mode, label, directory } of runs) {
         // The other checkout gets queues of its own: its messages need not be readable by this one's consumers.
@@ -311,12 +336,17 @@ try {
               continue;
             }
             const figures =
-              scenario === "like-hot" ? await likeHot(ctx, hotLikes)
-              : scenario === "collect-hot" ? await collectHot(ctx, hotLikes)
-              : scenario === "follow-hot" ? await followHot(ctx, hotLikes)
-              : scenario === "like-spread" ? await likeSpread(ctx)
-              : scenario === "hot-posts" ? await hotPosts(ctx)
-              : await mixed(ctx);
+              scenario === "like-hot"
+                ? await likeHot(ctx, hotLikes)
+                : scenario === "collect-hot"
+                  ? await collectHot(ctx, hotLikes)
+                  : scenario === "follow-hot"
+                    ? await followHot(ctx, hotLikes)
+                    : scenario === "like-spread"
+                      ? await likeSpread(ctx)
+                      : scenario === "hot-posts"
+                        ? await hotPosts(ctx)
+                        : await mixed(ctx);
             results.push(figures);
           }
           if (chosen.has("live-hot")) {
@@ -329,56 +359,66 @@ try {
       }
 
       if (liveResults.length > 0) {
-        console.log(`\nLive counts (graphql-ws): subscribers of the hot post while it takes likes at a fixed rate; lag from a like's answer to each subscriber's first message holding it:`);
-        console.table(liveResults.map((l) => ({
-          mode: l.mode,
-          subscribers: l.subscribers,
-          "likes/s": l.likesPerSecond,
-          likes: l.likes,
-          failures: l.failures,
-          "like p50/p99 ms": `${l.likeP50Ms} / ${l.likeP99Ms}`,
-          "lag p50 ms": l.lagP50Ms,
-          "lag p99 ms": l.lagP99Ms,
-          "lag max ms": l.lagMaxMs,
-          "msgs/subscriber/s": l.messagesPerSubscriberSecond,
-          "min gap ms": l.minGapMs,
-          "likes never shown": l.missedBySubscribers,
-          "API CPU (cores)": l.apiCores,
-          "load CPU (cores)": l.loadCores,
-        })));
+        console.log(
+          `\nLive counts (graphql-ws): subscribers of the hot post while it takes likes at a fixed rate; lag from a like's answer to each subscriber's first message holding it:`,
+        );
+        console.table(
+          liveResults.map((l) => ({
+            mode: l.mode,
+            subscribers: l.subscribers,
+            "likes/s": l.likesPerSecond,
+            likes: l.likes,
+            failures: l.failures,
+            "like p50/p99 ms": `${l.likeP50Ms} / ${l.likeP99Ms}`,
+            "lag p50 ms": l.lagP50Ms,
+            "lag p99 ms": l.lagP99Ms,
+            "lag max ms": l.lagMaxMs,
+            "msgs/subscriber/s": l.messagesPerSubscriberSecond,
+            "min gap ms": l.minGapMs,
+            "likes never shown": l.missedBySubscribers,
+            "API CPU (cores)": l.apiCores,
+            "load CPU (cores)": l.loadCores,
+          })),
+        );
       }
       if (results.length > 0) {
         console.error("raw Redis: like script and pipelines of 100 HGETALL (redis-benchmark) ...");
         const rawLikes = rawLikeScript(redis);
         const rawFeeds = await rawFeedPipelines(redis, data.postIds);
-        console.log(`\nThe service over HTTP on the ${shape.name} data set, ${connections} connections, this machine (load generator, service, Redis, RabbitMQ and PostgreSQL share its cores):`);
-        console.table(results.map((r) => ({
-          scenario: r.scenario,
-          mode: r.mode,
-          "req/s": r.requestsPerSecond,
-          "p50 ms": r.p50Ms,
-          "p99 ms": r.p99Ms,
-          "max ms": r.maxMs,
-          failures: r.failures,
-          exact: r.exact,
-        })));
+        console.log(
+          `\nThe service over HTTP on the ${shape.name} data set, ${connections} connections, this machine (load generator, service, Redis, RabbitMQ and PostgreSQL share its cores):`,
+        );
+        console.table(
+          results.map((r) => ({
+            scenario: r.scenario,
+            mode: r.mode,
+            "req/s": r.requestsPerSecond,
+            "p50 ms": r.p50Ms,
+            "p99 ms": r.p99Ms,
+            "max ms": r.maxMs,
+            failures: r.failures,
+            exact: r.exact,
+          })),
+        );
         console.log("\nWhat each request cost (CPU per request of each process or server; Redis commands include those run inside scripts):");
-        console.table(results.map((r) => ({
-          scenario: r.scenario,
-          mode: r.mode,
-          "API CPU ms": r.apiCpuMsPerRequest,
-          "pipeline CPU ms": r.pipelineCpuMsPerRequest,
-          "Redis CPU ms": Number((r.redisCpuUsPerRequest / 1000).toFixed(3)),
-          "RabbitMQ CPU ms": r.rabbitmqCpuMsPerRequest,
-          "PostgreSQL CPU ms": r.postgresCpuMsPerRequest,
-          "load CPU ms": r.loadCpuMsPerRequest,
-          "Redis cmds": r.redisCommandsPerRequest,
-          "script calls": r.redisScriptsPerRequest,
-          "round trips": r.redisRoundTripsPerRequest,
-          "Redis bytes": r.redisBytesPerRequest,
-          "hot counts hit rate": r.hotCountsHitRate ?? "none kept",
-          "staleness p99 ms": r.hotCountsStalenessP99Ms ?? "",
-        })));
+        console.table(
+          results.map((r) => ({
+            scenario: r.scenario,
+            mode: r.mode,
+            "API CPU ms": r.apiCpuMsPerRequest,
+            "pipeline CPU ms": r.pipelineCpuMsPerRequest,
+            "Redis CPU ms": Number((r.redisCpuUsPerRequest / 1000).toFixed(3)),
+            "RabbitMQ CPU ms": r.rabbitmqCpuMsPerRequest,
+            "PostgreSQL CPU ms": r.postgresCpuMsPerRequest,
+            "load CPU ms": r.loadCpuMsPerRequest,
+            "Redis cmds": r.redisCommandsPerRequest,
+            "script calls": r.redisScriptsPerRequest,
+            "round trips": r.redisRoundTripsPerRequest,
+            "Redis bytes": r.redisBytesPerRequest,
+            "hot counts hit rate": r.hotCountsHitRate ?? "none kept",
+            "staleness p99 ms": r.hotCountsStalenessP99Ms ?? "",
+          })),
+        );
         for (const r of results) console.log(`  ${r.scenario} (${r.mode}), Redis commands per request: ${r.redisTopCommands}`);
         for (const l of lagResults) {
           console.log(
@@ -386,7 +426,9 @@ try {
               `${l.p50Ms} ms (p50) / ${l.p99Ms} ms (p99) / ${l.maxMs} ms (max) after its answer, over ${l.likes} likes; ${l.staleReads} reads showed the count before it`,
           );
         }
-        console.log(`\nRedis alone, same run (redis-benchmark, ${connections} connections): ${rawLikes.toLocaleString()} like scripts/s, ${rawFeeds.toLocaleString()} pipelines of 100 HGETALL/s`);
+        console.log(
+          `\nRedis alone, same run (redis-benchmark, ${connections} connections): ${rawLikes.toLocaleString()} like scripts/s, ${rawFeeds.toLocaleString()} pipelines of 100 HGETALL/s`,
+        );
         for (const v of viewResults) {
           console.log(
             `  ${v.http.scenario} (${v.http.mode}): ${v.hotViewsPerSecond.toLocaleString()} views/s of the hot post counted (${v.http.requestsPerSecond.toLocaleString()} requests/s of ${v.perRequest}), ` +
@@ -396,7 +438,10 @@ try {
         for (const r of results) {
           const membership = ["like-hot", "like-spread", "collect-hot", "follow-hot"].includes(r.scenario);
           const [ceiling, what] = membership ? [rawLikes, "like scripts"] : r.scenario === "feed100" ? [rawFeeds, "pipelines of 100 HGETALL"] : [null, ""];
-          if (ceiling) console.log(`  ${r.scenario} (${r.mode}): ${r.requestsPerSecond.toLocaleString()} req/s = ${((100 * r.requestsPerSecond) / ceiling).toFixed(1)}% of Redis alone's ${what}`);
+          if (ceiling)
+            console.log(
+              `  ${r.scenario} (${r.mode}): ${r.requestsPerSecond.toLocaleString()} req/s = ${((100 * r.requestsPerSecond) / ceiling).toFixed(1)}% of Redis alone's ${what}`,
+            );
         }
       }
 
@@ -425,26 +470,30 @@ try {
     console.error("persist: outbox → RabbitMQ → PostgreSQL through a worker process ...");
     const p = await persist(redis, sql, databaseUrl, amqp);
     console.log("\nPersistence into PostgreSQL (worker process, batches of up to 1,000):");
-    console.table([{
-      "drained likes": p.drainedLikes,
-      "persisted likes/s": p.persistedPerSecond,
-      "transactions per 1,000": p.transactionsPer1000,
-      [`lag p50 ms at ${p.pacedRate}/s`]: p.lagP50Ms,
-      [`lag p99 ms at ${p.pacedRate}/s`]: p.lagP99Ms,
-    }]);
+    console.table([
+      {
+        "drained likes": p.drainedLikes,
+        "persisted likes/s": p.persistedPerSecond,
+        "transactions per 1,000": p.transactionsPer1000,
+        [`lag p50 ms at ${p.pacedRate}/s`]: p.lagP50Ms,
+        [`lag p99 ms at ${p.pacedRate}/s`]: p.lagP99Ms,
+      },
+    ]);
   }
   if (chosen.has("reconcile")) {
     console.error("reconcile: 1,000,000 likes over 10,000 posts ...");
     const r = await reconcileScenario(redis, sql, databaseUrl, amqp);
     console.log("\nRebuild and reconcile, 1,000,000 likes over 10,000 posts (Zipf), every post held by Redis:");
-    console.table([{
-      likes: r.likes,
-      "rebuild 10,000 likers (ms)": r.rebuild10kLikersMs,
-      "rebuild all posts (s)": r.rebuildAllSeconds,
-      "reconcile pass (s)": r.reconcileSeconds,
-      "targets/s": r.reconcileTargetsPerSecond,
-      "reconcile peak RSS (MB)": r.reconcilePeakRssMb,
-    }]);
+    console.table([
+      {
+        likes: r.likes,
+        "rebuild 10,000 likers (ms)": r.rebuild10kLikersMs,
+        "rebuild all posts (s)": r.rebuildAllSeconds,
+        "reconcile pass (s)": r.reconcileSeconds,
+        "targets/s": r.reconcileTargetsPerSecond,
+        "reconcile peak RSS (MB)": r.reconcilePeakRssMb,
+      },
+    ]);
     console.log(r.summary);
   }
   if (chosen.has("reconcile-big")) {
@@ -455,13 +504,15 @@ try {
     console.error("  a pass loading the target whole (RECONCILE_MEMBER_CHUNK=100000000), as before ...");
     const whole = await reconcileBigPass(redis, databaseUrl, amqp, 100_000_000);
     console.log("\nReconcile of one post with 5,000,000 likers, node --max-old-space-size=160 (npm run reconcile):");
-    console.table([chunked, whole].map((r, i) => ({
-      pass: i === 0 ? "in pieces of 10,000" : "loaded whole",
-      "exit code": r.exitCode,
-      "pass (s)": Number(r.passSeconds.toFixed(1)),
-      "peak heap (MB)": r.peakHeapMb,
-      "peak RSS (MB)": r.peakRssMb,
-    })));
+    console.table(
+      [chunked, whole].map((r, i) => ({
+        pass: i === 0 ? "in pieces of 10,000" : "loaded whole",
+        "exit code": r.exitCode,
+        "pass (s)": Number(r.passSeconds.toFixed(1)),
+        "peak heap (MB)": r.peakHeapMb,
+        "peak RSS (MB)": r.peakRssMb,
+      })),
+    );
     console.log(chunked.summary);
     console.log(`loaded whole: ${whole.summary.split("\n")[0]}`);
   }

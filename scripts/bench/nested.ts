@@ -72,7 +72,11 @@ export async function measureNested(databaseUrl: string, service: string, env: R
   const api = await startService("API only", env, { directory });
   try {
     // The API's first requests load its caches; one small feed first, so the figure is the query's own.
-    await fetch(api.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: "{ feed(first: 1) { edges { node { id } } } }" }) });
+    await fetch(api.url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: "{ feed(first: 1) { edges { node { id } } } }" }),
+    });
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     const transactionsBefore = await committedTransactions(stats, database);
     const cpuBefore = api.cpu().api;

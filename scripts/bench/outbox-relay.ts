@@ -56,7 +56,9 @@ const rabbit = createRabbitConnection(freshVhost(values.amqp, vhost), pino({ lev
 try {
   const keys = createRedisKeys(partitions);
   const shares = zipfShares(entries, partitions);
-  process.stderr.write(`filling the outbox: ${entries} entries over ${partitions} partitions (largest ${Math.max(...shares)}, ${shares.filter((n) => n > 0).length} not empty) ...\n`);
+  process.stderr.write(
+    `filling the outbox: ${entries} entries over ${partitions} partitions (largest ${Math.max(...shares)}, ${shares.filter((n) => n > 0).length} not empty) ...\n`,
+  );
   let targetId = 1;
   for (let p = 0; p < partitions; p++) {
     for (let done = 0; done < (shares[p] ?? 0); done += 5_000) {
@@ -69,7 +71,9 @@ try {
     }
   }
 
-  const bus = createMessageBus(rabbit, createTopology({ prefix: "bench", persistQueues: 1, queueType: "classic" }), pino({ level: "silent" }), { publishTimeoutMs: 5_000 });
+  const bus = createMessageBus(rabbit, createTopology({ prefix: "bench", persistQueues: 1, queueType: "classic" }), pino({ level: "silent" }), {
+    publishTimeoutMs: 5_000,
+  });
   const outbox = createOutboxStore(redis.client, keys, { batchSize });
   const metrics = createPipelineMetrics();
   gc();
@@ -89,7 +93,16 @@ try {
       }, 250)
     : undefined;
   const started = performance.now();
-  const relay = await startOutboxRelay({ outbox, bus, metrics, logger: pino({ level: "warn" }), batchSize, lingerMs: 50, claimIdleMs: 30_000, warnLength: Number.MAX_SAFE_INTEGER });
+  const relay = await startOutboxRelay({
+    outbox,
+    bus,
+    metrics,
+    logger: pino({ level: "warn" }),
+    batchSize,
+    lingerMs: 50,
+    claimIdleMs: 30_000,
+    warnLength: Number.MAX_SAFE_INTEGER,
+  });
   const published = async () => (await metrics.eventsPublished.get()).values[0]?.value ?? 0;
   while ((await published()) < entries) {
     if (performance.now() - started > 600_000) throw new Error(`the relay did not drain the outbox within 10 minutes (${await published()} published)`);

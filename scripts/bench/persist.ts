@@ -34,7 +34,13 @@ async function startWorker(env: Record<string, string>) {
     return Number(new RegExp(`^${name} (\\d+)`, "m").exec(text)?.[1] ?? 0);
   };
   for (let i = 0; i < 100; i++) {
-    if (await metric("likes_events_persisted_total").then(() => true, () => false)) break;
+    if (
+      await metric("likes_events_persisted_total").then(
+        () => true,
+        () => false,
+      )
+    )
+      break;
     await sleep(100);
   }
   return {

@@ -78,7 +78,12 @@ process.on("exit", () => { sample(); writeFileSync(${JSON.stringify(file)}, Stri
   return { file, preload };
 }
 
-export async function reconcileBigPass(redis: PrivateRedis, databaseUrl: string, amqpUrl: string, memberChunk: number): Promise<Omit<ReconcileBigFigures, "loadSeconds">> {
+export async function reconcileBigPass(
+  redis: PrivateRedis,
+  databaseUrl: string,
+  amqpUrl: string,
+  memberChunk: number,
+): Promise<Omit<ReconcileBigFigures, "loadSeconds">> {
   const probe = heapProbe();
   writeFileSync(probe.file, "0");
   const child = spawn(process.execPath, ["--max-old-space-size=160", "--import", probe.preload, ...entryArgs("reconcile")], {
@@ -112,6 +117,7 @@ export async function reconcileBigPass(redis: PrivateRedis, databaseUrl: string,
     peakHeapMb: Math.round(peakHeapMb),
     peakRssMb: Math.round(peakRssMb),
     exitCode,
-    summary: exitCode === 0 ? output.trim().split("\n").slice(-14).join("\n") : `exit ${exitCode}: ${crashed ?? errors.trim().split("\n").slice(-3).join(" | ")}`,
+    summary:
+      exitCode === 0 ? output.trim().split("\n").slice(-14).join("\n") : `exit ${exitCode}: ${crashed ?? errors.trim().split("\n").slice(-3).join(" | ")}`,
   };
 }

@@ -51,7 +51,9 @@ export async function reconcileScenario(redis: PrivateRedis, sql: pg.Client, dat
     SELECT 'post', p, u FROM generate_series(1, 10000) p,
       LATERAL generate_series(1, CASE WHEN p <= 2 THEN 10000 ELSE GREATEST(10, (120000 / p)::int) END) u`);
   await sql.query(`INSERT INTO counters (target_type, target_id, name, value) SELECT target_type, target_id, 'like', count(*) FROM likes GROUP BY 1, 2`);
-  await sql.query(`INSERT INTO relation_versions (target_type, target_id, relation, user_id, version, member) SELECT target_type, target_id, 'like', min(user_id), 1, true FROM likes GROUP BY 1, 2`);
+  await sql.query(
+    `INSERT INTO relation_versions (target_type, target_id, relation, user_id, version, member) SELECT target_type, target_id, 'like', min(user_id), 1, true FROM likes GROUP BY 1, 2`,
+  );
   const likes = Number((await sql.query<{ n: string }>("SELECT count(*) AS n FROM likes")).rows[0]?.n);
 
   const config = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redis.url });

@@ -39,7 +39,8 @@ async function allProcessesUp(service: RunningService, apiProcesses: number): Pr
   const deadline = Date.now() + 30_000;
   // service.cpu() counts the supervisor among the API processes (it is not the pipeline).
   while (service.cpu().apiProcesses < apiProcesses + 1) {
-    if (Date.now() > deadline) throw new Error(`the service runs ${service.cpu().apiProcesses - 1} API processes 30 s after it answered, expected ${apiProcesses}`);
+    if (Date.now() > deadline)
+      throw new Error(`the service runs ${service.cpu().apiProcesses - 1} API processes 30 s after it answered, expected ${apiProcesses}`);
     await sleep(100);
   }
 }
@@ -100,7 +101,14 @@ export function scaleRatios(runs: readonly ScaleRun[]): ScaleRatio[] {
   for (const scenario of scaleScenarios) {
     for (const redis of redises) add(scenario, `2 / 1 API processes, ${redis}`, find(scenario, redis, 2), find(scenario, redis, 1), processTarget, true);
     for (const apiProcesses of apiProcessCounts) {
-      add(scenario, `cluster / single, ${apiProcesses} API`, find(scenario, "cluster", apiProcesses), find(scenario, "single", apiProcesses), clusterTarget, scenario === "like-hot");
+      add(
+        scenario,
+        `cluster / single, ${apiProcesses} API`,
+        find(scenario, "cluster", apiProcesses),
+        find(scenario, "single", apiProcesses),
+        clusterTarget,
+        scenario === "like-hot",
+      );
     }
   }
   return ratios;

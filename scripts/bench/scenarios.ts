@@ -11,7 +11,17 @@ import { createMembershipStore } from "../../src/stores/redis/membership-store.j
 import { relationLayouts } from "../../src/stores/redis/relations.js";
 import { loadScript } from "../../src/stores/redis/scripts.js";
 import type { Dataset } from "./dataset.js";
-import { cpuBetween, machineBusySeconds, otherServersCpu, partitions, scrapeMetrics, type BenchRedis, type PrivateRedis, type RedisCounters, type RunningService } from "./harness.js";
+import {
+  cpuBetween,
+  machineBusySeconds,
+  otherServersCpu,
+  partitions,
+  scrapeMetrics,
+  type BenchRedis,
+  type PrivateRedis,
+  type RedisCounters,
+  type RunningService,
+} from "./harness.js";
 
 export const connections = 64;
 
@@ -178,15 +188,20 @@ async function run(load: Load): Promise<Omit<HttpFigures, "exact">> {
 }
 
 /** The hot counts' hit rate and staleness over a run, from the service's metrics before and after it. */
-function hotCountsFigures(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>): Pick<HttpFigures, "hotCountsHitRate" | "hotCountsStalenessP99Ms"> {
+function hotCountsFigures(
+  before: ReadonlyMap<string, number>,
+  after: ReadonlyMap<string, number>,
+): Pick<HttpFigures, "hotCountsHitRate" | "hotCountsStalenessP99Ms"> {
   const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
   const hits = delta("likes_hot_counts_hits_total");
   const reads = hits + delta("likes_hot_counts_misses_total");
   const bucket = /^likes_hot_counts_staleness_bound_seconds_bucket\{le="([^"]+)"\}$/;
-  const buckets = [...after.keys()].flatMap((name) => {
-    const le = bucket.exec(name)?.[1];
-    return le === undefined || le === "+Inf" ? [] : [{ le: Number(le), count: delta(name) }];
-  }).sort((x, y) => x.le - y.le);
+  const buckets = [...after.keys()]
+    .flatMap((name) => {
+      const le = bucket.exec(name)?.[1];
+      return le === undefined || le === "+Inf" ? [] : [{ le: Number(le), count: delta(name) }];
+    })
+    .sort((x, y) => x.le - y.le);
   const served = delta("likes_hot_counts_staleness_bound_seconds_count");
   const p99 = served > 0 ? buckets.find((b) => b.count >= 0.99 * served)?.le : undefined;
   return {
@@ -299,7 +314,11 @@ async function members(redis: RedisClient, relation: Relation, pairs: readonly P
   const held: boolean[] = [];
   for (let i = 0; i < pairs.length; i += 1_000) {
     const chunk = pairs.slice(i, i + 1_000);
-    held.push(...(await Promise.all(chunk.map(async ({ user, target }) => (await store.holds(relation, [{ type: targetTypeOf(relation), id: target }], user))[0] === true))));
+    held.push(
+      ...(await Promise.all(
+        chunk.map(async ({ user, target }) => (await store.holds(relation, [{ type: targetTypeOf(relation), id: target }], user))[0] === true),
+      )),
+    );
   }
   return held;
 }
@@ -338,13 +357,19 @@ async function countedChanges(
   const after = await settledCounts(ctx.redis.client, relation, targets);
   const moved = after.reduce((sum, n, i) => sum + n - (before[i] as number), 0);
   const pairs = [...sent.values()];
-  const [was, is, ackHeld] = await Promise.all([heldBefore(pairs), members(ctx.redis.client, relation, pairs), members(ctx.redis.client, relation, acknowledged)]);
+  const [was, is, ackHeld] = await Promise.all([
+    heldBefore(pairs),
+    members(ctx.redis.client, relation, pairs),
+    members(ctx.redis.client, relation, acknowledged),
+  ]);
   const gained = pairs.filter((_, i) => is[i] && !was[i]).length;
   const lostAcks = ackHeld.filter((held) => !held).length;
   const exact = moved === gained && lostAcks === 0 && acknowledged.length <= gained;
   return {
     ...figures,
-    exact: exact ? `yes (+${moved}, ${acknowledged.length} answered changed)` : `NO: counts moved ${moved}, gained ${gained}, answered changed ${acknowledged.length}, of them not held ${lostAcks}`,
+    exact: exact
+      ? `yes (+${moved}, ${acknowledged.length} answered changed)`
+      : `NO: counts moved ${moved}, gained ${gained}, answered changed ${acknowledged.length}, of them not held ${lostAcks}`,
   };
 }
 
@@ -367,7 +392,10 @@ function spreadLike(ctx: ScenarioContext): Request {
 export async function feed100(ctx: ScenarioContext): Promise<HttpFigures> {
   const request = () => ({ body: feedBody(sample(ctx.data.postIds, 100)), token: ctx.token(random(ctx.data.likerIds)) });
   await warmUp(ctx, request);
-  return { ...(await run({ scenario: "feed100", mode: ctx.mode, service: ctx.service, redis: ctx.redis, durationSeconds: ctx.durationSeconds, request })), exact: "n/a" };
+  return {
+    ...(await run({ scenario: "feed100", mode: ctx.mode, service: ctx.service, redis: ctx.redis, durationSeconds: ctx.durationSeconds, request })),
+    exact: "n/a",
+  };
 }
 
 const hotPostsBody = JSON.stringify({ query: "{ hotPosts(first: 100, window: DAY) { id title counts { likes reads comments collects } } }" });
@@ -423,15 +451,21 @@ async function hot(ctx: ScenarioContext, relation: Relation, changes: number): P
   await warmUp(ctx, () => spreadLike(ctx));
   const target = relation === "follow" ? (ctx.data.likerIds[0] as bigint) : (ctx.data.postIds[0] as bigint);
   const body = hotBodies[relation](target);
-  return countedChanges(ctx, relation, [target], {
-    scenario: `${relation}-hot`,
-    durationSeconds: ctx.durationSeconds,
-    amount: Math.min(changes, ctx.fresh.hotLeftOf(relation)),
-    request: () => {
-      const user = ctx.fresh.hotMember(relation);
-      return { body, token: ctx.token(user), change: { user, target } };
+  return countedChanges(
+    ctx,
+    relation,
+    [target],
+    {
+      scenario: `${relation}-hot`,
+      durationSeconds: ctx.durationSeconds,
+      amount: Math.min(changes, ctx.fresh.hotLeftOf(relation)),
+      request: () => {
+        const user = ctx.fresh.hotMember(relation);
+        return { body, token: ctx.token(user), change: { user, target } };
+      },
     },
-  }, none);
+    none,
+  );
 }
 
 /** Users who have liked nothing like random posts, each (user, post) pair once. */
@@ -451,17 +485,23 @@ export async function mixed(ctx: ScenarioContext): Promise<HttpFigures> {
   let nextLike = 0;
   const feed20 = () => ({ body: feedBody(sample(ctx.data.postIds, 20)), token: ctx.token(random(ctx.data.likerIds)) });
   await warmUp(ctx, () => (Math.random() < 0.1 ? spreadLike(ctx) : feed20()));
-  return countedChanges(ctx, "like", ctx.data.postIds, {
-    scenario: "mixed",
-    durationSeconds: ctx.durationSeconds,
-    request: () => {
-      if (Math.random() < 0.1) {
-        const like = likes[nextLike++ % likes.length] as Pair;
-        return { body: likeBody(like.target), token: ctx.token(like.user), change: like };
-      }
-      return feed20();
+  return countedChanges(
+    ctx,
+    "like",
+    ctx.data.postIds,
+    {
+      scenario: "mixed",
+      durationSeconds: ctx.durationSeconds,
+      request: () => {
+        if (Math.random() < 0.1) {
+          const like = likes[nextLike++ % likes.length] as Pair;
+          return { body: likeBody(like.target), token: ctx.token(like.user), change: like };
+        }
+        return feed20();
+      },
     },
-  }, async (pairs) => pairs.map((pair) => heldAtStart.get(pairKey(pair)) === true));
+    async (pairs) => pairs.map((pair) => heldAtStart.get(pairKey(pair)) === true),
+  );
 }
 
 /** Calls of Lua scripts Redis ran so far (EVALSHA and EVAL), from INFO commandstats of every server. */
@@ -527,7 +567,11 @@ export async function viewsHot(ctx: ScenarioContext, perRequest: number, hotPerR
   const moved = (await read()) - before;
   const [low, high] = [answered * hotPerRequest, sent * hotPerRequest];
   return {
-    http: { ...figures, exact: moved >= low && moved <= high ? `yes (+${moved} views of the hot post, ${low} answered)` : `NO: read moved ${moved}, answered ${low}, sent ${high}` },
+    http: {
+      ...figures,
+      exact:
+        moved >= low && moved <= high ? `yes (+${moved} views of the hot post, ${low} answered)` : `NO: read moved ${moved}, answered ${low}, sent ${high}`,
+    },
     hotViewsPerSecond: Math.round(low / seconds),
     perRequest: hotPerRequest === perRequest ? `${perRequest} reports of the hot post` : `${perRequest} reports, ${hotPerRequest} of the hot post`,
     redisScriptsPerSecond: Number((scripts / seconds).toFixed(1)),
@@ -554,9 +598,26 @@ export function rawLikeScript(redis: PrivateRedis): number {
   // A receipt per call, as the service sends (redis-benchmark fills in __rand_int__ per call).
   const receipt = `${keys.receipt(target)}__rand_int__`;
   const perSecond = redisBenchmark(redis, [
-    "-n", "300000", "-r", "100000000",
-    "EVALSHA", sha, String(4 + membershipGenerations), keys.counters(target), keys.outbox(target), keys.touched(target, "like"), receipt, ...shardKeys,
-    "1__rand_int__", "1000000000", "like", "post", String(target.id), relationLayouts.like.tag, relationLayouts.like.generationField, ...counterNames.post,
+    "-n",
+    "300000",
+    "-r",
+    "100000000",
+    "EVALSHA",
+    sha,
+    String(4 + membershipGenerations),
+    keys.counters(target),
+    keys.outbox(target),
+    keys.touched(target, "like"),
+    receipt,
+    ...shardKeys,
+    "1__rand_int__",
+    "1000000000",
+    "like",
+    "post",
+    String(target.id),
+    relationLayouts.like.tag,
+    relationLayouts.like.generationField,
+    ...counterNames.post,
   ]);
   cli(redis, "DEL", keys.counters(target), keys.outbox(target), keys.touched(target, "like"), ...shardKeys);
   return Math.round(perSecond);

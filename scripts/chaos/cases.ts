@@ -149,7 +149,8 @@ export const cases: readonly ChaosCase[] = [
   },
   {
     name: "rebuild-burst",
-    summary: "the hot post taken out of Redis whole 4 times during the burst with its changes in flight (the drop that reconcile and late replays use), so it is rebuilt from PostgreSQL; two persist lanes, small batches",
+    summary:
+      "the hot post taken out of Redis whole 4 times during the burst with its changes in flight (the drop that reconcile and late replays use), so it is rebuilt from PostgreSQL; two persist lanes, small batches",
     layout: "npm start",
     redisAppendOnly: true,
     // Small batches that commit often, two at a time (the batcher's two lanes), over two queues.

@@ -133,9 +133,7 @@ export async function verify(input: CheckInput): Promise<Verdict> {
   let expectedLost = 0;
 
   const postIds = cast.posts.map((p) => p.id);
-  const rows = await sql.query<{ target_id: string; user_id: string }>(
-    "SELECT target_id::text, user_id::text FROM likes WHERE target_type = 'post'",
-  );
+  const rows = await sql.query<{ target_id: string; user_id: string }>("SELECT target_id::text, user_id::text FROM likes WHERE target_type = 'post'");
   const inDatabase = new Map<string, Set<string>>(postIds.map((id) => [id, new Set<string>()]));
   for (const row of rows.rows) {
     const set = inDatabase.get(row.target_id);
@@ -164,7 +162,8 @@ export async function verify(input: CheckInput): Promise<Verdict> {
       const problems: string[] = [];
       if (!allowed.has(inDb)) problems.push(`PostgreSQL ${inDb ? "liked" : "not liked"}`);
       if (r.held && !allowed.has(inRedis)) problems.push(`Redis ${inRedis ? "liked" : "not liked"}`);
-      if (r.held && inRedis !== inDb && allowed.size > 1) problems.push(`Redis ${inRedis ? "liked" : "not liked"} but PostgreSQL ${inDb ? "liked" : "not liked"}`);
+      if (r.held && inRedis !== inDb && allowed.size > 1)
+        problems.push(`Redis ${inRedis ? "liked" : "not liked"} but PostgreSQL ${inDb ? "liked" : "not liked"}`);
       if (problems.length > 0) {
         const expected = allowed.size > 1 ? "either" : allowed.has(true) ? "liked" : "not liked";
         lost.push(`user ${userId} post ${post.id}: expected ${expected}; ${problems.join(", ")}; history: ${pair.describe()}`);
@@ -180,7 +179,8 @@ export async function verify(input: CheckInput): Promise<Verdict> {
       }
     }
     for (const userId of d) if (!likerIds.has(userId)) lost.push(`PostgreSQL holds a like of post ${post.id} by user ${userId}, who never liked anything`);
-    for (const userId of r.members.keys()) if (!likerIds.has(userId)) lost.push(`Redis holds a like of post ${post.id} by user ${userId}, who never liked anything`);
+    for (const userId of r.members.keys())
+      if (!likerIds.has(userId)) lost.push(`Redis holds a like of post ${post.id} by user ${userId}, who never liked anything`);
     redisLikes.set(post.id, r.held ? r.members.size : d.size);
 
     const dbCount = dbCounter("post", post.id, "like");
@@ -234,7 +234,8 @@ export async function verify(input: CheckInput): Promise<Verdict> {
     const dbCount = dbCounter("post", id, "like");
     if (post.counts.likes !== dbCount) drift.push(`post ${id}: the API shows ${post.counts.likes} likes, PostgreSQL ${dbCount}`);
     const dbReceived = dbCounter("user", post.author.id, "likesReceived");
-    if (post.author.counts.likesReceived !== dbReceived) drift.push(`author ${post.author.id}: the API shows likesReceived ${post.author.counts.likesReceived}, PostgreSQL ${dbReceived}`);
+    if (post.author.counts.likesReceived !== dbReceived)
+      drift.push(`author ${post.author.id}: the API shows likesReceived ${post.author.counts.likesReceived}, PostgreSQL ${dbReceived}`);
   }
 
   let unknown = 0;
@@ -243,7 +244,9 @@ export async function verify(input: CheckInput): Promise<Verdict> {
   for (const pair of pairs.values()) {
     if (pair.allowedFinal().size > 1) unknown++;
     for (const op of pair.misanswered()) {
-      misanswered.push(`user ${pair.userId} post ${pair.postId}: ${op.kind} at ${(op.startMs / 1000).toFixed(2)} s answered changed=${String(op.outcome.kind === "acknowledged" && op.outcome.changed)}, expected ${String(op.expectedChanged)}; history: ${pair.describe(op)}`);
+      misanswered.push(
+        `user ${pair.userId} post ${pair.postId}: ${op.kind} at ${(op.startMs / 1000).toFixed(2)} s answered changed=${String(op.outcome.kind === "acknowledged" && op.outcome.changed)}, expected ${String(op.expectedChanged)}; history: ${pair.describe(op)}`,
+      );
       if (input.expectedLoss && op.priorCertainMs < input.expectedLoss.backMs && op.endMs >= input.expectedLoss.crashMs) expectedMisanswered++;
     }
   }
@@ -275,10 +278,19 @@ export interface ViewsVerdict {
 }
 
 /** The hot post's views in Redis and PostgreSQL, against the load's reports. */
-export async function verifyViews(redis: Redis, partitions: number, sql: pg.Client, hotPostId: string, reports: ViewReports, allowance: ViewsAllowance): Promise<ViewsVerdict> {
+export async function verifyViews(
+  redis: Redis,
+  partitions: number,
+  sql: pg.Client,
+  hotPostId: string,
+  reports: ViewReports,
+  allowance: ViewsAllowance,
+): Promise<ViewsVerdict> {
   const hash = await redis.hgetall(createRedisKeys(partitions).counters({ type: "post", id: BigInt(hotPostId) }));
   const held = Object.keys(hash).length > 0;
-  const row = await sql.query<{ value: string }>("SELECT value::text FROM counters WHERE target_type = 'post' AND target_id = $1 AND name = 'read'", [hotPostId]);
+  const row = await sql.query<{ value: string }>("SELECT value::text FROM counters WHERE target_type = 'post' AND target_id = $1 AND name = 'read'", [
+    hotPostId,
+  ]);
   const inDatabase = Number(row.rows[0]?.value ?? 0);
   const counted = held ? Number(hash.read ?? 0) : inDatabase;
   const acknowledged = reports.acknowledged.reduce((n, r) => n + r.views, 0);

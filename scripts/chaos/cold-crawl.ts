@@ -62,11 +62,15 @@ export const coldCrawl: ChaosCase = {
   async inject(ctx) {
     const users = [...ctx.cast.likers, ...ctx.cast.authors];
     let next = 0;
-    const logins: Paced = startPaced(loginsPerSecond, () => ctx.elapsedMs(), async () => {
-      const user = users[next++ % users.length] as CastUser;
-      const answer = await ctx.api.call(loginMutation, { u: user.username, p: castPassword });
-      return answer.errors?.length ? (answer.errors[0]?.extensions?.code ?? "error") : null;
-    });
+    const logins: Paced = startPaced(
+      loginsPerSecond,
+      () => ctx.elapsedMs(),
+      async () => {
+        const user = users[next++ % users.length] as CastUser;
+        const answer = await ctx.api.call(loginMutation, { u: user.username, p: castPassword });
+        return answer.errors?.length ? (answer.errors[0]?.extensions?.code ?? "error") : null;
+      },
+    );
     const memoryReadings: number[] = [];
     let sampling = true;
     const sampler = (async () => {

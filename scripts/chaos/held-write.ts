@@ -55,7 +55,12 @@ const current = (): State => {
   return state;
 };
 
-async function like(api: Endpoint, kind: "like" | "unlike", postId: string, user: CastUser): Promise<{ error: string | null; changed: boolean | null; ms: number }> {
+async function like(
+  api: Endpoint,
+  kind: "like" | "unlike",
+  postId: string,
+  user: CastUser,
+): Promise<{ error: string | null; changed: boolean | null; ms: number }> {
   const started = Date.now();
   try {
     const answer = await api.call(mutations[kind], { id: postId }, user.token, 15_000);
@@ -90,14 +95,19 @@ async function round(ctx: FaultContext, ending: Ending, index: number): Promise<
       const liked = await like(ctx.api, "like", postId, user);
       const unliked = liked.error === null ? await like(ctx.api, "unlike", postId, user) : null;
       if (liked.changed === true && unliked?.changed === true) r.confirmed.push(user);
-      else r.unconfirmed.push(`user ${user.id}: like ${liked.error ?? `changed ${String(liked.changed)}`}, unlike ${unliked ? (unliked.error ?? `changed ${String(unliked.changed)}`) : "not sent"}`);
+      else
+        r.unconfirmed.push(
+          `user ${user.id}: like ${liked.error ?? `changed ${String(liked.changed)}`}, unlike ${unliked ? (unliked.error ?? `changed ${String(unliked.changed)}`) : "not sent"}`,
+        );
     }),
   );
   ctx.note(`round ${index + 1}: held likes answered, follow-ups done (${r.confirmed.length} of ${perGroup} confirmed)`);
   await sleep(Math.max(0, holdStarted + holdMs - Date.now()));
   if (ending === "released") proxy.resume();
   else proxy.reset();
-  ctx.note(`round ${index + 1}: the proxy ${ending === "released" ? `delivered what it held (${proxy.held.toServer} bytes to Redis so far)` : "dropped its connections and what it held"}`);
+  ctx.note(
+    `round ${index + 1}: the proxy ${ending === "released" ? `delivered what it held (${proxy.held.toServer} bytes to Redis so far)` : "dropped its connections and what it held"}`,
+  );
   // Long enough for a delivered or re-sent like to run, and for api-held to connect again.
   await sleep(3_000);
   r.likedInRedis = await likers(ctx, postId);
@@ -154,7 +164,9 @@ export const heldWrite: ChaosCase = {
     // Liked now in either store: Redis a few seconds after the proxy let go or now, PostgreSQL once settled.
     const finalRedis = await Promise.all(rounds.map((r) => likers(ctx, r.postId)));
     const likedAnywhere = (r: Round, i: number, user: CastUser) =>
-      r.likedInRedis.has(user.id) || (finalRedis[i] as Set<string>).has(user.id) || rows.rows.some((row) => row.target_id === r.postId && row.user_id === user.id);
+      r.likedInRedis.has(user.id) ||
+      (finalRedis[i] as Set<string>).has(user.id) ||
+      rows.rows.some((row) => row.target_id === r.postId && row.user_id === user.id);
     const perRound = (count: (r: Round, i: number) => number) => rounds.map((r, i) => `${r.ending} ${count(r, i)}`).join(", ");
     const lateCount = (r: Round, i: number) => r.heldOnly.filter((a) => a.error !== null && likedAnywhere(r, i, a.user)).length;
     const late = rounds.reduce((n, r, i) => n + lateCount(r, i), 0);

@@ -113,8 +113,7 @@ export class PairHistory {
     const from = Math.max(0, at - 4);
     const to = Math.min(this.operations.length, at + 4);
     const ops = this.operations.slice(from, to).map((o) => {
-      const answer =
-        o.outcome.kind === "acknowledged" ? `changed=${o.outcome.changed} count=${o.outcome.count}` : `${o.outcome.kind}: ${o.outcome.reason}`;
+      const answer = o.outcome.kind === "acknowledged" ? `changed=${o.outcome.changed} count=${o.outcome.count}` : `${o.outcome.kind}: ${o.outcome.reason}`;
       return `${o === focus ? ">" : ""}${o.kind}@${(o.startMs / 1000).toFixed(2)}-${(o.endMs / 1000).toFixed(2)}s ${answer}`;
     });
     return `${from > 0 ? `… ${from} earlier, ` : ""}${ops.join(", ")}${to < this.operations.length ? `, … ${this.operations.length - to} later` : ""}`;

@@ -55,7 +55,17 @@ export interface LoadOptions {
   readonly likesPerSecond: number | null;
 }
 
-export const defaultLoad: LoadOptions = { likers: 20, authors: 2, posts: 6, hotShare: 0.5, thinkMs: 40, requestTimeoutMs: 10_000, viewers: 4, viewsPerReport: 10, likesPerSecond: null };
+export const defaultLoad: LoadOptions = {
+  likers: 20,
+  authors: 2,
+  posts: 6,
+  hotShare: 0.5,
+  thinkMs: 40,
+  requestTimeoutMs: 10_000,
+  viewers: 4,
+  viewsPerReport: 10,
+  likesPerSecond: null,
+};
 
 /** One like or unlike of the load, for latency figures. */
 export interface LatencySample {

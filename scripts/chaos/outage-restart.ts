@@ -75,14 +75,17 @@ export const outageRestart: ChaosCase = {
       const running = groupOf(server);
       ctx.redisProxy.resume();
       const backMs = ctx.elapsedMs();
-      ctx.note(`Redis reachable again; npm start ${exit.done ? `had exited (code ${String(exit.code)})` : `runs ${running.filter((p) => p.command.includes("api.")).length} API processes${running.some((p) => p.command.includes("worker.")) ? " and the pipeline" : ", no pipeline"}`}`);
+      ctx.note(
+        `Redis reachable again; npm start ${exit.done ? `had exited (code ${String(exit.code)})` : `runs ${running.filter((p) => p.command.includes("api.")).length} API processes${running.some((p) => p.command.includes("worker.")) ? " and the pipeline" : ", no pipeline"}`}`,
+      );
       let served: number | null = null;
       while (served === null && ctx.elapsedMs() - backMs < giveUpMs) {
         await sleep(200);
         served = servedSince(backMs);
       }
       const errorsAfter = new Map<string, number>();
-      for (const p of probes) if (p.atMs >= backMs && (served === null || p.atMs < served) && p.error) errorsAfter.set(p.error, (errorsAfter.get(p.error) ?? 0) + 1);
+      for (const p of probes)
+        if (p.atMs >= backMs && (served === null || p.atMs < served) && p.error) errorsAfter.set(p.error, (errorsAfter.get(p.error) ?? 0) + 1);
       const firstAnswered = probes.find((p) => p.atMs >= backMs && p.error === null);
       ctx.figure({
         name: "serving again after Redis's return",

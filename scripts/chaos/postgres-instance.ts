@@ -29,7 +29,9 @@ export interface PostgresInstance {
 function serverBinaries(): string | null {
   const root = "/usr/lib/postgresql";
   if (!existsSync(root)) return null;
-  const versions = readdirSync(root).filter((v) => existsSync(path.join(root, v, "bin", "initdb"))).sort((a, b) => Number(b) - Number(a));
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(path.join(root, v, "bin", "initdb")))
+    .sort((a, b) => Number(b) - Number(a));
   return versions[0] ? path.join(root, versions[0], "bin") : null;
 }
 

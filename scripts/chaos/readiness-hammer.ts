@@ -95,11 +95,15 @@ export const readinessHammer: ChaosCase = {
   },
   async inject(ctx) {
     const viewers = ctx.cast.likers;
-    const feeds = startPaced(feedsPerSecond, () => ctx.elapsedMs(), async () => {
-      const viewer = viewers[Math.floor(Math.random() * viewers.length)] as CastUser;
-      const answer = await ctx.api.call(feedQuery, { ids: sample(feedIds, 100) }, viewer.token);
-      return answer.errors?.length ? (answer.errors[0]?.extensions?.code ?? "error") : null;
-    });
+    const feeds = startPaced(
+      feedsPerSecond,
+      () => ctx.elapsedMs(),
+      async () => {
+        const viewer = viewers[Math.floor(Math.random() * viewers.length)] as CastUser;
+        const answer = await ctx.api.call(feedQuery, { ids: sample(feedIds, 100) }, viewer.token);
+        return answer.errors?.length ? (answer.errors[0]?.extensions?.code ?? "error") : null;
+      },
+    );
     const sql = new pg.Client({ connectionString: ctx.databaseUrl });
     await sql.connect();
     try {
@@ -167,4 +171,3 @@ export const readinessHammer: ChaosCase = {
     }
   },
 };
-

@@ -11,7 +11,10 @@ export async function commandCalls(redis: Redis): Promise<Map<string, number>> {
 }
 
 /** `later` minus `earlier`, per command, and in all. */
-export function callsBetween(earlier: ReadonlyMap<string, number>, later: ReadonlyMap<string, number>): { readonly total: number; readonly byCommand: Map<string, number> } {
+export function callsBetween(
+  earlier: ReadonlyMap<string, number>,
+  later: ReadonlyMap<string, number>,
+): { readonly total: number; readonly byCommand: Map<string, number> } {
   const byCommand = new Map<string, number>();
   let total = 0;
   for (const [name, n] of later) {

@@ -40,10 +40,21 @@ export async function startRedisInstance(options: { appendOnly: boolean; maxMemo
   const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), "likes-chaos-redis-"));
   const args = [
-    "--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
-    "--appendonly", options.appendOnly ? "yes" : "no", "--appendfsync", "everysec",
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--dir",
+    dir,
+    "--save",
+    "",
+    "--appendonly",
+    options.appendOnly ? "yes" : "no",
+    "--appendfsync",
+    "everysec",
     // The outbox holds likes not yet persisted: nothing may be evicted.
-    "--maxmemory-policy", "noeviction",
+    "--maxmemory-policy",
+    "noeviction",
     ...(options.maxMemory ? ["--maxmemory", options.maxMemory] : []),
   ];
   let child: ChildProcess | undefined;

@@ -7,8 +7,8 @@ function verdictOf(r: CaseResult): string {
   if (!r.settling?.settled) return "FAIL: did not settle";
   const v = r.verdict;
   if (!v) return "ERROR";
-  const beyond = (r.expectsLoss ? v.lost.length - v.expectedLost : v.lost.length);
-  const wrong = (r.expectsLoss ? v.misanswered.length - v.expectedMisanswered : v.misanswered.length);
+  const beyond = r.expectsLoss ? v.lost.length - v.expectedLost : v.lost.length;
+  const wrong = r.expectsLoss ? v.misanswered.length - v.expectedMisanswered : v.misanswered.length;
   if (failed(r)) {
     const reasons = [
       beyond > 0 ? (r.expectsLoss ? `${beyond} lost beyond the ${v.expectedLost} expected` : "lost") : "",
@@ -47,7 +47,11 @@ export function formatTable(results: readonly CaseResult[]): string {
     ];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (i > 0 && i < cells.length - 1 ? c.padStart(widths[i] as number) : c.padEnd(widths[i] as number))).join(" | ").trimEnd();
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => (i > 0 && i < cells.length - 1 ? c.padStart(widths[i] as number) : c.padEnd(widths[i] as number)))
+      .join(" | ")
+      .trimEnd();
   const legend = [
     "",
     "unknown: pairs (user, post) whose last request had no answer, so either state is accepted;",
@@ -68,11 +72,18 @@ function formatFigures(results: readonly CaseResult[]): string[] {
   const rows = results.flatMap((r) => r.figures.map((f) => [r.name, f.name, f.value, f.target?.text ?? "", f.target ? (f.target.met ? "yes" : "NO") : ""]));
   if (rows.length === 0) return [];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i] as number)).join(" | ").trimEnd();
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] as number))
+      .join(" | ")
+      .trimEnd();
   return ["", "Figures (a target missed fails its case):", "", line(header), widths.map((w) => "-".repeat(w)).join("-|-"), ...rows.map(line)];
 }
 
-const first = (items: readonly string[], n = 5) => [...items.slice(0, n).map((i) => `    ${i}`), ...(items.length > n ? [`    … ${items.length - n} more`] : [])];
+const first = (items: readonly string[], n = 5) => [
+  ...items.slice(0, n).map((i) => `    ${i}`),
+  ...(items.length > n ? [`    … ${items.length - n} more`] : []),
+];
 
 export function formatEvidence(results: readonly CaseResult[]): string {
   const out: string[] = [];
@@ -81,10 +92,15 @@ export function formatEvidence(results: readonly CaseResult[]): string {
     const interesting = failed(r) || (r.verdict?.lost.length ?? 0) > 0;
     out.push(`\n${r.name} (${r.seconds.toFixed(0)} s): ${r.summary}`);
     out.push(`  requests: ${r.attempted}, longest ${r.maxLatencyMs} ms; failures: ${[...r.failures].map(([k, n]) => `${k}×${n}`).join(", ") || "none"}`);
-    if (r.settling) out.push(`  settled: ${r.settling.settled ? `yes, in ${r.settling.seconds.toFixed(1)} s` : `NO after ${r.settling.seconds.toFixed(1)} s (${r.settling.left})`}; dead-lettered: ${r.settling.deadLettered}`);
+    if (r.settling)
+      out.push(
+        `  settled: ${r.settling.settled ? `yes, in ${r.settling.seconds.toFixed(1)} s` : `NO after ${r.settling.seconds.toFixed(1)} s (${r.settling.left})`}; dead-lettered: ${r.settling.deadLettered}`,
+      );
     if (r.views) {
       const w = r.views;
-      out.push(`  views: ${w.acknowledged} acknowledged, ${w.unanswered} unanswered, ${w.counted} counted, lost ${w.lost} (${w.allowedLost} allowed), doubled ${w.doubled}${w.drift ? `, ${w.drift}` : ""}`);
+      out.push(
+        `  views: ${w.acknowledged} acknowledged, ${w.unanswered} unanswered, ${w.counted} counted, lost ${w.lost} (${w.allowedLost} allowed), doubled ${w.doubled}${w.drift ? `, ${w.drift}` : ""}`,
+      );
     }
     for (const f of r.figures) out.push(`  ${f.name}: ${f.value}${f.target ? ` (target ${f.target.text}: ${f.target.met ? "met" : "MISSED"})` : ""}`);
     out.push(`  timeline: ${r.timeline.join("; ")}`);

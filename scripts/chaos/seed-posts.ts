@@ -18,7 +18,10 @@ const zipfOffset = 14.3;
  * Writes `posts` posts by `users` new users (who like them: the first post gets
  * `firstPostLikes` likes, later ones fewer), named after `tag`.
  */
-export async function seedPosts(databaseUrl: string, options: { readonly tag: string; readonly users: number; readonly posts: number; readonly firstPostLikes: number }): Promise<SeededPosts> {
+export async function seedPosts(
+  databaseUrl: string,
+  options: { readonly tag: string; readonly users: number; readonly posts: number; readonly firstPostLikes: number },
+): Promise<SeededPosts> {
   const { tag, users, posts, firstPostLikes } = options;
   // Liker j of a post is user (start + j × stride) mod users: distinct while the stride is coprime to the count.
   const stride = 7_919;

@@ -114,7 +114,18 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
   const directory = path.join(options.directory, c.name);
   mkdirSync(directory, { recursive: true });
   const figures: Figure[] = [];
-  const empty = { expectsLoss: c.expectsLoss ?? null, attempted: 0, acknowledged: 0, verdict: null, views: null, settling: null, failures: new Map<string, number>(), maxLatencyMs: 0, figures, directory };
+  const empty = {
+    expectsLoss: c.expectsLoss ?? null,
+    attempted: 0,
+    acknowledged: 0,
+    verdict: null,
+    views: null,
+    settling: null,
+    failures: new Map<string, number>(),
+    maxLatencyMs: 0,
+    figures,
+    directory,
+  };
   const skipped = c.unavailable?.(instances.postgres) ?? null;
   if (skipped) return { name: c.name, summary: c.summary, skipped, error: null, timeline: [], seconds: 0, ...empty };
 
@@ -272,7 +283,16 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
       progress("measuring the settled stores");
       await c.afterSettled(ctx, sql);
     }
-    const input = { redis: redisClient, partitions, sql, api, cast, pairs: load.pairs, casePosts, ...(c.expectsLoss ? { expectedLoss: lossWindow(timeline) } : {}) };
+    const input = {
+      redis: redisClient,
+      partitions,
+      sql,
+      api,
+      cast,
+      pairs: load.pairs,
+      casePosts,
+      ...(c.expectsLoss ? { expectedLoss: lossWindow(timeline) } : {}),
+    };
     const allowance = viewsAllowance(c, timeline);
     const checkViews = () => verifyViews(redisClient, partitions, sql, ctx.hotPostId, (load as NonNullable<typeof load>).views, allowance);
     let verdict = await verify(input);
@@ -364,7 +384,9 @@ function writeFindings(result: CaseResult): void {
     ...result.figures.map((f) => `${f.name}: ${f.value}${f.target ? ` (target ${f.target.text}: ${f.target.met ? "met" : "MISSED"})` : ""}`),
     `attempted ${result.attempted}, acknowledged ${result.acknowledged}, longest request ${result.maxLatencyMs} ms`,
     `request failures: ${[...result.failures].map(([k, n]) => `${k}×${n}`).join(", ") || "none"}`,
-    result.settling ? `settled: ${result.settling.settled} after ${result.settling.seconds.toFixed(1)} s ${result.settling.left}; dead-lettered ${result.settling.deadLettered}` : "",
+    result.settling
+      ? `settled: ${result.settling.settled} after ${result.settling.seconds.toFixed(1)} s ${result.settling.left}; dead-lettered ${result.settling.deadLettered}`
+      : "",
     result.views
       ? `views of the hot post: ${result.views.acknowledged} acknowledged, ${result.views.unanswered} unanswered, ${result.views.counted} counted; lost ${result.views.lost} (${result.views.allowedLost} allowed), doubled ${result.views.doubled}${result.views.drift ? `; ${result.views.drift}` : ""}`
       : "",

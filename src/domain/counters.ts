@@ -3,7 +3,19 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { LRUCache } from "lru-cache";
 import { DomainError, ErrorCode } from "../errors.js";
-import { counterNames, relationsOf, targetKey, zeroCounts, type CounterValue, type Counts, type Relation, type Target, type TargetKey, type TargetType, type TargetView } from "./model/index.js";
+import {
+  counterNames,
+  relationsOf,
+  targetKey,
+  zeroCounts,
+  type CounterValue,
+  type Counts,
+  type Relation,
+  type Target,
+  type TargetKey,
+  type TargetType,
+  type TargetView,
+} from "./model/index.js";
 import type { CounterStore, PersistedCounts, RebuildStore, SnapshotStore } from "./ports/index.js";
 import { createRebuildSlots, type RebuildSlots } from "./rebuild-slots.js";
 
@@ -219,7 +231,12 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   // as a read of its own, never an answer from before a caller heard of a change. A viewer's
   // reads (memberships, their own changes) never share.
   const anonymousReads = new Map<string, Promise<(TargetView | null)[]>>();
-  const viewOfType = async (targets: readonly Target[], viewerId: bigint | null, asked: readonly Relation[] | undefined, exact: boolean): Promise<(TargetView | null)[]> => {
+  const viewOfType = async (
+    targets: readonly Target[],
+    viewerId: bigint | null,
+    asked: readonly Relation[] | undefined,
+    exact: boolean,
+  ): Promise<(TargetView | null)[]> => {
     const type = (targets[0] as Target).type;
     if (viewerId !== null) {
       const relations = relationsOf(type).filter((r) => !asked || asked.includes(r));
@@ -238,7 +255,12 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   };
 
   /** One store read per type (all in the same round trip), in the order given. */
-  async function viewHeld(targets: readonly Target[], viewerId: bigint | null, asked: readonly Relation[] | undefined, exact: boolean): Promise<(TargetView | null)[]> {
+  async function viewHeld(
+    targets: readonly Target[],
+    viewerId: bigint | null,
+    asked: readonly Relation[] | undefined,
+    exact: boolean,
+  ): Promise<(TargetView | null)[]> {
     if (targets.length === 0) return [];
     // A list is of one type nearly always: no grouping then.
     if (targets.every((t) => t.type === (targets[0] as Target).type)) return viewOfType(targets, viewerId, asked, exact);
@@ -247,20 +269,35 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     const views: (TargetView | null)[] = new Array<TargetView | null>(targets.length).fill(null);
     await Promise.all(
       [...byType.values()].map(async (indexes) => {
-        const found = await viewOfType(indexes.map((i) => targets[i] as Target), viewerId, asked, exact);
+        const found = await viewOfType(
+          indexes.map((i) => targets[i] as Target),
+          viewerId,
+          asked,
+          exact,
+        );
         indexes.forEach((i, j) => (views[i] = found[j] ?? null));
       }),
     );
     return views;
   }
 
-  async function view(targets: readonly Target[], viewerId: bigint | null, asked?: readonly Relation[], exact = false, cold: ColdReads = {}): Promise<TargetView[]> {
+  async function view(
+    targets: readonly Target[],
+    viewerId: bigint | null,
+    asked?: readonly Relation[],
+    exact = false,
+    cold: ColdReads = {},
+  ): Promise<TargetView[]> {
     const views = await viewHeld(targets, viewerId, asked, exact);
     // Live counts' exact reads load the target: its changes are announced from Redis.
     if (viewerId === null && !exact && persistedCounts && views.includes(null)) {
       const absent = targets.flatMap((_, i) => (views[i] === null ? [i] : []));
       await cold.pay?.("counts", absent.length);
-      const found = await persistedViews(absent.map((i) => targets[i] as Target), asked, exact);
+      const found = await persistedViews(
+        absent.map((i) => targets[i] as Target),
+        asked,
+        exact,
+      );
       absent.forEach((i, j) => (views[i] = found[j] ?? null));
     }
     // A target dropped again right after its rebuild (a late replay, a reconcile repair) is rebuilt once more.
@@ -271,7 +308,12 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
       const exists = await Promise.all(absent.map((i) => rebuild(targets[i] as Target, cold.deadlineAtMs)));
       const existing = absent.filter((_, j) => exists[j]);
       if (existing.length === 0) break;
-      const reread = await viewHeld(existing.map((i) => targets[i] as Target), viewerId, asked, exact);
+      const reread = await viewHeld(
+        existing.map((i) => targets[i] as Target),
+        viewerId,
+        asked,
+        exact,
+      );
       existing.forEach((i, j) => (views[i] = reread[j] ?? null));
     }
     // A target that does not exist reads as all zeros.

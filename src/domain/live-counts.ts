@@ -255,7 +255,10 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
       const ids = [...new Set(postIds)];
       const fresh = ids.filter((id) => !watched.has(id));
       if (watched.size + fresh.length > maxPosts) {
-        throw new DomainError(ErrorCode.SERVICE_UNAVAILABLE, `This server watches as many posts as it may (${maxPosts}); subscribe again later or to fewer posts.`);
+        throw new DomainError(
+          ErrorCode.SERVICE_UNAVAILABLE,
+          `This server watches as many posts as it may (${maxPosts}); subscribe again later or to fewer posts.`,
+        );
       }
       const stream = new Stream(ids, intervalMs, release);
       streams.add(stream);
@@ -276,7 +279,14 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
         // rather than watched without being heard; the next subscription to it listens afresh.
         for (const id of ids) {
           const entry = watched.get(id);
-          if (!entry || (await entry.listening.then(() => true, () => false))) continue;
+          if (
+            !entry ||
+            (await entry.listening.then(
+              () => true,
+              () => false,
+            ))
+          )
+            continue;
           for (const other of [...entry.streams]) other.end();
           watched.delete(id);
         }

@@ -119,22 +119,24 @@ export function createLocalBudgets<Budget extends string>(options: LocalBudgetOp
     for (const entry of batch) entry.state.unreported = 0;
     const spendings = batch.map(({ state, units }) => ({ budget: state.budget, subject: state.subject, units, limit: state.limit, periodMs }));
     // Answered in a later turn whatever `report` does, so a report that throws is a failure told, never a crash.
-    Promise.resolve(spendings).then(report).then(
-      (aheadMs) => {
-        const now = nowMicros();
-        batch.forEach(({ key, state }, i) => {
-          state.reporting = false;
-          state.arrivalMicros = Math.max(state.arrivalMicros, now + Math.round((aheadMs[i] ?? 0) * 1000));
-          // Units spent while the report was away may be due themselves.
-          if (states.peek(key) === state) queueReport(key, state);
-        });
-      },
-      (error: unknown) => {
-        for (const { state } of batch) state.reporting = false;
-        reportsSkippedUntilMs = nowMs() + retryReportsAfterMs;
-        onReportFailure?.(error);
-      },
-    );
+    Promise.resolve(spendings)
+      .then(report)
+      .then(
+        (aheadMs) => {
+          const now = nowMicros();
+          batch.forEach(({ key, state }, i) => {
+            state.reporting = false;
+            state.arrivalMicros = Math.max(state.arrivalMicros, now + Math.round((aheadMs[i] ?? 0) * 1000));
+            // Units spent while the report was away may be due themselves.
+            if (states.peek(key) === state) queueReport(key, state);
+          });
+        },
+        (error: unknown) => {
+          for (const { state } of batch) state.reporting = false;
+          reportsSkippedUntilMs = nowMs() + retryReportsAfterMs;
+          onReportFailure?.(error);
+        },
+      );
   }
 
   return {

@@ -50,7 +50,14 @@ export function createMemberIndexLoader(deps: MemberIndexLoaderDeps): MemberInde
         // Begun first: a target rebuilt from PostgreSQL after the read below notes its members in it.
         await Promise.all(wanted.map((w) => indexes.begin(w.relation, w.targetType, w.userId)));
         const found = await history.memberships(
-          wanted.map((w) => ({ relation: w.relation, targetType: w.targetType, userId: w.userId, limit: indexes.capacity + 1, after: null, skip: new Set<bigint>() })),
+          wanted.map((w) => ({
+            relation: w.relation,
+            targetType: w.targetType,
+            userId: w.userId,
+            limit: indexes.capacity + 1,
+            after: null,
+            skip: new Set<bigint>(),
+          })),
         );
         await Promise.all(
           wanted.map((w, i) => {

@@ -76,7 +76,9 @@ export function createMemoryPolicy(options: MemoryPolicyOptions): MemoryPolicy {
       const coldest = await store.coldest(sampleSize, evictPerRound);
       // A few at a time: each asks PostgreSQL for the target's applied version, on connections reads need too.
       for (let i = 0; i < coldest.length; i += evictionsAtOnce) {
-        const outcomes = await Promise.all(coldest.slice(i, i + evictionsAtOnce).map(async (target) => rebuilds.evict(target, await snapshots.newestVersion(target))));
+        const outcomes = await Promise.all(
+          coldest.slice(i, i + evictionsAtOnce).map(async (target) => rebuilds.evict(target, await snapshots.newestVersion(target))),
+        );
         evicted += outcomes.filter((o) => o === "evicted").length;
       }
       const reading = await measure();

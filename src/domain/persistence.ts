@@ -113,9 +113,13 @@ export function createChangePersistence(deps: ChangePersistenceDeps): ChangePers
     });
     const outcomes = await Promise.all([
       ...late.map(({ change: c, intoEpoch }) =>
-        rebuilds.replay({ relation: c.relation, target: c.target, userId: c.userId, member: c.member, version: c.version, intoEpoch }).then((o) => ({ o, target: c.target })),
+        rebuilds
+          .replay({ relation: c.relation, target: c.target, userId: c.userId, member: c.member, version: c.version, intoEpoch })
+          .then((o) => ({ o, target: c.target })),
       ),
-      ...lateViews.map((v) => rebuilds.replayViews({ target: v.target, epoch: v.epoch, total: v.total, intoEpoch: v.intoEpoch }).then((o) => ({ o, target: v.target }))),
+      ...lateViews.map((v) =>
+        rebuilds.replayViews({ target: v.target, epoch: v.epoch, total: v.total, intoEpoch: v.intoEpoch }).then((o) => ({ o, target: v.target })),
+      ),
     ]);
     // Too late to tell whether Redis superseded it: take the target out, and the next
     // read rebuilds it from PostgreSQL, which holds the change (and replays what is in flight).

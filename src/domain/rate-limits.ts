@@ -202,5 +202,7 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
   };
 }
 
-const refusal = ({ budget, limit }: { readonly budget: BudgetName; readonly limit: number }, { waitMs, aheadMs }: { readonly waitMs: number; readonly aheadMs: number }) =>
-  new RateLimitedError(Math.max(1, Math.ceil(waitMs / 1000)), budgets[budget].counts, { limit, resetSeconds: Math.ceil(aheadMs / 1000) });
+const refusal = (
+  { budget, limit }: { readonly budget: BudgetName; readonly limit: number },
+  { waitMs, aheadMs }: { readonly waitMs: number; readonly aheadMs: number },
+) => new RateLimitedError(Math.max(1, Math.ceil(waitMs / 1000)), budgets[budget].counts, { limit, resetSeconds: Math.ceil(aheadMs / 1000) });

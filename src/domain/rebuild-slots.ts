@@ -35,7 +35,10 @@ const queueFull = (waiting: number) =>
   new DomainError(ErrorCode.SERVICE_UNAVAILABLE, `${waiting} targets already wait to be loaded from PostgreSQL in this process; retry shortly.`);
 
 const outOfTime = () =>
-  new DomainError(ErrorCode.SERVICE_UNAVAILABLE, "A target could not be loaded from PostgreSQL within the request's deadline (others were being loaded); retry shortly.");
+  new DomainError(
+    ErrorCode.SERVICE_UNAVAILABLE,
+    "A target could not be loaded from PostgreSQL within the request's deadline (others were being loaded); retry shortly.",
+  );
 
 export function createRebuildSlots(options: RebuildSlotsOptions): RebuildSlots {
   const atOnce = Math.max(1, options.atOnce);

@@ -76,7 +76,8 @@ export function compareCounts(held: RedisTarget, persisted: DatabaseTarget): Pic
  */
 export function compareHeld(held: RedisTarget, persisted: DatabaseTarget, maxPerRepair: number): Comparison & { readonly differing: MemberDifferences } {
   const standing = compareVersions(held.version, persisted.version);
-  if (standing !== "quiescent" || held.members === null || persisted.members === null) return { standing, differences: {}, repairs: [], differing: { add: [], remove: [] } };
+  if (standing !== "quiescent" || held.members === null || persisted.members === null)
+    return { standing, differences: {}, repairs: [], differing: { add: [], remove: [] } };
   const { differences, repairs } = compareCounts(held, persisted);
   const inDatabase = new Set(persisted.members);
   const inRedis = new Set(held.members);
@@ -185,7 +186,11 @@ export function compareCounters(survey: CounterSurvey): CounterComparison {
       repairs.push({ kind: "mirrorDerived", target, names: mirror });
     }
     const views = redis.read?.value ?? 0;
-    if (target.type === "post" && compareVersions(survey.redisVersion, survey.databaseVersion) === "quiescent" && views !== (survey.database.read?.value ?? 0)) {
+    if (
+      target.type === "post" &&
+      compareVersions(survey.redisVersion, survey.databaseVersion) === "quiescent" &&
+      views !== (survey.database.read?.value ?? 0)
+    ) {
       differences.views = 1;
       repairs.push({ kind: "alignViews", target, observedVersion: survey.databaseVersion, views });
     }
@@ -213,7 +218,11 @@ export function stillLagging(survey: CounterSurvey, lagging: readonly CounterNam
  * A post the list keeps a record of a recent change for is the caller's to leave
  * out: the record speaks for it, PostgreSQL may not hold that change yet.
  */
-export function compareList(held: { readonly entries: readonly ListPosition[]; readonly horizon: ListPosition | null }, newest: readonly ListPosition[], limit: number): bigint[] {
+export function compareList(
+  held: { readonly entries: readonly ListPosition[]; readonly horizon: ListPosition | null },
+  newest: readonly ListPosition[],
+  limit: number,
+): bigint[] {
   const { horizon } = held;
   const oldestRead = newest.at(-1);
   const pastHorizon = (p: ListPosition) => horizon === null || isOlder(horizon, p);

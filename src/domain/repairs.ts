@@ -7,7 +7,11 @@ export interface RepairService {
   apply(repair: Repair): Promise<void>;
 }
 
-export function createRepairService(stores: { database: DatabaseReconcileStore; redis: RedisReconcileStore; counters: Pick<CounterStore, "mirror"> }): RepairService {
+export function createRepairService(stores: {
+  database: DatabaseReconcileStore;
+  redis: RedisReconcileStore;
+  counters: Pick<CounterStore, "mirror">;
+}): RepairService {
   return {
     async apply(repair) {
       switch (repair.kind) {

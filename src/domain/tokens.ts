@@ -108,7 +108,11 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
   const verified = new LRUCache<string, Viewer>({ max: cacheSize, ttlAutopurge: false });
   return {
     issue(userId) {
-      const jwt = new SignJWT({}).setProtectedHeader({ alg: "HS256", typ: "JWT" }).setSubject(userId.toString()).setIssuedAt().setExpirationTime(`${ttlSeconds}s`);
+      const jwt = new SignJWT({})
+        .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+        .setSubject(userId.toString())
+        .setIssuedAt()
+        .setExpirationTime(`${ttlSeconds}s`);
       if (issuer) jwt.setIssuer(issuer);
       if (audience) jwt.setAudience(audience);
       return jwt.sign(key);

@@ -53,17 +53,19 @@ export function startUserDirectory(options: UserDirectoryOptions): UserDirectory
   // Listening starts with loading, not after it, so a user registered meanwhile is heard of or
   // read (one registered in the moment before SSUBSCRIBE is answered may be neither: looked up once).
   const listening = options.announcements
-    ? options.announcements.onAnnounced((userId) => known.add(userId)).then(
-        async (stop) => {
-          if (!stopping.signal.aborted) return stop;
-          await stop().catch(() => {});
-          return null;
-        },
-        (err: unknown) => {
-          options.onListenFailure?.(err);
-          return null;
-        },
-      )
+    ? options.announcements
+        .onAnnounced((userId) => known.add(userId))
+        .then(
+          async (stop) => {
+            if (!stopping.signal.aborted) return stop;
+            await stop().catch(() => {});
+            return null;
+          },
+          (err: unknown) => {
+            options.onListenFailure?.(err);
+            return null;
+          },
+        )
     : Promise.resolve(null);
 
   const load = async (): Promise<DirectoryLoad | null> => {

@@ -7,11 +7,20 @@ import { coldLoadCharges, tighter, type ChargedBudgets } from "../domain/rate-li
 import type { Services } from "../domain/services.js";
 import { addressSubject } from "./client-address.js";
 
-export function coldReadsOf(services: Pick<Services, "rateLimits">, viewer: Viewer | null, clientIp: string, charged: ChargedBudgets, deadlineAtMs?: number): ColdReads {
+export function coldReadsOf(
+  services: Pick<Services, "rateLimits">,
+  viewer: Viewer | null,
+  clientIp: string,
+  charged: ChargedBudgets,
+  deadlineAtMs?: number,
+): ColdReads {
   return {
     ...(deadlineAtMs !== undefined && { deadlineAtMs }),
     pay: async (load, targets) => {
-      charged.standing = tighter(charged.standing, await services.rateLimits.charge(coldLoadCharges(load, targets, addressSubject(clientIp), viewer?.userId ?? null)));
+      charged.standing = tighter(
+        charged.standing,
+        await services.rateLimits.charge(coldLoadCharges(load, targets, addressSubject(clientIp), viewer?.userId ?? null)),
+      );
     },
   };
 }

@@ -32,7 +32,12 @@ export interface Context {
 }
 
 /** A request's context, from its Authorization header and the client's address, answering within `deadlineMs`. */
-export async function createContext(services: Services, header: string | undefined, clientIp = "unknown", deadlineMs = defaultRequestDeadlineMs): Promise<Context> {
+export async function createContext(
+  services: Services,
+  header: string | undefined,
+  clientIp = "unknown",
+  deadlineMs = defaultRequestDeadlineMs,
+): Promise<Context> {
   const deadlineAtMs = Date.now() + deadlineMs;
   let viewer: Viewer | null = null;
   let tokenProblem: string | null = null;
@@ -47,7 +52,15 @@ export async function createContext(services: Services, header: string | undefin
     }
   }
   const charged: ChargedBudgets = { standing: null };
-  return { viewer, tokenProblem, clientIp, loaders: createLoaders(services, viewer, coldReadsOf(services, viewer, clientIp, charged, deadlineAtMs)), services, charged, deadlineAtMs };
+  return {
+    viewer,
+    tokenProblem,
+    clientIp,
+    loaders: createLoaders(services, viewer, coldReadsOf(services, viewer, clientIp, charged, deadlineAtMs)),
+    services,
+    charged,
+    deadlineAtMs,
+  };
 }
 
 /** The signed-in viewer, or UNAUTHENTICATED. */

@@ -25,8 +25,17 @@ const requestErrorCodes = new Set<string>([
  * sends both cases so that a change of wording in Apollo shows.
  */
 const uncodedApolloErrors = new Map<string, { code: RequestErrorCode; message: string }>([
-  ["provided sha does not match query", { code: RequestErrorCode.PERSISTED_QUERY_HASH_MISMATCH, message: "The persisted query's sha256Hash is not the SHA-256 of the query sent with it; compute it over the exact query text." }],
-  ["Unsupported persisted query version", { code: RequestErrorCode.PERSISTED_QUERY_VERSION_UNSUPPORTED, message: "Only version 1 of the persisted query extension is supported." }],
+  [
+    "provided sha does not match query",
+    {
+      code: RequestErrorCode.PERSISTED_QUERY_HASH_MISMATCH,
+      message: "The persisted query's sha256Hash is not the SHA-256 of the query sent with it; compute it over the exact query text.",
+    },
+  ],
+  [
+    "Unsupported persisted query version",
+    { code: RequestErrorCode.PERSISTED_QUERY_VERSION_UNSUPPORTED, message: "Only version 1 of the persisted query extension is supported." },
+  ],
 ]);
 
 /** The error a resolver threw, under the GraphQLError(s) wrapped around it. */

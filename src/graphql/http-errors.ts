@@ -16,7 +16,11 @@ function requestProblem(error: FastifyError, bodyLimitBytes: number): { status: 
   if (status === 413 || error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
     return {
       status: 413,
-      body: graphqlError(`The request body is larger than ${bodyLimitBytes} bytes; send a smaller document or fewer variables.`, RequestErrorCode.PAYLOAD_TOO_LARGE, { limit: bodyLimitBytes }),
+      body: graphqlError(
+        `The request body is larger than ${bodyLimitBytes} bytes; send a smaller document or fewer variables.`,
+        RequestErrorCode.PAYLOAD_TOO_LARGE,
+        { limit: bodyLimitBytes },
+      ),
     };
   }
   if (error.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
@@ -24,7 +28,10 @@ function requestProblem(error: FastifyError, bodyLimitBytes: number): { status: 
   }
   // The JSON parser's errors (a SyntaxError, a forbidden __proto__ key) arrive marked 400 with no code.
   if (error instanceof SyntaxError || error.code === "FST_ERR_CTP_INVALID_JSON_BODY" || error.code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
-    return { status: 400, body: graphqlError(`The request body is not valid JSON (${error.message}); send {"query": "...", "variables": {...}}.`, RequestErrorCode.BAD_REQUEST) };
+    return {
+      status: 400,
+      body: graphqlError(`The request body is not valid JSON (${error.message}); send {"query": "...", "variables": {...}}.`, RequestErrorCode.BAD_REQUEST),
+    };
   }
   return { status, body: graphqlError(error.message, RequestErrorCode.BAD_REQUEST) };
 }
@@ -33,7 +40,12 @@ function requestProblem(error: FastifyError, bodyLimitBytes: number): { status: 
  * Answers the HTTP layer's errors as GraphQL errors. `sent` hears the code each
  * answer carries, so the request log and the metrics name it as the client saw it.
  */
-export function installHttpErrorHandlers(http: FastifyInstance, logger: Logger, bodyLimitBytes: number, sent: (request: FastifyRequest, code: string) => void = () => undefined): void {
+export function installHttpErrorHandlers(
+  http: FastifyInstance,
+  logger: Logger,
+  bodyLimitBytes: number,
+  sent: (request: FastifyRequest, code: string) => void = () => undefined,
+): void {
   http.setErrorHandler((error: FastifyError, request, reply) => {
     if ((error.statusCode ?? 500) >= 500) {
       logger.error({ err: error, url: request.url }, "internal error in the HTTP layer");
@@ -48,6 +60,11 @@ export function installHttpErrorHandlers(http: FastifyInstance, logger: Logger, 
     sent(request, RequestErrorCode.ROUTE_NOT_FOUND);
     return reply
       .code(404)
-      .send(graphqlError(`Nothing is served at ${request.method} ${request.url.slice(0, 200)}: GraphQL is at /graphql, health at /health/live and /health/ready.`, RequestErrorCode.ROUTE_NOT_FOUND));
+      .send(
+        graphqlError(
+          `Nothing is served at ${request.method} ${request.url.slice(0, 200)}: GraphQL is at /graphql, health at /health/live and /health/ready.`,
+          RequestErrorCode.ROUTE_NOT_FOUND,
+        ),
+      );
   });
 }

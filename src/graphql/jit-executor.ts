@@ -7,7 +7,16 @@
 // compiles from the operation's shape (fast-json-stringify), handed to Apollo as
 // its stringifyResult: 10 µs against 30 µs for JSON.stringify on that feed.
 import type { GatewayExecutor, GatewayInterface } from "@apollo/server-gateway-interface";
-import { GraphQLError, Kind, OperationTypeNode, type DocumentNode, type ExecutionResult, type FormattedExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from "graphql";
+import {
+  GraphQLError,
+  Kind,
+  OperationTypeNode,
+  type DocumentNode,
+  type ExecutionResult,
+  type FormattedExecutionResult,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from "graphql";
 import { compileQuery, isCompiledQuery, type CompiledQuery } from "graphql-jit";
 import { DomainError, ErrorCode, RequestErrorCode } from "../errors.js";
 import { ApolloServerErrorCode } from "@apollo/server/errors";
@@ -28,7 +37,8 @@ function asGraphQLError(error: GraphQLError, code?: string): GraphQLError {
 const publicRootFields: ReadonlySet<string> = new Set(["hotPosts", "__typename"]);
 
 const sharable = (operation: OperationDefinitionNode) =>
-  operation.operation === OperationTypeNode.QUERY && operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && publicRootFields.has(s.name.value));
+  operation.operation === OperationTypeNode.QUERY &&
+  operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && publicRootFields.has(s.name.value));
 
 /** Executions in flight of sharable operations, per operation (Apollo hands the same node for every repeat) and variables. */
 const inFlight = new WeakMap<OperationDefinitionNode, Map<string, Promise<ExecutionResult>>>();
@@ -101,7 +111,10 @@ export interface JitExecutionOptions {
  * applies before this answer or never (membership-store.ts).
  */
 function pastDeadline(): ExecutionResult {
-  const cause = new DomainError(ErrorCode.SERVICE_UNAVAILABLE, "The request did not finish within its deadline: a store did not answer in time; retry shortly.");
+  const cause = new DomainError(
+    ErrorCode.SERVICE_UNAVAILABLE,
+    "The request did not finish within its deadline: a store did not answer in time; retry shortly.",
+  );
   return { data: null, errors: [new GraphQLError(cause.message, { originalError: cause, extensions: { code: cause.code } })] };
 }
 
@@ -162,12 +175,24 @@ export function jitExecution(schema: GraphQLSchema, options: JitExecutionOptions
     const operation = request.operation as OperationDefinitionNode | undefined;
     if (!operation) {
       const name = request.request.operationName;
-      return { errors: [new GraphQLError(name ? `No operation named "${name}" in the document.` : "The document holds several operations: name one in operationName.", { extensions: { code: ApolloServerErrorCode.OPERATION_RESOLUTION_FAILURE } })] };
+      return {
+        errors: [
+          new GraphQLError(name ? `No operation named "${name}" in the document.` : "The document holds several operations: name one in operationName.", {
+            extensions: { code: ApolloServerErrorCode.OPERATION_RESOLUTION_FAILURE },
+          }),
+        ],
+      };
     }
     // Subscriptions need a connection that outlives the request (graphql-ws); over plain HTTP,
     // graphql-jit would run the subscribe resolvers as if they were queries.
     if (operation.operation === OperationTypeNode.SUBSCRIPTION) {
-      return { errors: [new GraphQLError("Subscriptions are served over WebSocket (graphql-ws on /graphql), not over plain HTTP; use a graphql-ws client.", { extensions: { code: RequestErrorCode.OPERATION_NOT_SUPPORTED, http: { status: 400 } } })] };
+      return {
+        errors: [
+          new GraphQLError("Subscriptions are served over WebSocket (graphql-ws on /graphql), not over plain HTTP; use a graphql-ws client.", {
+            extensions: { code: RequestErrorCode.OPERATION_NOT_SUPPORTED, http: { status: 400 } },
+          }),
+        ],
+      };
     }
     const entry = compile(operation, request.document);
     // Apollo's validation rejects first anything graphql-jit refuses to compile; should one slip
@@ -175,7 +200,9 @@ export function jitExecution(schema: GraphQLSchema, options: JitExecutionOptions
     if (!("query" in entry)) return { errors: (entry.errors ?? []).map((e) => asGraphQLError(e, ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED)) };
     const { query, serializer } = entry;
     const run = query.query;
-    const execution = sharedAmongAnonymous(operation, request.context, request.request.variables, () => run(undefined, request.context, request.request.variables ?? {}));
+    const execution = sharedAmongAnonymous(operation, request.context, request.request.variables, () =>
+      run(undefined, request.context, request.request.variables ?? {}),
+    );
     const result = await withinDeadline(execution, deadlineOf?.(request.context));
     if (!result.errors?.length) {
       if (serializer === "compiled" && result.data) serializers.set(result.data, query.stringify);

@@ -164,7 +164,9 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
     },
     onSubscribe(ctx, _id, payload) {
       if (Object.keys(ctx.subscriptions).length > options.maxSubscriptions) {
-        return [refusal(`A connection holds at most ${options.maxSubscriptions} subscriptions at once; complete one first.`, RequestErrorCode.TOO_MANY_SUBSCRIPTIONS)];
+        return [
+          refusal(`A connection holds at most ${options.maxSubscriptions} subscriptions at once; complete one first.`, RequestErrorCode.TOO_MANY_SUBSCRIPTIONS),
+        ];
       }
       let document: DocumentNode;
       try {
@@ -181,7 +183,9 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
       }
       // graphql-js validates such a document, then fails to run it for want of a root field.
       if (operation.selectionSet.selections.some((selection) => (selection.directives?.length ?? 0) > 0 || selection.kind !== Kind.FIELD)) {
-        return [refusal("A subscription's root field is asked for directly: no fragments or directives on it.", ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED)];
+        return [
+          refusal("A subscription's root field is asked for directly: no fragments or directives on it.", ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED),
+        ];
       }
       const variables = payload.variables ?? {};
       try {
@@ -191,7 +195,14 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
         throw error;
       }
       const viewer = ctx.extra.viewer ?? null;
-      const contextValue: Context = { viewer, tokenProblem: null, clientIp: ctx.extra.request.socket.remoteAddress ?? "unknown", loaders: createLoaders(services, viewer), services, charged: { standing: null } };
+      const contextValue: Context = {
+        viewer,
+        tokenProblem: null,
+        clientIp: ctx.extra.request.socket.remoteAddress ?? "unknown",
+        loaders: createLoaders(services, viewer),
+        services,
+        charged: { standing: null },
+      };
       // A digest: the document may be 100 KB, and is held for as long as the subscription.
       const key = JSON.stringify([payload.query, payload.operationName ?? null, variables, viewer?.userId.toString() ?? null]);
       operationKeys.set(contextValue, createHash("sha256").update(key).digest("base64url"));
@@ -280,7 +291,8 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
     // Browsers send Origin with every WebSocket, their own host's pages too, and apply no CORS
     // to it: the server is the only check.
     const { origin, host } = request.headers;
-    if (origin !== undefined && options.allowsOrigin && !options.allowsOrigin(origin) && !isSameHost(origin, host)) return refuseUpgrade(socket, "403 Forbidden");
+    if (origin !== undefined && options.allowsOrigin && !options.allowsOrigin(origin) && !isSameHost(origin, host))
+      return refuseUpgrade(socket, "403 Forbidden");
     if (sockets.clients.size >= options.maxConnections) return refuseUpgrade(socket, "503 Service Unavailable");
     sockets.handleUpgrade(request, socket, head, (ws) => sockets.emit("connection", ws, request));
   });

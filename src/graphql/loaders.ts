@@ -5,7 +5,18 @@ import type { ColdReads } from "../domain/counters.js";
 import type { Viewer } from "../domain/identity.js";
 import type { ListPage, ListPageRequest } from "../domain/lists.js";
 import type { MembersPage, MembersPageRequest } from "../domain/memberships.js";
-import { targetKey, type Comment, type Counts, type Page, type Post, type Relation, type Target, type TargetType, type TargetView, type User } from "../domain/model/index.js";
+import {
+  targetKey,
+  type Comment,
+  type Counts,
+  type Page,
+  type Post,
+  type Relation,
+  type Target,
+  type TargetType,
+  type TargetView,
+  type User,
+} from "../domain/model/index.js";
 import type { PageRequest } from "../domain/ports/index.js";
 import type { Services } from "../domain/services.js";
 
@@ -41,7 +52,14 @@ export class SettledLoader<V, T extends Target = Target, Hint = never> {
       // with every hint any of them gave.
       const prefetcher = new DataLoader<{ targets: readonly T[]; hints: readonly Hint[] }, void>(
         async (lists) => {
-          const missing = [...new Map(lists.flatMap((l) => l.targets).filter((t) => !settled.has(t.id)).map((t) => [t.id, t])).values()];
+          const missing = [
+            ...new Map(
+              lists
+                .flatMap((l) => l.targets)
+                .filter((t) => !settled.has(t.id))
+                .map((t) => [t.id, t]),
+            ).values(),
+          ];
           if (missing.length > 0) {
             const values = await this.batch(missing, [...new Set(lists.flatMap((l) => l.hints))]);
             values.forEach((value, i) => settled.set((missing[i] as T).id, value));

@@ -27,8 +27,13 @@ export async function prefetchCounts(
 ): Promise<void> {
   if (ids.length === 0) return;
   const fields = viewFields[type];
-  const relations = (Object.entries(fields.memberships) as [Relation, string][]).filter(([, field]) => selects(info, [...itemPath, field])).map(([relation]) => relation);
+  const relations = (Object.entries(fields.memberships) as [Relation, string][])
+    .filter(([, field]) => selects(info, [...itemPath, field]))
+    .map(([relation]) => relation);
   if (relations.length > 0 || selects(info, [...itemPath, fields.counts])) {
-    await ctx.loaders.views.prefetch(ids.map((id) => ({ type, id })), relations);
+    await ctx.loaders.views.prefetch(
+      ids.map((id) => ({ type, id })),
+      relations,
+    );
   }
 }

@@ -68,13 +68,15 @@ export function createReadiness(probes: Readonly<Record<string, Probe>>, timeout
   const run = (checks: Readonly<Record<string, () => Promise<string | null>>>) =>
     Promise.all(Object.entries(checks).map(async ([name, check]) => [name, await within(check)] as const));
   // A probe's answer itself means nothing (PING says "PONG"): answering is what counts.
-  const answered = Object.fromEntries(Object.entries(probes).map(([name, probe]) => [
+  const answered = Object.fromEntries(
+    Object.entries(probes).map(([name, probe]) => [
       name,
       async () => {
         await probe();
         return null;
       },
-    ]));
+    ]),
+  );
   return async () => {
     const [required, advised] = await Promise.all([run(answered), run(advisories)]);
     return {
@@ -96,8 +98,6 @@ export function createReadiness(probes: Readonly<Record<string, Probe>>, timeout
 export function outboxBacklog(length: () => Promise<number>, warnLength: number): Advisory {
   return async () => {
     const waiting = await length();
-    return waiting > warnLength
-      ? `${waiting} changes wait in the outbox, more than OUTBOX_WARN_LENGTH (${warnLength}): the pipeline lags behind`
-      : null;
+    return waiting > warnLength ? `${waiting} changes wait in the outbox, more than OUTBOX_WARN_LENGTH (${warnLength}): the pipeline lags behind` : null;
   };
 }

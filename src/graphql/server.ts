@@ -77,10 +77,7 @@ type HttpContext = Context & { readonly [httpRequest]?: FastifyRequest };
 
 /** Serves GraphQL over HTTP at `http://host:port/graphql`. */
 // eslint-disable-next-line max-lines-per-function -- the HTTP server's wiring: hooks, CORS, Apollo and its plugins, and routes, in the order Fastify takes them.
-export async function serveGraphQL(
-  services: Services,
-  options: GraphQLServerOptions & { readonly host: string; readonly port: number },
-): Promise<ServingApi> {
+export async function serveGraphQL(services: Services, options: GraphQLServerOptions & { readonly host: string; readonly port: number }): Promise<ServingApi> {
   const keepAliveTimeout = options.keepAliveTimeoutMs ?? 72_000;
   const { trustProxy = false } = options;
   const http = Fastify({
@@ -112,7 +109,8 @@ export async function serveGraphQL(
     if (request.method !== "OPTIONS" && (request.url === "/graphql" || request.url.startsWith("/graphql?"))) {
       const facts = { requestId: request.id, clientIp: request.ip, status: reply.statusCode, durationMs: reply.elapsedTime };
       const transportCode = transportCodes.get(request);
-      const operation = operations.get(request) ?? (transportCode ? { operationName: null, operationType: null, errorCodes: [transportCode], viewerId: null } : undefined);
+      const operation =
+        operations.get(request) ?? (transportCode ? { operationName: null, operationType: null, errorCodes: [transportCode], viewerId: null } : undefined);
       requestLog(facts, operation);
       options.metrics?.observeRequest(facts, operation);
     }

@@ -31,27 +31,23 @@ async function start(waiting: AbortSignal): Promise<void> {
     countInvalidations: true,
     ...(metrics && { onSqlQuery: metrics.observeSqlQuery, onRedisCommand: metrics.observeRedisCommand }),
   };
-  const clients = await openPatiently(
-    (signal) => openClients(config, logger, needs, signal),
-    logger,
-    {
-      signal: waiting,
-      onWaiting: (error) => {
-        const reason = `waiting for its stores (${error instanceof Error ? error.message : String(error)})`;
-        starting ??= serveWhileStarting(config.host, config.port).then(
-          (server) => {
-            shutdown.add("the starting server", () => server.close());
-            return server;
-          },
-          (err: unknown) => {
-            logger.warn({ err }, "readiness cannot be served while waiting for the stores");
-            return null;
-          },
-        );
-        void starting.then((server) => server?.waitingFor(reason));
-      },
+  const clients = await openPatiently((signal) => openClients(config, logger, needs, signal), logger, {
+    signal: waiting,
+    onWaiting: (error) => {
+      const reason = `waiting for its stores (${error instanceof Error ? error.message : String(error)})`;
+      starting ??= serveWhileStarting(config.host, config.port).then(
+        (server) => {
+          shutdown.add("the starting server", () => server.close());
+          return server;
+        },
+        (err: unknown) => {
+          logger.warn({ err }, "readiness cannot be served while waiting for the stores");
+          return null;
+        },
+      );
+      void starting.then((server) => server?.waitingFor(reason));
     },
-  );
+  });
   shutdown.add("the store clients", () => clients.close());
   await (await starting)?.close();
   if (metrics) {
@@ -63,9 +59,7 @@ async function start(waiting: AbortSignal): Promise<void> {
     }
   }
   // Loaded only when asked for: without an endpoint no OpenTelemetry code runs or loads.
-  const tracing = config.tracing
-    ? (await import("../tracing.js")).startTracing({ ...config.tracing, attributes: { "process.pid": process.pid } })
-    : null;
+  const tracing = config.tracing ? (await import("../tracing.js")).startTracing({ ...config.tracing, attributes: { "process.pid": process.pid } }) : null;
   if (tracing) shutdown.add("tracing", () => tracing.close());
   const app = compose(config, clients, logger);
   if (metrics && app.hotCounts) watchHotCounts(metrics.registry, app.hotCounts);

@@ -26,6 +26,10 @@ export function createPipelineMetrics(): PipelineMetrics {
     deadLettered: make(Counter, "likes_dead_lettered_total", "Messages parked in the dead-letter queue"),
     reconcileInFlight: make(Gauge, "likes_reconcile_in_flight_targets", "Targets the last reconcile pass could not compare: Redis ahead of PostgreSQL"),
     reconcileStuck: make(Gauge, "likes_reconcile_stuck_targets", "Targets in flight without progress for several reconcile passes in a row"),
-    reconcileRebuiltBehind: make(Counter, "likes_reconcile_rebuilt_behind_total", "Targets whose Redis lacked changes PostgreSQL had, taken out of Redis to be rebuilt"),
+    reconcileRebuiltBehind: make(
+      Counter,
+      "likes_reconcile_rebuilt_behind_total",
+      "Targets whose Redis lacked changes PostgreSQL had, taken out of Redis to be rebuilt",
+    ),
   };
 }

@@ -61,7 +61,10 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
   async function publish(good: readonly OutboxEntry[], bad: readonly MalformedOutboxEntry[]): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the broker did not confirm ${good.length + bad.length} outbox entries within ${publishTimeoutMs} ms`)), publishTimeoutMs);
+      timer = setTimeout(
+        () => reject(new Error(`the broker did not confirm ${good.length + bad.length} outbox entries within ${publishTimeoutMs} ms`)),
+        publishTimeoutMs,
+      );
     });
     const work = (async () => {
       for (const e of bad) await bus.deadLetter({ partition: e.partition, entryId: e.entryId }, e.problem, "outbox");
@@ -106,13 +109,16 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
   /** Entries read or claimed and not yet acknowledged: at most one read's worth. */
   let inHand: readonly (OutboxEntry | MalformedOutboxEntry)[] = [];
   let keeping: Promise<void> | null = null;
-  const keeper = setInterval(() => {
-    if (inHand.length === 0 || keeping) return;
-    keeping = outbox
-      .keep(inHand)
-      .catch((err: unknown) => logger.warn({ err }, "telling other relays that this one still holds its entries failed"))
-      .finally(() => (keeping = null));
-  }, Math.max(1, Math.floor(options.claimIdleMs / 3)));
+  const keeper = setInterval(
+    () => {
+      if (inHand.length === 0 || keeping) return;
+      keeping = outbox
+        .keep(inHand)
+        .catch((err: unknown) => logger.warn({ err }, "telling other relays that this one still holds its entries failed"))
+        .finally(() => (keeping = null));
+    },
+    Math.max(1, Math.floor(options.claimIdleMs / 3)),
+  );
   keeper.unref();
 
   const loop = (async () => {

@@ -102,7 +102,14 @@ export async function startPipeline(parts: PipelineParts, settings: PipelineSett
       })
     : null;
   const schedule = settings.reconcile.cron
-    ? scheduleReconcile({ cron: settings.reconcile.cron, lease: parts.reconcileLease, ticks: parts.reconcileTicks, run: parts.reconcile, metrics, logger: logger.child({ component: "reconcile" }) })
+    ? scheduleReconcile({
+        cron: settings.reconcile.cron,
+        lease: parts.reconcileLease,
+        ticks: parts.reconcileTicks,
+        run: parts.reconcile,
+        metrics,
+        logger: logger.child({ component: "reconcile" }),
+      })
     : null;
   return {
     metrics,

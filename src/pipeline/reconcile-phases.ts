@@ -5,7 +5,16 @@
 // reading the next, and reports its progress after each page.
 import type { Logger } from "pino";
 import { setTimeout as sleep } from "node:timers/promises";
-import { relationsOf, targetKey, type CounterName, type CounterSurvey, type DatabaseTarget, type RedisTarget, type Repair, type Target } from "../domain/model/index.js";
+import {
+  relationsOf,
+  targetKey,
+  type CounterName,
+  type CounterSurvey,
+  type DatabaseTarget,
+  type RedisTarget,
+  type Repair,
+  type Target,
+} from "../domain/model/index.js";
 import type { InFlightTarget, RebuildStore, RelationTarget } from "../domain/ports/index.js";
 import { compareCounters, compareHeld, compareUnheld, compareVersions, stillLagging, stuckAfterPasses } from "../domain/reconcile.js";
 import { reconcileLists } from "./reconcile-lists.js";
@@ -93,7 +102,12 @@ async function compareHeldRelation(pass: PassContext, page: HeldPage, held: Redi
  * loaded (its repairs join `repairs`), walked in pieces otherwise (the walk sends its own).
  * `repaired`: whether it asked for a repair, which keeps the target in Redis this pass.
  */
-async function compareRelation(pass: PassContext, held: RedisTarget, persisted: DatabaseTarget, repairs: Repair[]): Promise<{ outcome: WalkOutcome; repaired: boolean }> {
+async function compareRelation(
+  pass: PassContext,
+  held: RedisTarget,
+  persisted: DatabaseTarget,
+  repairs: Repair[],
+): Promise<{ outcome: WalkOutcome; repaired: boolean }> {
   const standing = compareVersions(held.version, persisted.version);
   if (standing !== "quiescent") return { outcome: standing, repaired: false };
   if (held.members === null || persisted.members === null) {

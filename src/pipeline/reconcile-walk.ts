@@ -20,7 +20,12 @@ export interface WalkContext {
 export type WalkOutcome = "compared" | "inFlight" | "redisBehind";
 
 /** Whether Redis lost a change PostgreSQL applied to any of the differing users (lostInRedis): one indexed read of their records. */
-export async function redisLost(database: DatabaseReconcileStore, item: RelationTarget, differing: MemberDifferences, observedVersion: bigint): Promise<boolean> {
+export async function redisLost(
+  database: DatabaseReconcileStore,
+  item: RelationTarget,
+  differing: MemberDifferences,
+  observedVersion: bigint,
+): Promise<boolean> {
   const users = [...differing.add, ...differing.remove];
   if (users.length === 0) return false;
   return lostInRedis(differing, await database.pairRecords(item, users), observedVersion);
@@ -75,7 +80,7 @@ export async function walkBigTarget(context: WalkContext, held: RedisTarget, per
   };
   let stopped: WalkOutcome | null;
   let inBoth = 0;
-  for (let after = beforeEveryUser; ; ) {
+  for (let after = beforeEveryUser; ;) {
     const users = await database.membersAfter(item, after, memberChunk);
     if (users.length === 0) break;
     after = users.at(-1) as bigint;
@@ -88,7 +93,7 @@ export async function walkBigTarget(context: WalkContext, held: RedisTarget, per
   }
   if ((stopped = await flush(true))) return stopped;
   let missing = held.memberCount - inBoth;
-  for (let from: number | null = 0; from !== null && missing > 0; ) {
+  for (let from: number | null = 0; from !== null && missing > 0;) {
     const piece = await redis.membersFrom(item, held.generations, from, memberChunk);
     from = piece.next;
     for (let i = 0; i < piece.members.length && missing > 0; i += memberChunk) {

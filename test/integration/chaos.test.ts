@@ -45,26 +45,22 @@ const clean = (r: CaseResult) => ({
 });
 
 describe("the fault suite", () => {
-  it(
-    "when Redis connections are reset, or Redis stalls, during a burst of likes, unlikes and views, then every acknowledged change and view is in Redis and PostgreSQL once and the counters agree",
-    async () => {
-      const results = await runChaos({
-        cases: ["redis-resets", "redis-stall"],
-        directory: mkdtempSync(path.join(tmpdir(), "likes-chaos-test-")),
-        amqpUrl: inject("amqpUrl"),
-        sharedDatabaseUrl: process.env.DATABASE_URL as string,
-        loadScale: 0.5,
-        load: { likers: 12 },
-        settleTimeoutMs: 30_000,
-        // Outbox entries whose read reply a reset lost wait this long for the relay to take them back (30 s by default).
-        serviceEnv: { RELAY_CLAIM_IDLE_MS: "3000" },
-      });
-      for (const r of results) {
-        expect(r.acknowledged, `${r.name} acknowledged nothing`).toBeGreaterThan(50);
-        expect(r.views?.acknowledged, `${r.name} counted no view`).toBeGreaterThan(100);
-        expect(findings(r), formatEvidence([r])).toEqual(clean(r));
-      }
-    },
-    180_000,
-  );
+  it("when Redis connections are reset, or Redis stalls, during a burst of likes, unlikes and views, then every acknowledged change and view is in Redis and PostgreSQL once and the counters agree", async () => {
+    const results = await runChaos({
+      cases: ["redis-resets", "redis-stall"],
+      directory: mkdtempSync(path.join(tmpdir(), "likes-chaos-test-")),
+      amqpUrl: inject("amqpUrl"),
+      sharedDatabaseUrl: process.env.DATABASE_URL as string,
+      loadScale: 0.5,
+      load: { likers: 12 },
+      settleTimeoutMs: 30_000,
+      // Outbox entries whose read reply a reset lost wait this long for the relay to take them back (30 s by default).
+      serviceEnv: { RELAY_CLAIM_IDLE_MS: "3000" },
+    });
+    for (const r of results) {
+      expect(r.acknowledged, `${r.name} acknowledged nothing`).toBeGreaterThan(50);
+      expect(r.views?.acknowledged, `${r.name} counted no view`).toBeGreaterThan(100);
+      expect(findings(r), formatEvidence([r])).toEqual(clean(r));
+    }
+  }, 180_000);
 });

@@ -8,7 +8,6 @@ import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { freePort } from "../../scripts/lib/ports.js";
 
-
 async function waitForRedis(port: number): Promise<void> {
   for (let i = 0; i < 100; i++) {
     try {
@@ -40,7 +39,20 @@ export default async function setup(project: TestProject): Promise<() => void> {
   const port = await freePort();
   const redis = spawn(
     "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--dir", mkdtempSync(path.join(tmpdir(), "likes-test-redis-")), "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"],
+    [
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--dir",
+      mkdtempSync(path.join(tmpdir(), "likes-test-redis-")),
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--maxmemory-policy",
+      "noeviction",
+    ],
     { stdio: "ignore" },
   );
   await waitForRedis(port);
@@ -54,13 +66,24 @@ export default async function setup(project: TestProject): Promise<() => void> {
   // Tests stand in for users with small made-up ids (1, 2, … up to some tens of thousands) where
   // only an id matters; users the suite registers get ids far above them, so none inherits
   // the likes or lists a made-up user left in the database or in Redis.
-  execFileSync("psql", [process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/likes_test", "-qAtc", "SELECT setval('users_id_seq', GREATEST((SELECT last_value FROM users_id_seq), 1000000000))"], {
-    stdio: "pipe",
-  });
+  execFileSync(
+    "psql",
+    [
+      process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/likes_test",
+      "-qAtc",
+      "SELECT setval('users_id_seq', GREATEST((SELECT last_value FROM users_id_seq), 1000000000))",
+    ],
+    {
+      stdio: "pipe",
+    },
+  );
 
   project.provide("redisUrl", `redis://127.0.0.1:${port}`);
   project.provide("redisPort", port);
-  project.provide("clusterNodes", [0, 1, 2].map((i) => `127.0.0.1:${clusterPort + i}`));
+  project.provide(
+    "clusterNodes",
+    [0, 1, 2].map((i) => `127.0.0.1:${clusterPort + i}`),
+  );
   // A vhost of the run's own: queues and exchanges of the suite vanish with it.
   const vhost = `likes_test_${process.pid}`;
   rabbitmqctl("add_vhost", vhost);

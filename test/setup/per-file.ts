@@ -31,7 +31,13 @@ afterAll(async () => {
   rabbit.on("error", () => {});
   try {
     // A broker that does not answer is not waited for: its queues go with the vhost at the end.
-    const connected = await Promise.race([rabbit.onConnect(5_000).then(() => true, () => false), sleep(5_000).then(() => false)]);
+    const connected = await Promise.race([
+      rabbit.onConnect(5_000).then(
+        () => true,
+        () => false,
+      ),
+      sleep(5_000).then(() => false),
+    ]);
     if (!connected) return;
     const seen = new Set<string>();
     for (const config of configs) {

@@ -38,7 +38,13 @@ export async function databaseState(db: Database, targets: readonly Target[], re
 }
 
 /** Null when both stores agree on every target's relation, else a description of the first difference. */
-export async function disagreement(redis: RedisClient, db: Database, partitions: number, targets: readonly Target[], relation: Relation = "like"): Promise<string | null> {
+export async function disagreement(
+  redis: RedisClient,
+  db: Database,
+  partitions: number,
+  targets: readonly Target[],
+  relation: Relation = "like",
+): Promise<string | null> {
   const [inRedis, inDatabase] = await Promise.all([redisState(redis, partitions, targets, relation), databaseState(db, targets, relation)]);
   for (const [i, t] of targets.entries()) {
     const r = inRedis[i] as TargetState;

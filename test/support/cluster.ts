@@ -37,10 +37,12 @@ export async function openClusterClients(overrides: Record<string, string> = {})
  * file's checks see only what it wrote and ran. Never point it at a shared cluster.
  */
 export async function emptyCluster(cluster: Cluster): Promise<void> {
-  await Promise.all(cluster.nodes("master").map(async (node) => {
-    await node.flushall();
-    await node.script("FLUSH");
-  }));
+  await Promise.all(
+    cluster.nodes("master").map(async (node) => {
+      await node.flushall();
+      await node.script("FLUSH");
+    }),
+  );
 }
 
 const scriptsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "../../src/stores/redis/scripts");

@@ -85,11 +85,7 @@ export interface GraphQLResponse<T> {
 
 export function graphqlClient(url: string) {
   const endpoint = new URL("graphql", url).toString();
-  return async function gql<T = Record<string, unknown>>(
-    query: string,
-    variables: Record<string, unknown> = {},
-    token?: string,
-  ): Promise<GraphQLResponse<T>> {
+  return async function gql<T = Record<string, unknown>>(query: string, variables: Record<string, unknown> = {}, token?: string): Promise<GraphQLResponse<T>> {
     const response = await fetch(endpoint, {
       method: "POST",
       headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },

@@ -22,7 +22,12 @@ export function startWorkerProcess(config: Config, env: Record<string, string> =
 }
 
 /** Spawns `entry` and resolves once `ready` finds what it looks for in the output (its url, if any). */
-async function startProcess(entry: string, config: Config, env: Record<string, string>, ready: (output: string) => string | undefined): Promise<ServiceProcess> {
+async function startProcess(
+  entry: string,
+  config: Config,
+  env: Record<string, string>,
+  ready: (output: string) => string | undefined,
+): Promise<ServiceProcess> {
   // node itself with tsx's loader: one process, so a signal reaches the service and not a wrapper.
   const child = spawn(process.execPath, ["--import", "tsx/esm", entry], {
     env: {

@@ -33,7 +33,16 @@ export async function reconcileOn(stores: Stores, config: Config): Promise<Recon
 }
 
 /** A reconcile summary's differences when a pass found none. */
-export const noDifferences = { missingInDatabase: 0, strayInDatabase: 0, databaseCounter: 0, redisCounter: 0, derivedCounter: 0, redisDerivedCounter: 0, views: 0, list: 0 };
+export const noDifferences = {
+  missingInDatabase: 0,
+  strayInDatabase: 0,
+  databaseCounter: 0,
+  redisCounter: 0,
+  derivedCounter: 0,
+  redisDerivedCounter: 0,
+  views: 0,
+  list: 0,
+};
 
 /** `count` new posts by `authorId`, created through the service as the API would. */
 export async function createPosts(stores: Stores, config: Config, authorId: bigint, count: number): Promise<LikeableTarget[]> {
@@ -46,7 +55,11 @@ export async function createPosts(stores: Stores, config: Config, authorId: bigi
 /** Waits until Redis and PostgreSQL agree on every target's relation (likes unless named); fails with the first difference. */
 export function agreeWithin({ db, redis }: Stores, config: Config, targets: readonly Target[], timeoutMs = 30_000, relation: Relation = "like"): Promise<void> {
   const differs = () => disagreement(redis, db, config.redisPartitions, targets, relation);
-  return eventually(async () => (await differs()) === null, timeoutMs, async () => String(await differs()));
+  return eventually(
+    async () => (await differs()) === null,
+    timeoutMs,
+    async () => String(await differs()),
+  );
 }
 
 export interface StoresWithAuthor extends Stores {

@@ -67,7 +67,9 @@ describe("loadConfig", () => {
   });
 
   it("when a value is bad, then the configuration is refused with a sentence naming its variable and what was expected", () => {
-    expect(() => loadConfig({ PERSIST_BATCH_SIZE: "many" })).toThrow("Invalid configuration in the environment:\n  PERSIST_BATCH_SIZE: Invalid input: expected number, received NaN");
+    expect(() => loadConfig({ PERSIST_BATCH_SIZE: "many" })).toThrow(
+      "Invalid configuration in the environment:\n  PERSIST_BATCH_SIZE: Invalid input: expected number, received NaN",
+    );
     const twoBad = () => loadConfig({ RELAY_LINGER_MS: "5000", RABBITMQ_PREFIX: "Likes" });
     expect(twoBad).toThrow("\n  RELAY_LINGER_MS: Too big: expected number to be <=1000");
     expect(twoBad).toThrow("\n  RABBITMQ_PREFIX: RABBITMQ_PREFIX must be lower-case letters, digits, _ or -");
@@ -87,7 +89,11 @@ describe("loadConfig", () => {
   it("when the configuration is loaded, then it and every object in it are frozen", () => {
     const config = loadConfig({ CORS_ORIGINS: "https://app.example.com", OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318" });
     const objects = { config, persist: config.persist, live: config.live, views: config.views, corsOrigins: config.corsOrigins, tracing: config.tracing };
-    expect(Object.entries(objects).filter(([, value]) => !Object.isFrozen(value)).map(([name]) => name)).toEqual([]);
+    expect(
+      Object.entries(objects)
+        .filter(([, value]) => !Object.isFrozen(value))
+        .map(([name]) => name),
+    ).toEqual([]);
     expect(() => {
       (config.persist as { batchSize: number }).batchSize = 1;
     }).toThrow(TypeError);

@@ -48,6 +48,10 @@ describe("the Kubernetes ConfigMap", () => {
   });
 
   it("when it shows a setting commented out, then uncommented that setting would be a real one with a value the service takes", () => {
-    expect(commentedOut().map(([name, value]) => refusal(name, value)).filter((problem) => problem !== null)).toEqual([]);
+    expect(
+      commentedOut()
+        .map(([name, value]) => refusal(name, value))
+        .filter((problem) => problem !== null),
+    ).toEqual([]);
   });
 });

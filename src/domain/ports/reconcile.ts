@@ -1,5 +1,17 @@
 // What a reconcile pass reads of each store, page by page.
-import type { CounterName, CounterSurvey, CounterValue, DatabaseCount, DatabaseTarget, ListPosition, PairRecord, RedisTarget, Relation, Repair, Target } from "../model/index.js";
+import type {
+  CounterName,
+  CounterSurvey,
+  CounterValue,
+  DatabaseCount,
+  DatabaseTarget,
+  ListPosition,
+  PairRecord,
+  RedisTarget,
+  Relation,
+  Repair,
+  Target,
+} from "../model/index.js";
 import type { HeldList, ListRef } from "./lists.js";
 
 /** A relation of a target, as a reconcile pass compares it. */

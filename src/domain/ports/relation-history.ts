@@ -1,6 +1,18 @@
 // What PostgreSQL holds of relations: pages of members, the batches of changes it
 // persists, and snapshots to rebuild a target from.
-import type { AppliedChange, AppliedChanges, Change, CounterValue, Counts, ListPosition, MemberPosition, Relation, Target, TargetSnapshot, TargetType } from "../model/index.js";
+import type {
+  AppliedChange,
+  AppliedChanges,
+  Change,
+  CounterValue,
+  Counts,
+  ListPosition,
+  MemberPosition,
+  Relation,
+  Target,
+  TargetSnapshot,
+  TargetType,
+} from "../model/index.js";
 
 /** One target's page of members of a relation: at most `limit`, newest first, strictly after `after` when given. */
 export interface MembersRequest {

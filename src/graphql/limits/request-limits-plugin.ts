@@ -54,13 +54,25 @@ export function countVariableValues(variables: Record<string, unknown>, limit: n
 
 function checkShape(shape: OperationShape, operation: string, limits: RequestLimits): GraphQLError | null {
   if (shape.depth > limits.depth) {
-    return refuse(RequestErrorCode.QUERY_TOO_DEEP, `The operation nests fields ${shape.depth} levels deep; at most ${limits.depth} are allowed. Ask for less at once and fetch deeper levels in follow-up queries.`, { depth: shape.depth, limit: limits.depth });
+    return refuse(
+      RequestErrorCode.QUERY_TOO_DEEP,
+      `The operation nests fields ${shape.depth} levels deep; at most ${limits.depth} are allowed. Ask for less at once and fetch deeper levels in follow-up queries.`,
+      { depth: shape.depth, limit: limits.depth },
+    );
   }
   if (shape.aliases > limits.aliases) {
-    return refuse(RequestErrorCode.TOO_MANY_ALIASES, `The operation uses ${shape.aliases} aliases; at most ${limits.aliases} are allowed. Split it into several requests.`, { aliases: shape.aliases, limit: limits.aliases });
+    return refuse(
+      RequestErrorCode.TOO_MANY_ALIASES,
+      `The operation uses ${shape.aliases} aliases; at most ${limits.aliases} are allowed. Split it into several requests.`,
+      { aliases: shape.aliases, limit: limits.aliases },
+    );
   }
   if (operation === "mutation" && shape.rootFields > limits.mutations) {
-    return refuse(RequestErrorCode.TOO_MANY_MUTATIONS, `The operation runs ${shape.rootFields} mutations; at most ${limits.mutations} are allowed per request. Send the rest in further requests.`, { mutations: shape.rootFields, limit: limits.mutations });
+    return refuse(
+      RequestErrorCode.TOO_MANY_MUTATIONS,
+      `The operation runs ${shape.rootFields} mutations; at most ${limits.mutations} are allowed per request. Send the rest in further requests.`,
+      { mutations: shape.rootFields, limit: limits.mutations },
+    );
   }
   return null;
 }
@@ -84,7 +96,11 @@ export function createRequestLimitsCheck(schema: GraphQLSchema, limits: RequestL
   return ({ document, operation, operationName, variables }) => {
     const values = countVariableValues(variables, limits.variableValues);
     if (values > limits.variableValues) {
-      throw refuse(RequestErrorCode.VARIABLES_TOO_LARGE, `The variables hold more than ${limits.variableValues} values; send fewer (lists such as posts(ids:) take at most 100 ids).`, { values, limit: limits.variableValues });
+      throw refuse(
+        RequestErrorCode.VARIABLES_TOO_LARGE,
+        `The variables hold more than ${limits.variableValues} values; send fewer (lists such as posts(ids:) take at most 100 ids).`,
+        { values, limit: limits.variableValues },
+      );
     }
     // Absent when operationName names nothing; the executor answers that with its own code.
     if (!operation) return null;
@@ -92,16 +108,30 @@ export function createRequestLimitsCheck(schema: GraphQLSchema, limits: RequestL
     const refusal = checkShape(facts.shape, operation.operation, limits);
     if (refusal) throw refusal;
     const nulIn = facts.argumentWithNul(variables);
-    if (nulIn) throw new GraphQLError(`${nulIn} must not contain a NUL byte (\\u0000).`, { extensions: { code: ErrorCode.BAD_USER_INPUT, field: nulIn, http: { status: 400 } } });
+    if (nulIn)
+      throw new GraphQLError(`${nulIn} must not contain a NUL byte (\\u0000).`, {
+        extensions: { code: ErrorCode.BAD_USER_INPUT, field: nulIn, http: { status: 400 } },
+      });
     const priced = facts.price(operationName, variables);
     if ("badVariables" in priced) {
-      throw new GraphQLError(priced.badVariables.message, { nodes: priced.badVariables.nodes, extensions: { code: ErrorCode.BAD_USER_INPUT, http: { status: 400 } } });
+      throw new GraphQLError(priced.badVariables.message, {
+        nodes: priced.badVariables.nodes,
+        extensions: { code: ErrorCode.BAD_USER_INPUT, http: { status: 400 } },
+      });
     }
     if ("tooManySelections" in priced) {
-      throw refuse(RequestErrorCode.QUERY_TOO_COSTLY, `The operation expands (fragments included) to more than ${maxPricedSelections} selections. Ask for less at once.`, { cost: null, limit: limits.cost });
+      throw refuse(
+        RequestErrorCode.QUERY_TOO_COSTLY,
+        `The operation expands (fragments included) to more than ${maxPricedSelections} selections. Ask for less at once.`,
+        { cost: null, limit: limits.cost },
+      );
     }
     if (priced.cost > limits.cost) {
-      throw refuse(RequestErrorCode.QUERY_TOO_COSTLY, `The operation could cost ${priced.cost}; at most ${limits.cost} is allowed. Ask for smaller pages (first) or fewer nested connections.`, { cost: priced.cost, limit: limits.cost });
+      throw refuse(
+        RequestErrorCode.QUERY_TOO_COSTLY,
+        `The operation could cost ${priced.cost}; at most ${limits.cost} is allowed. Ask for smaller pages (first) or fewer nested connections.`,
+        { cost: priced.cost, limit: limits.cost },
+      );
     }
     return priced.cost;
   };

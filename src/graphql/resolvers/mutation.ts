@@ -11,7 +11,9 @@ import { primeAfterChange } from "../loaders.js";
 async function change(ctx: Context, relation: Relation, target: Target, join: boolean) {
   const viewer = requireViewer(ctx);
   const { memberships } = ctx.services;
-  const outcome = await (join ? memberships.join(relation, target, viewer.userId, ctx.deadlineAtMs) : memberships.leave(relation, target, viewer.userId, ctx.deadlineAtMs));
+  const outcome = await (join
+    ? memberships.join(relation, target, viewer.userId, ctx.deadlineAtMs)
+    : memberships.leave(relation, target, viewer.userId, ctx.deadlineAtMs));
   primeAfterChange(ctx.loaders, target, outcome.counts, relation, join);
   return outcome.changed;
 }
@@ -35,7 +37,13 @@ const answeredById: Readonly<Record<TargetType, ReadonlySet<string>>> = {
 };
 
 /** The payload's target under `field`: its id alone when that answers every field selected of it, else its row. */
-function payloadTarget<T extends { id: bigint }>(info: GraphQLResolveInfo, field: string, type: TargetType, id: bigint, row: () => Promise<T | null>): Promise<T> | T {
+function payloadTarget<T extends { id: bigint }>(
+  info: GraphQLResolveInfo,
+  field: string,
+  type: TargetType,
+  id: bigint,
+  row: () => Promise<T | null>,
+): Promise<T> | T {
   // A stand-in the selected resolvers read only the id of.
   if (selectsOnly(info, answeredById[type], [field])) return { id } as T;
   return existing(row(), type, id);
@@ -68,8 +76,7 @@ async function signIn(ctx: Context, session: Promise<Session>): Promise<Session>
 export const Mutation = {
   register: (_: unknown, args: { username: string; email: string; password: string }, ctx: Context) =>
     signIn(ctx, ctx.services.users.register(args.username, args.email, args.password)),
-  login: (_: unknown, args: { username: string; password: string }, ctx: Context) =>
-    signIn(ctx, ctx.services.users.login(args.username, args.password)),
+  login: (_: unknown, args: { username: string; password: string }, ctx: Context) => signIn(ctx, ctx.services.users.login(args.username, args.password)),
   createPost: (_: unknown, args: { title: string; body: string }, ctx: Context) =>
     ctx.services.content.createPost(requireViewer(ctx).userId, args.title, args.body),
   createComment(_: unknown, args: { postId: string; body: string; parentId?: string | null }, ctx: Context) {

@@ -37,14 +37,25 @@ export const Query = {
     const first = parsePageSize(args.first);
     const before = args.after ? decodeCursor(args.after) : null;
     const page = await ctx.services.content.feed(first, before);
-    await prefetchCounts(ctx, info, "post", page.items.map((p) => p.id), ["edges", "node"]);
+    await prefetchCounts(
+      ctx,
+      info,
+      "post",
+      page.items.map((p) => p.id),
+      ["edges", "node"],
+    );
     return idConnection(page);
   },
   async hotPosts(_: unknown, args: { first: number; window: HotWindow }, ctx: Context, info: GraphQLResolveInfo) {
     const ids = await ctx.services.rankings.hotPosts(args.window, args.first);
     // A post is ranked only once PostgreSQL holds its likes, so its row exists.
     const posts = (await ctx.services.catalog.posts(ids)).filter((p): p is Post => p !== null);
-    await prefetchCounts(ctx, info, "post", posts.map((p) => p.id));
+    await prefetchCounts(
+      ctx,
+      info,
+      "post",
+      posts.map((p) => p.id),
+    );
     return posts;
   },
 };

@@ -39,8 +39,7 @@ const counts = (target: Target, ctx: Context) => viewOf(target, ctx, (v) => v.co
 function viewerIn(target: Target, relation: Relation, ctx: Context): boolean | Promise<boolean> {
   if (!ctx.viewer) return false;
   const known = viewOf(target, ctx, (v) => v.viewerIn[relation]);
-  const settle = (member: boolean | undefined) =>
-    member ?? ctx.loaders.fullViews.load(target).then((v) => v.viewerIn[relation] ?? false);
+  const settle = (member: boolean | undefined) => member ?? ctx.loaders.fullViews.load(target).then((v) => v.viewerIn[relation] ?? false);
   return known instanceof Promise ? known.then(settle) : settle(known);
 }
 const counter = (name: CounterName) => (counts: Counts) => countOf(counts, name);
@@ -50,16 +49,16 @@ const counter = (name: CounterName) => (counts: Counts) => countOf(counts, name)
  * of the level shares one SQL query; their counts, when selected, are then
  * prefetched for the whole level at once.
  */
-async function commentConnection(
-  parentId: bigint,
-  args: PageArgs,
-  ctx: Context,
-  info: GraphQLResolveInfo,
-  loader: Context["loaders"]["commentsOf"],
-) {
+async function commentConnection(parentId: bigint, args: PageArgs, ctx: Context, info: GraphQLResolveInfo, loader: Context["loaders"]["commentsOf"]) {
   const limit = parsePageSize(args.first);
   const page = await loader.load({ parentId, limit, beforeId: args.after ? decodeCursor(args.after) : null });
-  await prefetchCounts(ctx, info, "comment", page.items.map((c) => c.id), ["edges", "node"]);
+  await prefetchCounts(
+    ctx,
+    info,
+    "comment",
+    page.items.map((c) => c.id),
+    ["edges", "node"],
+  );
   return idConnection(page);
 }
 
@@ -75,7 +74,13 @@ async function userConnection(entries: readonly { userId: bigint; cursor: string
     const user = users[i];
     return user && !(user instanceof Error) ? [{ cursor: entry.cursor, node: user }] : [];
   });
-  await prefetchCounts(ctx, info, "user", edges.map((e) => e.node.id), ["edges", "node"]);
+  await prefetchCounts(
+    ctx,
+    info,
+    "user",
+    edges.map((e) => e.node.id),
+    ["edges", "node"],
+  );
   return { edges, pageInfo: { hasNextPage: hasMore, endCursor: entries.at(-1)?.cursor ?? null } };
 }
 
@@ -83,7 +88,12 @@ async function membersConnection(relation: Relation, target: Target, args: PageA
   const first = parsePageSize(args.first);
   const after = args.after ? decodeMemberCursor(args.after) : null;
   const page: MembersPage = await ctx.loaders.members.load({ relation, target, first, after });
-  return userConnection(page.members.map((m) => ({ userId: m.userId, cursor: encodeMemberCursor(m) })), page.hasMore, ctx, info);
+  return userConnection(
+    page.members.map((m) => ({ userId: m.userId, cursor: encodeMemberCursor(m) })),
+    page.hasMore,
+    ctx,
+    info,
+  );
 }
 
 async function listPage(relation: Relation, user: UserEntity, args: PageArgs, ctx: Context): Promise<ListPage> {
@@ -102,7 +112,13 @@ async function postList(relation: "like" | "collect", user: UserEntity, args: Pa
     const post = posts[i];
     return post ? [{ cursor: cursors[i] as string, node: post }] : [];
   });
-  await prefetchCounts(ctx, info, "post", edges.map((e) => e.node.id), ["edges", "node"]);
+  await prefetchCounts(
+    ctx,
+    info,
+    "post",
+    edges.map((e) => e.node.id),
+    ["edges", "node"],
+  );
   return { edges, pageInfo: { hasNextPage: page.hasMore, endCursor: cursors.at(-1) ?? null } };
 }
 
@@ -114,8 +130,7 @@ export const Post = {
   viewerHasCollected: (post: PostEntity, _: unknown, ctx: Context) => viewerIn({ type: "post", id: post.id }, "collect", ctx),
   likers: (post: PostEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
     membersConnection("like", { type: "post", id: post.id }, args, ctx, info),
-  comments: (post: PostEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
-    commentConnection(post.id, args, ctx, info, ctx.loaders.commentsOf),
+  comments: (post: PostEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) => commentConnection(post.id, args, ctx, info, ctx.loaders.commentsOf),
 };
 
 export const PostCounts = {
@@ -129,8 +144,7 @@ export const Comment = {
   id,
   author,
   post: (comment: CommentEntity, _: unknown, ctx: Context) => ctx.loaders.post.load(comment.postId),
-  parent: (comment: CommentEntity, _: unknown, ctx: Context) =>
-    comment.parentId === null ? null : ctx.loaders.comment.load(comment.parentId),
+  parent: (comment: CommentEntity, _: unknown, ctx: Context) => (comment.parentId === null ? null : ctx.loaders.comment.load(comment.parentId)),
   counts: (comment: CommentEntity, _: unknown, ctx: Context) => counts({ type: "comment", id: comment.id }, ctx),
   viewerHasLiked: (comment: CommentEntity, _: unknown, ctx: Context) => viewerIn({ type: "comment", id: comment.id }, "like", ctx),
   replies: (comment: CommentEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) =>
@@ -154,7 +168,12 @@ export const User = {
     membersConnection("follow", { type: "user", id: user.id }, args, ctx, info),
   async following(user: UserEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) {
     const page = await listPage("follow", user, args, ctx);
-    return userConnection(page.entries.map((e) => ({ userId: e.targetId, cursor: encodeListCursor(e) })), page.hasMore, ctx, info);
+    return userConnection(
+      page.entries.map((e) => ({ userId: e.targetId, cursor: encodeListCursor(e) })),
+      page.hasMore,
+      ctx,
+      info,
+    );
   },
   likedPosts: (user: UserEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) => postList("like", user, args, ctx, info),
   collectedPosts: (user: UserEntity, args: PageArgs, ctx: Context, info: GraphQLResolveInfo) => postList("collect", user, args, ctx, info),

@@ -43,9 +43,7 @@ export function createDatabase(options: DatabaseOptions): Database {
 
 /** Prisma's error code, when the error is one of Prisma's known request errors. */
 export function prismaCode(error: unknown): string | undefined {
-  return typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
-    ? error.code
-    : undefined;
+  return typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : undefined;
 }
 
 /**

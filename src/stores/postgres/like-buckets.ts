@@ -104,7 +104,13 @@ export async function rankPosts(
         ON b.span = k.span AND b.bucket = k.bucket AND b.target_id = k.target_id`
     : [];
   const isWanted = (r: BucketRow) => wanted.has(rowKey(r.span, Number(r.start_ms), r.target_id));
-  const buckets: BucketCount[] = [...written.filter(isWanted), ...read].map((r) => ({ span: r.span as BucketSpan, startMs: Number(r.start_ms), postId: BigInt(r.target_id), likes: r.likes, seq: BigInt(r.seq) }));
+  const buckets: BucketCount[] = [...written.filter(isWanted), ...read].map((r) => ({
+    span: r.span as BucketSpan,
+    startMs: Number(r.start_ms),
+    postId: BigInt(r.target_id),
+    likes: r.likes,
+    seq: BigInt(r.seq),
+  }));
   // Like counters the batch's own upsert returned need no second read.
   const likeCounts = counted.filter((row) => row.target_type === "post" && row.name === "like" && posts.has(BigInt(row.target_id)));
   const countedPosts = new Set(likeCounts.map((row) => row.target_id));

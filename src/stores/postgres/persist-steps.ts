@@ -147,7 +147,11 @@ function createCounterTally(): CounterTally {
       const k = `${target.type}:${target.id}:${name}`;
       deltas.set(k, { target, name, delta: (deltas.get(k)?.delta ?? 0) + delta });
     },
-    moved: () => [...deltas].filter(([, d]) => d.delta !== 0).sort(([a], [b]) => a.localeCompare(b)).map(([, d]) => d),
+    moved: () =>
+      [...deltas]
+        .filter(([, d]) => d.delta !== 0)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([, d]) => d),
   };
 }
 

@@ -32,7 +32,13 @@ export function createRankingSource(db: Database): RankingSource {
         (SELECT target_type, target_id::text AS target_id, name, value::text AS value, seq::text AS seq FROM counters
          WHERE target_type = 'post' AND name = 'like' AND value <= 0
          ORDER BY seq DESC LIMIT ${limit})`;
-      const buckets: BucketCount[] = rows.map((r) => ({ span: r.span as BucketSpan, startMs: Number(r.start_ms), postId: BigInt(r.target_id), likes: r.likes, seq: BigInt(r.seq) }));
+      const buckets: BucketCount[] = rows.map((r) => ({
+        span: r.span as BucketSpan,
+        startMs: Number(r.start_ms),
+        postId: BigInt(r.target_id),
+        likes: r.likes,
+        seq: BigInt(r.seq),
+      }));
       return { buckets, totals: totals.map(toCounterValue) };
     },
     async prune(before, limit) {

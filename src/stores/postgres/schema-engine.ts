@@ -18,9 +18,11 @@ export const migrationsDir = path.join(projectRoot, "prisma/migrations");
 const noFilters = { externalTables: [], externalEnums: [] };
 
 // Node's WebAssembly global; the ES library typings this project compiles against do not declare it.
-const wasmRuntime = (globalThis as unknown as {
-  WebAssembly: { instantiate(bytes: Uint8Array, imports: object): Promise<{ instance: { exports: Record<string, unknown> } }> };
-}).WebAssembly;
+const wasmRuntime = (
+  globalThis as unknown as {
+    WebAssembly: { instantiate(bytes: Uint8Array, imports: object): Promise<{ instance: { exports: Record<string, unknown> } }> };
+  }
+).WebAssembly;
 
 /**
  * The engine's module, instantiated by hand: its package imports a .wasm file
@@ -55,7 +57,10 @@ interface MigrationOnDisk {
 
 export async function readMigrations(): Promise<MigrationOnDisk[]> {
   const entries = await readdir(migrationsDir, { withFileTypes: true }).catch(() => []);
-  const names = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const names = entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
   return Promise.all(
     names.map(async (name) => ({
       name,

@@ -81,9 +81,7 @@ export function createSnapshotStore(db: Database): SnapshotStore {
     },
     sawCommit,
     async derived(target) {
-      const rows = await db.$queryRaw<CounterRow[]>(
-        selectCounters((derivedCounters[target.type] as readonly CounterName[]).map((name) => ({ target, name }))),
-      );
+      const rows = await db.$queryRaw<CounterRow[]>(selectCounters((derivedCounters[target.type] as readonly CounterName[]).map((name) => ({ target, name }))));
       return rows.map(toCounterValue);
     },
     async newestVersion(target) {

@@ -10,7 +10,11 @@ import { compareIds, type Transaction } from "./persist-steps.js";
  * are created first and locked, so concurrent batches of one post each add
  * only what the other did not.
  */
-export async function applyViews(tx: Transaction, changes: readonly ViewChange[], add: (target: Target, name: CounterName, delta: number) => void): Promise<CommittedViews[]> {
+export async function applyViews(
+  tx: Transaction,
+  changes: readonly ViewChange[],
+  add: (target: Target, name: CounterName, delta: number) => void,
+): Promise<CommittedViews[]> {
   if (changes.length === 0) return [];
   const highest = new Map<string, ViewChange>();
   for (const c of changes) {
@@ -51,5 +55,10 @@ export async function applyViews(tx: Transaction, changes: readonly ViewChange[]
     SELECT v.target_type, v.target_id::text AS target_id, v.epoch::text AS epoch, v.total::text AS total, v.txid::text AS txid
     FROM view_totals v JOIN unnest(${types}::text[], ${ids}::text[]::bigint[], ${epochs}::text[]::bigint[]) AS k(target_type, target_id, epoch)
       ON v.target_type = k.target_type AND v.target_id = k.target_id AND v.epoch = k.epoch`;
-  return after.map((r) => ({ target: { type: r.target_type as TargetType, id: BigInt(r.target_id) }, epoch: BigInt(r.epoch), total: Number(r.total), txid: BigInt(r.txid ?? "0") }));
+  return after.map((r) => ({
+    target: { type: r.target_type as TargetType, id: BigInt(r.target_id) },
+    epoch: BigInt(r.epoch),
+    total: Number(r.total),
+    txid: BigInt(r.txid ?? "0"),
+  }));
 }

@@ -119,7 +119,9 @@ export function createMessageBus(connection: Connection, topology: Topology, log
             const name = queue.queueOptions.queue as string;
             const state = await inspect(connection, name);
             if (state && state.consumerCount > 1) {
-              throw new PartitioningChangeRefusedError(`While this process drained queue "${name}", another process started consuming it; run one process at a time until the change is done.`);
+              throw new PartitioningChangeRefusedError(
+                `While this process drained queue "${name}", another process started consuming it; run one process at a time until the change is done.`,
+              );
             }
             if (state && state.messageCount > 0) return false;
           }

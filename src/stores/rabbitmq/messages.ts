@@ -2,7 +2,17 @@
 // from and to the model, and the one parse helper consumers use. Ids travel as
 // decimal strings (JSON has no 64-bit integers).
 import { z } from "zod";
-import { derivedCounters, relationNames, relations, type Change, type CounterName, type OutboxEntry, type Relation, type Repair, type TargetType } from "../../domain/model/index.js";
+import {
+  derivedCounters,
+  relationNames,
+  relations,
+  type Change,
+  type CounterName,
+  type OutboxEntry,
+  type Relation,
+  type Repair,
+  type TargetType,
+} from "../../domain/model/index.js";
 import type { Delivery } from "../../domain/ports/index.js";
 
 /** A database id: a positive decimal that fits a bigint column. */
@@ -121,7 +131,14 @@ export function toRepairMessage(repair: Repair): RepairMessage {
   const target = { type: repair.target.type, id: repair.target.id.toString() };
   switch (repair.kind) {
     case "alignDatabase":
-      return { kind: repair.kind, relation: repair.relation, target, observedVersion: repair.observedVersion.toString(), add: repair.add.map(String), remove: repair.remove.map(String) };
+      return {
+        kind: repair.kind,
+        relation: repair.relation,
+        target,
+        observedVersion: repair.observedVersion.toString(),
+        add: repair.add.map(String),
+        remove: repair.remove.map(String),
+      };
     case "recountDatabase":
       return { kind: repair.kind, relation: repair.relation, target };
     case "recountRedis":
@@ -180,7 +197,9 @@ export function parseChange(body: unknown): Delivery<Change> {
   const read = jsonOf(body);
   if ("problem" in read) return { kind: "invalid", reason: read.problem };
   const kind = typeof read.json === "object" && read.json !== null ? (read.json as { kind?: unknown }).kind : undefined;
-  return kind === "views" ? parseMessage(viewChangeMessage, fromViewChangeMessage, read.json) : parseMessage(relationChangeMessage, fromRelationChangeMessage, read.json);
+  return kind === "views"
+    ? parseMessage(viewChangeMessage, fromViewChangeMessage, read.json)
+    : parseMessage(relationChangeMessage, fromRelationChangeMessage, read.json);
 }
 
 /** One change of a message, read or refused, with its own part of the body (what goes to the dead-letter queue). */

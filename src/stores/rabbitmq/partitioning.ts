@@ -41,9 +41,7 @@ export class PartitioningChangeRefusedError extends Error {
  * under the old routing) before the number can change.
  */
 export type PartitioningOutcome =
-  | { readonly kind: "kept" }
-  | { readonly kind: "changed"; readonly from: number }
-  | { readonly kind: "drain"; readonly from: number };
+  { readonly kind: "kept" } | { readonly kind: "changed"; readonly from: number } | { readonly kind: "drain"; readonly from: number };
 
 const codeOf = (err: unknown) => (err as { code?: unknown }).code;
 

@@ -72,8 +72,7 @@ export const deliveryLimit = 20;
 export function createTopology({ prefix, persistQueues, queueType, retryDelayMs = 30_000 }: TopologyOptions): Topology {
   const exchange = prefix;
   const deadQueue = `${prefix}.dead`;
-  const queueArguments = (extra: Record<string, unknown> = {}) =>
-    queueType === "quorum" ? { "x-queue-type": "quorum", ...extra } : extra;
+  const queueArguments = (extra: Record<string, unknown> = {}) => (queueType === "quorum" ? { "x-queue-type": "quorum", ...extra } : extra);
   const persistQueueName = (q: number) => `${prefix}.persist.${q}`;
   const names = Array.from({ length: persistQueues }, (_, q) => persistQueueName(q));
   const retriedChanges = `${prefix}.persist.retried`;

@@ -58,7 +58,12 @@ function resendOnlyAwaited(connection: Redis): void {
 
 /** A client with the service's scripts defined. */
 export function createRedisClient(options: RedisConnectionOptions): RedisClient {
-  const connection = { protocol: 2, commandTimeout: options.commandTimeoutMs, socketTimeout: silentSocketMs(options.commandTimeoutMs), keepAlive: keepAliveDelayMs } as const;
+  const connection = {
+    protocol: 2,
+    commandTimeout: options.commandTimeoutMs,
+    socketTimeout: silentSocketMs(options.commandTimeoutMs),
+    keepAlive: keepAliveDelayMs,
+  } as const;
   const client =
     options.clusterNodes && options.clusterNodes.length > 0
       ? new Cluster(
@@ -232,11 +237,7 @@ export function inTickPipeline(redis: Redis, add: PipelineCommands): Promise<unk
  * Runs one command over many keys in one round trip (one per node in a
  * cluster, where ioredis's auto-pipelining groups commands per node).
  */
-export async function batchRead<C extends BatchCommand>(
-  redis: RedisClient,
-  command: C,
-  calls: readonly Call[],
-): Promise<Reply<C>[]> {
+export async function batchRead<C extends BatchCommand>(redis: RedisClient, command: C, calls: readonly Call[]): Promise<Reply<C>[]> {
   if (calls.length === 0) return [];
   if (redis instanceof Cluster) {
     return (await Promise.all(calls.map(([key, ...args]) => send(redis, command, key, args[0] ?? "")))) as Reply<C>[];

@@ -83,7 +83,13 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys, options:
    * viewer's memberships; a target grown past the shards passed is read again
    * with the generations the read found.
    */
-  async function readExactly(targets: readonly Target[], counterKeys: readonly string[], plan: Plan, indexes: readonly number[], answers: (Read | null)[]): Promise<void> {
+  async function readExactly(
+    targets: readonly Target[],
+    counterKeys: readonly string[],
+    plan: Plan,
+    indexes: readonly number[],
+    answers: (Read | null)[],
+  ): Promise<void> {
     if (indexes.length === 0) return;
     const fill = hotCounts?.fill(indexes.map((i) => targets[i] as Target));
     try {
@@ -148,7 +154,8 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys, options:
         const entry = held[i];
         if (entry) {
           // Still the entry held once the barrier came back: no write to the target was missed.
-          if (confirmed && read && hot.peek(targets[i] as Target) === entry) answers[i] = { counts: entry.counts, viewerIn: read.viewerIn, generations: read.generations, unsure: read.unsure };
+          if (confirmed && read && hot.peek(targets[i] as Target) === entry)
+            answers[i] = { counts: entry.counts, viewerIn: read.viewerIn, generations: read.generations, unsure: read.unsure };
           else again.push(i);
           return;
         }
@@ -165,7 +172,11 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys, options:
 
   return {
     async read(targets) {
-      const hashes = await batchRead(redis, "hgetall", targets.map((t) => [keys.counters(t)] as const));
+      const hashes = await batchRead(
+        redis,
+        "hgetall",
+        targets.map((t) => [keys.counters(t)] as const),
+      );
       return hashes.map((hash): Counts | null => (Object.keys(hash).length === 0 ? null : parseCounterHash(hash).counts));
     },
     async view(targets, request) {
@@ -176,7 +187,13 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys, options:
       const hot = hotCounts && !request.exact && hotCounts.servable() ? hotCounts : null;
       if (!hot) {
         hotCounts?.missed(targets.length);
-        await readExactly(targets, counterKeys, plan, targets.map((_, i) => i), answers);
+        await readExactly(
+          targets,
+          counterKeys,
+          plan,
+          targets.map((_, i) => i),
+          answers,
+        );
       } else {
         const held = targets.map((target) => hot.get(target));
         if (plan.asks.some(Boolean) && held.some(Boolean)) {
@@ -185,7 +202,13 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys, options:
           held.forEach((entry, i) => {
             if (entry) answers[i] = { counts: entry.counts, viewerIn: {}, generations: [], unsure: [] };
           });
-          await readExactly(targets, counterKeys, plan, targets.flatMap((_, i) => (held[i] ? [] : [i])), answers);
+          await readExactly(
+            targets,
+            counterKeys,
+            plan,
+            targets.flatMap((_, i) => (held[i] ? [] : [i])),
+            answers,
+          );
         }
       }
       return answers.map((read) => {
@@ -211,14 +234,19 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys, options:
         if (!entry) byTarget.set(key, (entry = { key, target: v.target, triples: [] }));
         entry.triples.push(v.name, v.value, v.seq.toString());
       }
-      await perNode(redis, [...byTarget.values()], (t) => [t.key], async (group, { declared, named }) => {
-        const args: (string | number)[] = [declared.length, ...declared, group.length];
-        for (const t of group) args.push(t.triples.length / 3);
-        for (const t of group) args.push(...t.triples);
-        args.push(...named);
-        const [status] = await redis.mirrorCounters(...(args as [number, ...(string | number)[]]));
-        if (status !== ScriptStatus.Applied) throw toError("mirror-counters", status, (group[0] as { target: Target }).target);
-      });
+      await perNode(
+        redis,
+        [...byTarget.values()],
+        (t) => [t.key],
+        async (group, { declared, named }) => {
+          const args: (string | number)[] = [declared.length, ...declared, group.length];
+          for (const t of group) args.push(t.triples.length / 3);
+          for (const t of group) args.push(...t.triples);
+          args.push(...named);
+          const [status] = await redis.mirrorCounters(...(args as [number, ...(string | number)[]]));
+          if (status !== ScriptStatus.Applied) throw toError("mirror-counters", status, (group[0] as { target: Target }).target);
+        },
+      );
     },
   };
 }

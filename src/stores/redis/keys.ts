@@ -201,8 +201,7 @@ export function createRedisKeys(partitions: number): RedisKeys {
   const outboxOf = (partition: number) => `ob:{${partition}}`;
   const bigPartitions = BigInt(partitions);
   const partitionOf = (target: Target) => Number(target.id % bigPartitions);
-  const base = (prefix: string, target: Target) =>
-    `${prefix}:{${partitionOf(target)}}:${target.type}:${target.id}`;
+  const base = (prefix: string, target: Target) => `${prefix}:{${partitionOf(target)}}:${target.type}:${target.id}`;
   const shardOf = (relation: Relation, hash: number) => (target: Target, generation: number) =>
     `${base(relationLayouts[relation].shardPrefix, target)}:${generation}:${hash % membershipFanout ** generation}`;
 

@@ -38,7 +38,7 @@ export function createMemoryStore(redis: RedisClient, keys: RedisKeys): MemorySt
       // few of a small sample would be taken, however recently used. A node holding fewer than `sample` is sampled
       // whole; on a cluster the next call samples the next node.
       const found = new Set<string>();
-      for (let passes = 0; found.size < sample && passes < 2; ) {
+      for (let passes = 0; found.size < sample && passes < 2;) {
         const [next, keysFound] = await on.scan(cursor, "MATCH", keys.countersPattern, "COUNT", sample);
         for (const key of keysFound) found.add(key);
         cursor = next;

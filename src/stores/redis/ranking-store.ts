@@ -1,7 +1,15 @@
 // The hot ranking in Redis (keys.ts, "hot:{hot}:…"): a sorted set per time bucket
 // and for ALL, written by mirror-ranking.lua from what PostgreSQL committed, and a
 // sorted set per window that refresh-ranking.lua sums from its buckets.
-import { bucketedWindowNames, bucketedWindows, bucketLeavesAt, keptBuckets, rankingCapacity, windowBuckets, type BucketSpan } from "../../domain/model/index.js";
+import {
+  bucketedWindowNames,
+  bucketedWindows,
+  bucketLeavesAt,
+  keptBuckets,
+  rankingCapacity,
+  windowBuckets,
+  type BucketSpan,
+} from "../../domain/model/index.js";
 import type { RankingStore } from "../../domain/ports/index.js";
 import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";

@@ -14,7 +14,12 @@ const intervalMicros = (periodMs: number, limit: number) => Math.max(1, Math.rou
 export function createRateBudgetStore(redis: RedisClient, keys: RedisKeys): RateBudgetStore {
   return {
     async charge(budget, subject, cost, limit, periodMs) {
-      const [status, waitMicros = 0, aheadMicros = 0] = await redis.chargeBudget(keys.rateBudget(budget, subject), intervalMicros(periodMs, limit), limit, cost);
+      const [status, waitMicros = 0, aheadMicros = 0] = await redis.chargeBudget(
+        keys.rateBudget(budget, subject),
+        intervalMicros(periodMs, limit),
+        limit,
+        cost,
+      );
       const aheadMs = aheadMicros / 1000;
       if (status === ScriptStatus.Applied) return { waitMs: 0, aheadMs };
       if (status === ScriptStatus.OverBudget) return { waitMs: Math.max(1, Math.ceil(waitMicros / 1000)), aheadMs };

@@ -87,8 +87,15 @@ export function createRebuildStore(
     const generation = Math.min(newest, evictableGenerations);
     const rest = recordsAndShards(target, generation);
     const [status] = await redis.evictTarget(
-      2 + rest.length, keys.counters(target), keys.dropped(target), ...rest,
-      persisted.epoch.toString(), persisted.micros.toString(), leaveVersion ? "1" : "0", generation, ...generationFields,
+      2 + rest.length,
+      keys.counters(target),
+      keys.dropped(target),
+      ...rest,
+      persisted.epoch.toString(),
+      persisted.micros.toString(),
+      leaveVersion ? "1" : "0",
+      generation,
+      ...generationFields,
     );
     switch (status) {
       case ScriptStatus.Applied:
@@ -155,11 +162,19 @@ export function createRebuildStore(
       const fields: (string | number)[] = [
         ...Object.entries(snapshot.counts).flat(),
         ...Object.entries(snapshot.seqs).flatMap(([name, seq]) => [seqFieldPrefix + name, seq.toString()]),
-        ...held.flatMap(({ relation, members, generation }) => [relations[relation].counter, members.length, relationLayouts[relation].generationField, generation]),
+        ...held.flatMap(({ relation, members, generation }) => [
+          relations[relation].counter,
+          members.length,
+          relationLayouts[relation].generationField,
+          generation,
+        ]),
         // A fresh epoch: the target's next change outranks every change made before.
-        epochField, snapshot.epoch.toString(),
-        versionField, 0,
-        snapshotMarkField, snapshot.mark,
+        epochField,
+        snapshot.epoch.toString(),
+        versionField,
+        0,
+        snapshotMarkField,
+        snapshot.mark,
       ];
       if (target.type === "post") fields.push(epochViewsField, 0);
       if (authorId !== null) fields.push(authorField, authorId.toString());
@@ -172,11 +187,24 @@ export function createRebuildStore(
     async replay({ relation, target, userId, member, version, intoEpoch }) {
       const { epoch, micros } = splitVersion(version);
       const [status] = await redis.replayChange(
-        keys.counters(target), keys.outbox(target), keys.touched(target, relation), keys.receipt(target), ...keys.memberShards(relation, target, userId),
-        userId.toString(), member ? "1" : "0", epoch.toString(), micros.toString(), shardCapacity, intoEpoch.toString(),
-        relations[relation].counter, relationLayouts[relation].generationField,
-        memberIndexes?.key(relation, target.type, userId) ?? "", memberIndexes?.capacity ?? 1, target.id.toString(),
-        target.type, relationLayouts[relation].tag,
+        keys.counters(target),
+        keys.outbox(target),
+        keys.touched(target, relation),
+        keys.receipt(target),
+        ...keys.memberShards(relation, target, userId),
+        userId.toString(),
+        member ? "1" : "0",
+        epoch.toString(),
+        micros.toString(),
+        shardCapacity,
+        intoEpoch.toString(),
+        relations[relation].counter,
+        relationLayouts[relation].generationField,
+        memberIndexes?.key(relation, target.type, userId) ?? "",
+        memberIndexes?.capacity ?? 1,
+        target.id.toString(),
+        target.type,
+        relationLayouts[relation].tag,
       );
       return replayOutcome("replay-change", status, target);
     },
@@ -194,16 +222,21 @@ export function createRebuildStore(
     },
     async rebuilds(targets) {
       const marks = new Map<Target, RebuildMark | null>();
-      await perNode(redis, targets, (t) => [keys.counters(t)], async (group, { declared, named }) => {
-        const [status, text] = await redis.rebuildMarks(declared.length, ...declared, ...named);
-        if (status !== ScriptStatus.Unchanged) throw toError("rebuild-marks", status, group[0] as Target);
-        // No mark: never rebuilt (epoch 0, where nothing is older), rebuilt before marks, or not held; nothing to replay.
-        (text ?? "").split(";").forEach((line, k) => {
-          const colon = line.indexOf(":");
-          const epoch = colon > 0 ? BigInt(line.slice(0, colon)) : null;
-          marks.set(group[k] as Target, epoch === null ? null : { epoch, epochStart: epoch * epochScale, mark: line.slice(colon + 1) });
-        });
-      });
+      await perNode(
+        redis,
+        targets,
+        (t) => [keys.counters(t)],
+        async (group, { declared, named }) => {
+          const [status, text] = await redis.rebuildMarks(declared.length, ...declared, ...named);
+          if (status !== ScriptStatus.Unchanged) throw toError("rebuild-marks", status, group[0] as Target);
+          // No mark: never rebuilt (epoch 0, where nothing is older), rebuilt before marks, or not held; nothing to replay.
+          (text ?? "").split(";").forEach((line, k) => {
+            const colon = line.indexOf(":");
+            const epoch = colon > 0 ? BigInt(line.slice(0, colon)) : null;
+            marks.set(group[k] as Target, epoch === null ? null : { epoch, epochStart: epoch * epochScale, mark: line.slice(colon + 1) });
+          });
+        },
+      );
       return targets.map((t) => marks.get(t) ?? null);
     },
   };

@@ -2,7 +2,17 @@
 // KEYS), each with its members (whole for small targets, in bounded pieces for
 // big ones), and the one repair it makes here.
 import { Cluster, type Redis } from "ioredis";
-import { derivedCounters, listedRelations, relations, type CounterName, type ListedRelation, type ListPosition, type RedisTarget, type Relation, type Target } from "../../domain/model/index.js";
+import {
+  derivedCounters,
+  listedRelations,
+  relations,
+  type CounterName,
+  type ListedRelation,
+  type ListPosition,
+  type RedisTarget,
+  type Relation,
+  type Target,
+} from "../../domain/model/index.js";
 import type { ListRef, RedisReconcileStore, RelationTarget } from "../../domain/ports/index.js";
 import type { RedisClient } from "./client.js";
 import { parseCounterHash } from "./counter-hash.js";
@@ -172,7 +182,12 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
       const shards = shardsOf(item, newest);
       const { epoch, micros } = splitVersion(observedVersion);
       const [status] = await redis.recountMembers(
-        1 + shards.length, keys.counters(target), ...shards, epoch.toString(), micros.toString(), relations[relation].counter,
+        1 + shards.length,
+        keys.counters(target),
+        ...shards,
+        epoch.toString(),
+        micros.toString(),
+        relations[relation].counter,
       );
       switch (status) {
         case ScriptStatus.Applied:
@@ -214,7 +229,11 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
         lists.map(async ({ relation, userId }) => {
           const list = keys.list(relation, userId);
           // Plain reads: a pass keeps no list alive longer. The horizon read again tells a list loaded meanwhile.
-          const [horizon, flat, again] = await Promise.all([redis.get(list.horizon), redis.zrange(list.entries, "0", "-1", "WITHSCORES"), redis.get(list.horizon)]);
+          const [horizon, flat, again] = await Promise.all([
+            redis.get(list.horizon),
+            redis.zrange(list.entries, "0", "-1", "WITHSCORES"),
+            redis.get(list.horizon),
+          ]);
           if (horizon === null || horizon === "loading" || again !== horizon) return null;
           const entries: ListPosition[] = [];
           for (let i = 0; i + 1 < flat.length; i += 2) entries.push({ targetId: BigInt(flat[i] as string), at: new Date(Number(flat[i + 1])) });

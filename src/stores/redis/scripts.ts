@@ -110,7 +110,16 @@ declare module "ioredis" {
     /** scripts/mirror-counters.lua: the number of keys, the keys, then ARGV. */
     mirrorCounters(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<number>, Context>;
     /** scripts/record-views.lua: the counter hash, the outbox, the receipt, then views, target type and id. */
-    recordViews(counters: string, outbox: string, flushes: string, views: number, targetType: string, targetId: string, seq: number, deadlineMs: number): Result<ScriptReply<number>, Context>;
+    recordViews(
+      counters: string,
+      outbox: string,
+      flushes: string,
+      views: number,
+      targetType: string,
+      targetId: string,
+      seq: number,
+      deadlineMs: number,
+    ): Result<ScriptReply<number>, Context>;
     /** scripts/replay-change.lua: the same keys as addMember, then ARGV. */
     replayChange(counters: string, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/replay-views.lua: the counter hash, the views replayed per epoch, then epoch, total and the rebuild's epoch. */
@@ -142,7 +151,12 @@ declare module "ioredis" {
     /** scripts/acknowledge-outbox.lua: the number of keys, the keys, then ARGV. */
     acknowledgeOutbox(numberOfKeys: number, ...keysAndArgs: string[]): Result<ScriptReply, Context>;
     /** scripts/charge-budget.lua: the budget, then interval (µs), limit and cost. */
-    chargeBudget(key: string, intervalMicros: number, limit: number, cost: number): Result<[status: ScriptStatus, waitMicros: number, aheadMicros: number] | [status: ScriptStatus], Context>;
+    chargeBudget(
+      key: string,
+      intervalMicros: number,
+      limit: number,
+      cost: number,
+    ): Result<[status: ScriptStatus, waitMicros: number, aheadMicros: number] | [status: ScriptStatus], Context>;
     /** scripts/report-spending.lua: the budget, then interval (µs), limit and units spent. */
     reportSpending(key: string, intervalMicros: number, limit: number, units: number): Result<ScriptReply<number>, Context>;
     /** scripts/mirror-ranking.lua: the ranking, its seq hash, then capacity, expiry (Unix ms) and member, value, seq triples. */

@@ -137,7 +137,13 @@ export function createTargetReader(redis: RedisClient, keys: RedisKeys, options:
   const memberIndexes = options.memberIndexes;
   function readOnce(targets: readonly Target[], counterKeys: readonly string[], request: ViewRequest, asked: Asked): Promise<(Read | null)[]> {
     if (redis instanceof Cluster) return readPerNode(redis, targets, counterKeys, request, asked);
-    return readScript((args) => inTickPipeline(redis, (pipeline) => void pipeline.readTargets(...args)).then(([reply]) => reply), targets, counterKeys, request, asked);
+    return readScript(
+      (args) => inTickPipeline(redis, (pipeline) => void pipeline.readTargets(...args)).then(([reply]) => reply),
+      targets,
+      counterKeys,
+      request,
+      asked,
+    );
   }
 
   /**
@@ -173,8 +179,10 @@ export function createTargetReader(redis: RedisClient, keys: RedisKeys, options:
     });
     // The viewer's member index of each relation looked up, where this Redis keeps them:
     // one command then rules out every target the viewer did not join.
-    const targetType = (targets[0])?.type;
-    const indexed = relations.map((_, j) => memberIndexes !== undefined && viewer !== null && !firstKeyOnly && shardCounts.some((p, k) => k % relations.length === j && p > 0));
+    const targetType = targets[0]?.type;
+    const indexed = relations.map(
+      (_, j) => memberIndexes !== undefined && viewer !== null && !firstKeyOnly && shardCounts.some((p, k) => k % relations.length === j && p > 0),
+    );
     if (indexed.some(Boolean)) {
       relations.forEach((relation, j) => {
         if (indexed[j]) keyList.push(memberIndexes?.indexes.key(relation, targetType as TargetType, viewer as bigint) as string);
@@ -184,10 +192,18 @@ export function createTargetReader(redis: RedisClient, keys: RedisKeys, options:
     if (keyList.length === 0) return decodeTargetLines(targets.map(() => "=").join(";"), targets.length, request.names, relations);
     const declared = firstKeyOnly ? keyList.splice(0, 1) : keyList.splice(0);
     const args: [number, ...(string | number)[]] = [
-      declared.length, ...declared,
-      targets.length, viewer?.toString() ?? "", request.names.length, ...request.names,
-      relations.length, ...relations.map((r) => relationLayouts[r].generationField), flags.join(""), shardCounts.join(""),
-      indexed.map((x) => (x ? 1 : 0)).join(""), ...(indexed.some(Boolean) ? targets.map((t) => t.id.toString()) : []),
+      declared.length,
+      ...declared,
+      targets.length,
+      viewer?.toString() ?? "",
+      request.names.length,
+      ...request.names,
+      relations.length,
+      ...relations.map((r) => relationLayouts[r].generationField),
+      flags.join(""),
+      shardCounts.join(""),
+      indexed.map((x) => (x ? 1 : 0)).join(""),
+      ...(indexed.some(Boolean) ? targets.map((t) => t.id.toString()) : []),
       ...keyList,
     ];
     const [status, text, indexStates] = (await send(args)) as [number, string?, string?];
@@ -206,7 +222,13 @@ export function createTargetReader(redis: RedisClient, keys: RedisKeys, options:
    * out of date (slots moving), the node refuses keys it no longer serves, and that
    * node's targets are read one by one, each routed on its own.
    */
-  async function readPerNode(cluster: Cluster, targets: readonly Target[], counterKeys: readonly string[], request: ViewRequest, asked: Asked): Promise<(Read | null)[]> {
+  async function readPerNode(
+    cluster: Cluster,
+    targets: readonly Target[],
+    counterKeys: readonly string[],
+    request: ViewRequest,
+    asked: Asked,
+  ): Promise<(Read | null)[]> {
     const byNode = new Map<string, number[]>();
     counterKeys.forEach((key, i) => {
       const node = nodeOf(cluster, key);
@@ -219,10 +241,12 @@ export function createTargetReader(redis: RedisClient, keys: RedisKeys, options:
       [...byNode.values()].map(async (group) => {
         const pick = <T>(items: readonly T[]) => group.map((i) => items[i] as T);
         const groupAsked: Asked = { counters: (k) => asked.counters(group[k] as number), shards: (k, j) => asked.shards(group[k] as number, j) };
-        const found = await readScript((args) => cluster.readTargets(...args), pick(targets), pick(counterKeys), request, groupAsked, true).catch((error: unknown) => {
-          if (!slotsMoved(error)) throw error;
-          return readWithPipelines(cluster, pick(targets), request, groupAsked);
-        });
+        const found = await readScript((args) => cluster.readTargets(...args), pick(targets), pick(counterKeys), request, groupAsked, true).catch(
+          (error: unknown) => {
+            if (!slotsMoved(error)) throw error;
+            return readWithPipelines(cluster, pick(targets), request, groupAsked);
+          },
+        );
         found.forEach((read, k) => (reads[group[k] as number] = read));
       }),
     );
@@ -242,7 +266,11 @@ export function createTargetReader(redis: RedisClient, keys: RedisKeys, options:
           readsCounters ? cluster.hmget(keys.counters(target), ...fields) : [],
           readsCounters ? cluster.exists(keys.counters(target)) : 1,
           ...memberships.map(({ relation, shards }) =>
-            Promise.all(Array.from({ length: shards }, (_, g) => cluster.sismember(keys.memberShard(relation, target, viewer as bigint, g), (viewer as bigint).toString()))),
+            Promise.all(
+              Array.from({ length: shards }, (_, g) =>
+                cluster.sismember(keys.memberShard(relation, target, viewer as bigint, g), (viewer as bigint).toString()),
+              ),
+            ),
           ),
         ]);
         if (exists === 0) return null;

@@ -23,7 +23,9 @@ beforeAll(async () => {
   [user] = (await createUsers(db, api.config, 1)) as [TestUser];
   await db.$disconnect();
   postId = dataOf(await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "t", body: "b") { id } }`, {}, user.token)).createPost.id;
-  commentId = dataOf(await api.gql<{ createComment: { id: string } }>(`mutation($p: ID!) { createComment(postId: $p, body: "c") { id } }`, { p: postId }, user.token)).createComment.id;
+  commentId = dataOf(
+    await api.gql<{ createComment: { id: string } }>(`mutation($p: ID!) { createComment(postId: $p, body: "c") { id } }`, { p: postId }, user.token),
+  ).createComment.id;
 });
 afterAll(async () => {
   await api.close();
@@ -66,7 +68,9 @@ describe("control characters", () => {
 
   it("when a body holds tabs, line breaks and emoji, then it is kept as sent", async () => {
     const body = "first line\r\n\tindented 👍\nlast";
-    const created = dataOf(await api.gql<{ createPost: { body: string } }>(`mutation($v: String!) { createPost(title: "t", body: $v) { body } }`, { v: body }, user.token));
+    const created = dataOf(
+      await api.gql<{ createPost: { body: string } }>(`mutation($v: String!) { createPost(title: "t", body: $v) { body } }`, { v: body }, user.token),
+    );
     expect(created.createPost.body).toBe(body);
   });
 });
@@ -129,7 +133,11 @@ describe("HTTP", () => {
   });
 
   it("when the body is 60 MB, then it is PAYLOAD_TOO_LARGE (HTTP 413) as JSON", async () => {
-    const answer = await send({ method: "POST", headers: { "content-type": "application/json" }, body: `{"query": "${" ".repeat(60 * 1024 * 1024)}{ __typename }"}` });
+    const answer = await send({
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: `{"query": "${" ".repeat(60 * 1024 * 1024)}{ __typename }"}`,
+    });
     expect(answer.status).toBe(413);
     expect(codesOf(answer.body)).toEqual(["PAYLOAD_TOO_LARGE"]);
   });
@@ -141,7 +149,12 @@ describe("HTTP", () => {
   });
 
   it("when a path other than /graphql is asked, then it is ROUTE_NOT_FOUND (HTTP 404) as JSON", async () => {
-    for (const [method, path] of [["GET", "health"], ["POST", ""], ["GET", "graphql/x"], ["PUT", "graphql"]] as const) {
+    for (const [method, path] of [
+      ["GET", "health"],
+      ["POST", ""],
+      ["GET", "graphql/x"],
+      ["PUT", "graphql"],
+    ] as const) {
       const answer = await send({ method, headers: { "content-type": "application/json" }, ...(method === "GET" ? {} : { body: "{}" }) }, path);
       expect(answer.status, `${method} /${path}`).toBe(404);
       expect(codesOf(answer.body)).toEqual(["ROUTE_NOT_FOUND"]);
@@ -149,7 +162,7 @@ describe("HTTP", () => {
   });
 
   it("when a subscription is sent over HTTP, then it is refused with a code", async () => {
-    const answer = await postJson({ query: "subscription { postCounts(postIds: [\"1\"]) { id } }" });
+    const answer = await postJson({ query: 'subscription { postCounts(postIds: ["1"]) { id } }' });
     expect(answer.status).toBe(400);
     // Validation passes a subscription the schema has no root type for; the executor refuses
     // it, as it refuses one the schema does serve (test/unit/graphql/jit-executor.test.ts).

@@ -134,7 +134,11 @@ describe("cold reads through the API", () => {
 
     await emptyRedis(redis);
     // Until Redis's word of the flush arrives, the process may still answer the counts it holds.
-    await eventually(async () => (api.hotCounts?.stats().entries ?? 0) === 0, 5_000, () => `${api.hotCounts?.stats().entries} counts held`);
+    await eventually(
+      async () => (api.hotCounts?.stats().entries ?? 0) === 0,
+      5_000,
+      () => `${api.hotCounts?.stats().entries} counts held`,
+    );
     // 20 cold posts cost 200 of the address's 1,000 units: five reads, then a refusal.
     for (let i = 0; i < 5; i++) expect(likesOf(await api.gql(postsQuery, { ids }))).toEqual(posts.map(() => 0));
     const refused = await api.gql(postsQuery, { ids });

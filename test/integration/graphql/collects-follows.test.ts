@@ -22,13 +22,16 @@ async function createPost(user = author): Promise<string> {
 }
 
 const collectsOf = async (postId: string) =>
-  dataOf(await api.gql<{ post: { counts: { collects: number } } }>(`query($id: ID!) { post(id: $id) { counts { collects } } }`, { id: postId })).post.counts.collects;
+  dataOf(await api.gql<{ post: { counts: { collects: number } } }>(`query($id: ID!) { post(id: $id) { counts { collects } } }`, { id: postId })).post.counts
+    .collects;
 
 const countsOf = async (userId: bigint) =>
-  dataOf(await api.gql<{ user: { counts: { followers: number; following: number; collectsReceived: number } } }>(
-    `query($id: ID!) { user(id: $id) { counts { followers following collectsReceived } } }`,
-    { id: userId.toString() },
-  )).user.counts;
+  dataOf(
+    await api.gql<{ user: { counts: { followers: number; following: number; collectsReceived: number } } }>(
+      `query($id: ID!) { user(id: $id) { counts { followers following collectsReceived } } }`,
+      { id: userId.toString() },
+    ),
+  ).user.counts;
 
 beforeAll(async () => {
   api = await startTestApi();
@@ -68,7 +71,11 @@ describe("collectPost and uncollectPost", () => {
       }),
     );
     const states = await Promise.all(
-      users.map(async (u) => dataOf(await api.gql<{ post: { viewerHasCollected: boolean } }>(`query($id: ID!) { post(id: $id) { viewerHasCollected } }`, { id: postId }, u.token)).post.viewerHasCollected),
+      users.map(
+        async (u) =>
+          dataOf(await api.gql<{ post: { viewerHasCollected: boolean } }>(`query($id: ID!) { post(id: $id) { viewerHasCollected } }`, { id: postId }, u.token))
+            .post.viewerHasCollected,
+      ),
     );
     expect(await collectsOf(postId)).toBe(states.filter(Boolean).length);
   });
@@ -99,9 +106,17 @@ describe("collectPost and uncollectPost", () => {
     try {
       await api.gql(collectPost, { id: postId }, fan?.token);
       await api.gql(collectPost, { id: postId }, fan?.token);
-      await eventually(async () => (await countsOf(writer!.id)).collectsReceived === 1, 30_000, async () => JSON.stringify(await countsOf(writer!.id)));
+      await eventually(
+        async () => (await countsOf(writer!.id)).collectsReceived === 1,
+        30_000,
+        async () => JSON.stringify(await countsOf(writer!.id)),
+      );
       await api.gql(uncollectPost, { id: postId }, fan?.token);
-      await eventually(async () => (await countsOf(writer!.id)).collectsReceived === 0, 30_000, async () => JSON.stringify(await countsOf(writer!.id)));
+      await eventually(
+        async () => (await countsOf(writer!.id)).collectsReceived === 0,
+        30_000,
+        async () => JSON.stringify(await countsOf(writer!.id)),
+      );
       expect(await db.collect.count({ where: { targetType: "post", targetId: BigInt(postId) } })).toBe(0);
     } finally {
       await pipeline.stop();
@@ -137,7 +152,12 @@ describe("followUser and unfollowUser", () => {
       }),
     );
     const states = await Promise.all(
-      fans.map(async (u) => dataOf(await api.gql<{ user: { viewerFollows: boolean } }>(`query($id: ID!) { user(id: $id) { viewerFollows } }`, { id: star!.id.toString() }, u.token)).user.viewerFollows),
+      fans.map(
+        async (u) =>
+          dataOf(
+            await api.gql<{ user: { viewerFollows: boolean } }>(`query($id: ID!) { user(id: $id) { viewerFollows } }`, { id: star!.id.toString() }, u.token),
+          ).user.viewerFollows,
+      ),
     );
     expect((await countsOf(star!.id)).followers).toBe(states.filter(Boolean).length);
   });
@@ -159,10 +179,18 @@ describe("followUser and unfollowUser", () => {
       const first = dataOf(await api.gql<{ followUser: Follow }>(followUser, { id: star!.id.toString() }, fan?.token)).followUser;
       expect(first).toEqual({ changed: true, user: { id: star!.id.toString(), counts: { followers: 1, following: 0 }, viewerFollows: true } });
       await api.gql(followUser, { id: other!.id.toString() }, fan?.token);
-      await eventually(async () => (await countsOf(fan!.id)).following === 2, 30_000, async () => JSON.stringify(await countsOf(fan!.id)));
+      await eventually(
+        async () => (await countsOf(fan!.id)).following === 2,
+        30_000,
+        async () => JSON.stringify(await countsOf(fan!.id)),
+      );
       const undo = dataOf(await api.gql<{ unfollowUser: Follow }>(unfollowUser, { id: star!.id.toString() }, fan?.token)).unfollowUser;
       expect(undo).toEqual({ changed: true, user: { id: star!.id.toString(), counts: { followers: 0 }, viewerFollows: false } });
-      await eventually(async () => (await countsOf(fan!.id)).following === 1, 30_000, async () => JSON.stringify(await countsOf(fan!.id)));
+      await eventually(
+        async () => (await countsOf(fan!.id)).following === 1,
+        30_000,
+        async () => JSON.stringify(await countsOf(fan!.id)),
+      );
       expect(await db.follow.findMany({ where: { followerId: fan!.id }, select: { followeeId: true } })).toEqual([{ followeeId: other!.id }]);
       const persisted = await db.counter.findUnique({ where: { targetType_targetId_name: { targetType: "user", targetId: fan!.id, name: "following" } } });
       expect(persisted?.value).toBe(1n);

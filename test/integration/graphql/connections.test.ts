@@ -196,7 +196,9 @@ describe("nested connections under a feed", () => {
     const query = `{ feed(first: 100) { edges { node { comments(first: 100) { edges { node { post { id comments(first: 50) { edges { node { id } } } } } } } } } } }`;
     await api.gql(query);
     const before = api.sqlQueries();
-    const feed = dataOf(await api.gql<{ feed: { edges: { node: { comments: { edges: { node: { post: { comments: { edges: unknown[] } } } }[] } } }[] } }>(query)).feed;
+    const feed = dataOf(
+      await api.gql<{ feed: { edges: { node: { comments: { edges: { node: { post: { comments: { edges: unknown[] } } } }[] } } }[] } }>(query),
+    ).feed;
     // Every comment's post shows the post's own comments again.
     const inner = feed.edges.flatMap((e) => e.node.comments.edges.map((c) => c.node.post.comments.edges.length));
     expect(inner).toEqual(feed.edges.flatMap((e) => e.node.comments.edges.map(() => e.node.comments.edges.length)));

@@ -9,7 +9,8 @@ let alice: TestUser;
 let bob: TestUser;
 
 const createPost = async (title: string, user = alice) =>
-  dataOf(await api.gql<{ createPost: { id: string } }>(`mutation($t: String!) { createPost(title: $t, body: "body") { id } }`, { t: title }, user.token)).createPost.id;
+  dataOf(await api.gql<{ createPost: { id: string } }>(`mutation($t: String!) { createPost(title: $t, body: "body") { id } }`, { t: title }, user.token))
+    .createPost.id;
 
 const createComment = async (postId: string, parentId: string | null = null, user = bob) =>
   dataOf(
@@ -41,7 +42,10 @@ describe("accounts", () => {
     ).register;
     expect(reg.user).toMatchObject({ username: name, email: `${name}@example.com`, counts: { posts: 0 } });
     const login = dataOf(
-      await api.gql<{ login: { token: string; user: { id: string } } }>(`mutation($u: String!) { login(username: $u, password: "secret123") { token user { id } } }`, { u: name }),
+      await api.gql<{ login: { token: string; user: { id: string } } }>(
+        `mutation($u: String!) { login(username: $u, password: "secret123") { token user { id } } }`,
+        { u: name },
+      ),
     ).login;
     expect(login.user.id).toBe(reg.user.id);
     const viewer = dataOf(await api.gql<{ viewer: { id: string } }>(`{ viewer { id } }`, {}, login.token)).viewer;
@@ -115,7 +119,10 @@ describe("posts, comments and the feed", () => {
     const reply1 = await createComment(postId, top1);
     const reply2 = await createComment(postId, top1, alice);
     const res = await api.gql<{
-      post: { counts: { comments: number }; comments: { edges: { node: { id: string; counts: { replies: number }; replies: { edges: { node: { id: string; parent: { id: string } } }[] } } }[] } };
+      post: {
+        counts: { comments: number };
+        comments: { edges: { node: { id: string; counts: { replies: number }; replies: { edges: { node: { id: string; parent: { id: string } } }[] } } }[] };
+      };
     }>(
       `query($id: ID!) { post(id: $id) { counts { comments } comments(first: 10) { edges { node { id counts { replies } replies { edges { node { id parent { id } } } } } } } } }`,
       { id: postId },
@@ -132,7 +139,9 @@ describe("posts, comments and the feed", () => {
       { id: top2 },
     );
     expect(dataOf(comment).comment).toEqual({ post: { id: postId }, author: { id: bob.id.toString() }, parent: null });
-    const author = await api.gql<{ user: { counts: { posts: number } } }>(`query($id: ID!) { user(id: $id) { counts { posts } } }`, { id: alice.id.toString() });
+    const author = await api.gql<{ user: { counts: { posts: number } } }>(`query($id: ID!) { user(id: $id) { counts { posts } } }`, {
+      id: alice.id.toString(),
+    });
     expect(dataOf(author).user.counts.posts).toBe(await db.post.count({ where: { authorId: alice.id } }));
   });
 
@@ -157,7 +166,9 @@ describe("error codes", () => {
   it("when ids name nothing, then the answer is NOT_FOUND or null", async () => {
     expect(await bad(`mutation { likePost(postId: "9100000000000000004") { changed } }`)).toEqual(["NOT_FOUND"]);
     expect(await bad(`mutation { createComment(postId: "9100000000000000004", body: "x") { id } }`)).toEqual(["NOT_FOUND"]);
-    expect(dataOf(await api.gql(`{ post(id: "9100000000000000004") { id } user(id: "9100000000000000004") { id } comment(id: "9100000000000000004") { id } }`))).toEqual({
+    expect(
+      dataOf(await api.gql(`{ post(id: "9100000000000000004") { id } user(id: "9100000000000000004") { id } comment(id: "9100000000000000004") { id } }`)),
+    ).toEqual({
       post: null,
       user: null,
       comment: null,

@@ -17,8 +17,19 @@ afterAll(async () => {
 const contract: Record<string, string[]> = {
   Query: ["viewer", "user", "post", "posts", "feed", "comment"],
   Mutation: [
-    "register", "login", "createPost", "createComment", "likePost", "unlikePost", "likeComment", "unlikeComment",
-    "recordViews", "collectPost", "uncollectPost", "followUser", "unfollowUser",
+    "register",
+    "login",
+    "createPost",
+    "createComment",
+    "likePost",
+    "unlikePost",
+    "likeComment",
+    "unlikeComment",
+    "recordViews",
+    "collectPost",
+    "uncollectPost",
+    "followUser",
+    "unfollowUser",
   ],
   AuthPayload: ["token", "user"],
   PostLikePayload: ["changed", "post"],
@@ -56,7 +67,10 @@ describe("GraphQL contract", () => {
     }
     const query = schema.getQueryType()?.getFields();
     expect(String(query?.posts?.type)).toBe("[Post]!");
-    expect(query?.feed?.args.map((a) => `${a.name}: ${String(a.type)} = ${JSON.stringify(a.defaultValue ?? null)}`)).toEqual(["first: Int = 20", "after: String = null"]);
+    expect(query?.feed?.args.map((a) => `${a.name}: ${String(a.type)} = ${JSON.stringify(a.defaultValue ?? null)}`)).toEqual([
+      "first: Int = 20",
+      "after: String = null",
+    ]);
     const mutation = schema.getMutationType()?.getFields();
     expect(String(mutation?.likePost?.type)).toBe("PostLikePayload!");
     expect(mutation?.createComment?.args.map((a) => `${a.name}: ${String(a.type)}`)).toEqual(["postId: ID!", "body: String!", "parentId: ID"]);
@@ -69,7 +83,12 @@ describe("GraphQL contract", () => {
     expect(signature(mutation?.unfollowUser)).toBe("(userId: ID!): FollowPayload!");
     const user = schema.getType("User");
     if (!user || !isObjectType(user)) throw new Error("no User type");
-    for (const [name, type] of [["followers", "UserConnection!"], ["following", "UserConnection!"], ["likedPosts", "PostConnection!"], ["collectedPosts", "PostConnection!"]]) {
+    for (const [name, type] of [
+      ["followers", "UserConnection!"],
+      ["following", "UserConnection!"],
+      ["likedPosts", "PostConnection!"],
+      ["collectedPosts", "PostConnection!"],
+    ]) {
       const field = user.getFields()[name as string];
       expect(`${String(field?.type)} ${field?.args.map((a) => `${a.name}: ${String(a.type)} = ${JSON.stringify(a.defaultValue ?? null)}`).join(", ")}`).toBe(
         `${type} first: Int = 20, after: String = null`,

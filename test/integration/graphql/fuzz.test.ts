@@ -34,10 +34,50 @@ function generator(state: number) {
 
 const cursorOf = (text: string) => Buffer.from(text).toString("base64url");
 const hostileStrings = [
-  "", " ", "ok", "a\u0000b", "\u0000", "\u001b[31mred", "line\nbreak", "\t", "\u007f", "\u0085", "half \ud800", "\udc00", "😀👍", "x".repeat(20_001),
-  "' OR 1=1 --", "%00", "<script>", "c:1", cursorOf("c:9223372036854775808"), cursorOf("c:0"), cursorOf("l:1:1"), cursorOf("l:9999999999999999:99999999999999999999"), cursorOf("l:253402300800000:1"), cursorOf("l:999999999999999:1"), "bm9wZQ", "====",
+  "",
+  " ",
+  "ok",
+  "a\u0000b",
+  "\u0000",
+  "\u001b[31mred",
+  "line\nbreak",
+  "\t",
+  "\u007f",
+  "\u0085",
+  "half \ud800",
+  "\udc00",
+  "😀👍",
+  "x".repeat(20_001),
+  "' OR 1=1 --",
+  "%00",
+  "<script>",
+  "c:1",
+  cursorOf("c:9223372036854775808"),
+  cursorOf("c:0"),
+  cursorOf("l:1:1"),
+  cursorOf("l:9999999999999999:99999999999999999999"),
+  cursorOf("l:253402300800000:1"),
+  cursorOf("l:999999999999999:1"),
+  "bm9wZQ",
+  "====",
 ];
-const hostileIds = ["1", "0", "-1", "01", "9223372036854775807", "9223372036854775808", "99999999999999999999", "1\u0000", "1e3", "١٢٣", "abc", "", " 1", "\ud800", "9".repeat(400)];
+const hostileIds = [
+  "1",
+  "0",
+  "-1",
+  "01",
+  "9223372036854775807",
+  "9223372036854775808",
+  "99999999999999999999",
+  "1\u0000",
+  "1e3",
+  "١٢٣",
+  "abc",
+  "",
+  " 1",
+  "\ud800",
+  "9".repeat(400),
+];
 const hostileInts = [0, 1, -1, 20, 100, 101, 2_147_483_647, 2_147_483_648, -2_147_483_649, 1.5, 1e308, "1", "x", true];
 
 describe("fuzzing every argument", () => {
@@ -50,8 +90,12 @@ describe("fuzzing every argument", () => {
     const db = openDatabase(api.config);
     [user] = (await createUsers(db, api.config, 1)) as [TestUser];
     await db.$disconnect();
-    known.post = dataOf(await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "fuzz", body: "b") { id } }`, {}, user.token)).createPost.id;
-    known.comment = dataOf(await api.gql<{ createComment: { id: string } }>(`mutation($p: ID!) { createComment(postId: $p, body: "c") { id } }`, { p: known.post }, user.token)).createComment.id;
+    known.post = dataOf(
+      await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "fuzz", body: "b") { id } }`, {}, user.token),
+    ).createPost.id;
+    known.comment = dataOf(
+      await api.gql<{ createComment: { id: string } }>(`mutation($p: ID!) { createComment(postId: $p, body: "c") { id } }`, { p: known.post }, user.token),
+    ).createComment.id;
     known.user = user.id.toString();
   });
   afterAll(async () => {
@@ -88,7 +132,10 @@ describe("fuzzing every argument", () => {
       if (isObjectType(type) && idArgument && known[name]) entry.set(type.name, (inner) => `${name}(id: "${known[name]}") { ${inner} }`);
     }
     const targets: { operation: "query" | "mutation"; field: GraphQLField<unknown, unknown>; wrap: (inner: string) => string }[] = [];
-    for (const [operation, root] of [["query", schema.getQueryType()], ["mutation", schema.getMutationType()]] as const) {
+    for (const [operation, root] of [
+      ["query", schema.getQueryType()],
+      ["mutation", schema.getMutationType()],
+    ] as const) {
       for (const field of Object.values(root?.getFields() ?? {})) if (field.args.length) targets.push({ operation, field, wrap: (inner) => inner });
     }
     for (const type of Object.values(schema.getTypeMap()).filter((t): t is GraphQLObjectType => isObjectType(t) && !t.name.startsWith("__"))) {

@@ -84,7 +84,11 @@ describe("counts kept in memory", () => {
       for (let round = 0; round < 2; round++) {
         for (let i = 0; i < ids.length; i += 30) {
           const page = ids.slice(i, i + 30);
-          const posts = dataOf(await small.gql<{ posts: { id: string; counts: { likes: number } }[] }>(`query($ids: [ID!]!) { posts(ids: $ids) { id counts { likes } } }`, { ids: page })).posts;
+          const posts = dataOf(
+            await small.gql<{ posts: { id: string; counts: { likes: number } }[] }>(`query($ids: [ID!]!) { posts(ids: $ids) { id counts { likes } } }`, {
+              ids: page,
+            }),
+          ).posts;
           expect(posts.map((p) => p.id)).toEqual(page);
           expect(small.hotCounts?.stats().entries).toBeLessThanOrEqual(20);
         }

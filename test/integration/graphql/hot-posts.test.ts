@@ -28,8 +28,7 @@ afterAll(async () => {
 
 type Hot = { hotPosts: { id: string; title: string; counts: { likes: number } }[] };
 const hotPosts = `query($window: HotWindow, $first: Int) { hotPosts(window: $window, first: $first) { id title counts { likes } } }`;
-const ranked = async (window: string) =>
-  dataOf(await api.gql<Hot>(hotPosts, { window, first: 10 })).hotPosts.map((p) => `${p.id}:${p.counts.likes}`);
+const ranked = async (window: string) => dataOf(await api.gql<Hot>(hotPosts, { window, first: 10 })).hotPosts.map((p) => `${p.id}:${p.counts.likes}`);
 
 describe("hotPosts", () => {
   it("when users like and unlike posts, then DAY and ALL follow within a few seconds, with live counts", async () => {
@@ -40,14 +39,22 @@ describe("hotPosts", () => {
       api.gql(`mutation($id: ID!) { ${unlike ? "unlikePost" : "likePost"}(postId: $id) { changed } }`, { id: postId }, user.token).then(dataOf);
     await Promise.all([...users.map((u) => like(p0, u)), ...users.slice(0, 2).map((u) => like(p1, u)), like(p2, users[0] as TestUser)]);
     const expected = [`${p0}:3`, `${p1}:2`, `${p2}:1`];
-    await eventually(async () => (await ranked("DAY")).join() === expected.join() && (await ranked("ALL")).join() === expected.join(), 15_000, async () => `DAY ${(await ranked("DAY")).join()}, ALL ${(await ranked("ALL")).join()}`);
+    await eventually(
+      async () => (await ranked("DAY")).join() === expected.join() && (await ranked("ALL")).join() === expected.join(),
+      15_000,
+      async () => `DAY ${(await ranked("DAY")).join()}, ALL ${(await ranked("ALL")).join()}`,
+    );
     expect(await ranked("HOUR")).toEqual(expected);
 
     await Promise.all(users.map((u) => like(p0, u, true)));
     await like(p2, users[1] as TestUser);
     // p0 has no likes left and leaves; p1 and p2 tie at 2, the newer post first.
     const after = [`${p2}:2`, `${p1}:2`];
-    await eventually(async () => (await ranked("DAY")).join() === after.join() && (await ranked("ALL")).join() === after.join(), 15_000, async () => `DAY ${(await ranked("DAY")).join()}, ALL ${(await ranked("ALL")).join()}`);
+    await eventually(
+      async () => (await ranked("DAY")).join() === after.join() && (await ranked("ALL")).join() === after.join(),
+      15_000,
+      async () => `DAY ${(await ranked("DAY")).join()}, ALL ${(await ranked("ALL")).join()}`,
+    );
     const page = dataOf(await api.gql<Hot>(`{ hotPosts(first: 1) { id title } }`));
     expect(page.hotPosts).toEqual([{ id: p2, title: "post 2" }]);
   });

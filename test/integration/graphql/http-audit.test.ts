@@ -46,7 +46,8 @@ describe("GraphQL over HTTP audit", () => {
 
 describe("requests as clients send them by default", () => {
   const likes = async (postId: bigint) =>
-    dataOf(await api.gql<{ post: { counts: { likes: number } } }>(`query($id: ID!) { post(id: $id) { counts { likes } } }`, { id: postId.toString() })).post.counts.likes;
+    dataOf(await api.gql<{ post: { counts: { likes: number } } }>(`query($id: ID!) { post(id: $id) { counts { likes } } }`, { id: postId.toString() })).post
+      .counts.likes;
 
   it("when a query comes as a GET with no header but the URL (urql's default), then it is answered", async () => {
     const response = await fetch(`${api.url}graphql?query=${encodeURIComponent("{ __typename }")}`);
@@ -71,7 +72,11 @@ describe("requests as clients send them by default", () => {
       expect(((await response.json()) as { errors: { extensions: { code: string } }[] }).errors[0]?.extensions.code).toBe("BAD_REQUEST");
     }
     // A body with no Content-Type at all (fetch sends none for bytes) is refused alike.
-    const untyped = await fetch(`${api.url}graphql`, { method: "POST", headers: { authorization: `Bearer ${user.token}` }, body: new TextEncoder().encode(body) });
+    const untyped = await fetch(`${api.url}graphql`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${user.token}` },
+      body: new TextEncoder().encode(body),
+    });
     expect(untyped.status).toBe(415);
     expect(await likes(post.id)).toBe(0);
   });

@@ -79,7 +79,11 @@ describe("users known without SQL", () => {
         ),
       ).register;
       const id = BigInt(registered.user.id);
-      await eventually(async () => second.knowsUser(id), 5_000, () => `the second API process never heard of user ${id}`);
+      await eventually(
+        async () => second.knowsUser(id),
+        5_000,
+        () => `the second API process never heard of user ${id}`,
+      );
       const before = second.sqlQueries();
       expect(dataOf(await second.gql<{ viewer: { id: string } }>(viewer, {}, registered.token)).viewer.id).toBe(registered.user.id);
       expect(dataOf(await second.gql<LikeData>(likePost, { id: postId }, registered.token)).likePost.changed).toBe(true);

@@ -14,11 +14,7 @@ type LikeData = { likePost: { changed: boolean; post: { counts: { likes: number 
 type UnlikeData = { unlikePost: { changed: boolean; post: { counts: { likes: number }; viewerHasLiked: boolean } } };
 
 async function createPost(user = author): Promise<string> {
-  const res = await api.gql<{ createPost: { id: string } }>(
-    `mutation { createPost(title: "t", body: "b") { id } }`,
-    {},
-    user.token,
-  );
+  const res = await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "t", body: "b") { id } }`, {}, user.token);
   return dataOf(res).createPost.id;
 }
 
@@ -60,9 +56,7 @@ describe("likePost and unlikePost through GraphQL", () => {
     const users = await createUsers(db, api.config, 40);
     const calls = Array.from({ length: 400 }, () => {
       const user = users[Math.floor(Math.random() * users.length)] as TestUser;
-      return Math.random() < 0.5
-        ? api.gql<LikeData>(likePost, { id: postId }, user.token)
-        : api.gql<UnlikeData>(unlikePost, { id: postId }, user.token);
+      return Math.random() < 0.5 ? api.gql<LikeData>(likePost, { id: postId }, user.token) : api.gql<UnlikeData>(unlikePost, { id: postId }, user.token);
     });
     await Promise.all(calls);
     const states = await Promise.all(
@@ -92,16 +86,30 @@ describe("likePost and unlikePost through GraphQL", () => {
     const [writer, fan] = await createUsers(db, api.config, 2);
     const postId = await createPost(writer);
     const received = async () =>
-      dataOf(await api.gql<{ user: { counts: { likesReceived: number } } }>(`query($id: ID!) { user(id: $id) { counts { likesReceived } } }`, { id: writer?.id.toString() })).user.counts.likesReceived;
+      dataOf(
+        await api.gql<{ user: { counts: { likesReceived: number } } }>(`query($id: ID!) { user(id: $id) { counts { likesReceived } } }`, {
+          id: writer?.id.toString(),
+        }),
+      ).user.counts.likesReceived;
     expect(await received()).toBe(0);
     const pipeline = await startTestPipeline(api.config);
     try {
       await api.gql(likePost, { id: postId }, fan?.token);
       await api.gql(likePost, { id: postId }, fan?.token);
-      await eventually(async () => (await received()) === 1, 30_000, async () => `likesReceived ${await received()}`);
+      await eventually(
+        async () => (await received()) === 1,
+        30_000,
+        async () => `likesReceived ${await received()}`,
+      );
       await api.gql(unlikePost, { id: postId }, fan?.token);
-      await eventually(async () => (await received()) === 0, 30_000, async () => `likesReceived ${await received()}`);
-      const persisted = await db.counter.findUnique({ where: { targetType_targetId_name: { targetType: "user", targetId: writer!.id, name: "likesReceived" } } });
+      await eventually(
+        async () => (await received()) === 0,
+        30_000,
+        async () => `likesReceived ${await received()}`,
+      );
+      const persisted = await db.counter.findUnique({
+        where: { targetType_targetId_name: { targetType: "user", targetId: writer!.id, name: "likesReceived" } },
+      });
       expect(persisted?.value).toBe(0n);
     } finally {
       await pipeline.stop();
@@ -127,10 +135,18 @@ describe("likePost and unlikePost through GraphQL", () => {
     ).createComment.id;
     const like = `mutation($id: ID!) { likeComment(commentId: $id) { changed comment { counts { likes } viewerHasLiked } } }`;
     const unlike = `mutation($id: ID!) { unlikeComment(commentId: $id) { changed comment { counts { likes } viewerHasLiked } } }`;
-    expect(dataOf(await api.gql(like, { id: comment }, a?.token))).toEqual({ likeComment: { changed: true, comment: { counts: { likes: 1 }, viewerHasLiked: true } } });
-    expect(dataOf(await api.gql(like, { id: comment }, b?.token))).toEqual({ likeComment: { changed: true, comment: { counts: { likes: 2 }, viewerHasLiked: true } } });
-    expect(dataOf(await api.gql(like, { id: comment }, b?.token))).toEqual({ likeComment: { changed: false, comment: { counts: { likes: 2 }, viewerHasLiked: true } } });
-    expect(dataOf(await api.gql(unlike, { id: comment }, a?.token))).toEqual({ unlikeComment: { changed: true, comment: { counts: { likes: 1 }, viewerHasLiked: false } } });
+    expect(dataOf(await api.gql(like, { id: comment }, a?.token))).toEqual({
+      likeComment: { changed: true, comment: { counts: { likes: 1 }, viewerHasLiked: true } },
+    });
+    expect(dataOf(await api.gql(like, { id: comment }, b?.token))).toEqual({
+      likeComment: { changed: true, comment: { counts: { likes: 2 }, viewerHasLiked: true } },
+    });
+    expect(dataOf(await api.gql(like, { id: comment }, b?.token))).toEqual({
+      likeComment: { changed: false, comment: { counts: { likes: 2 }, viewerHasLiked: true } },
+    });
+    expect(dataOf(await api.gql(unlike, { id: comment }, a?.token))).toEqual({
+      unlikeComment: { changed: true, comment: { counts: { likes: 1 }, viewerHasLiked: false } },
+    });
     expect(codesOf(await api.gql(like, { id: "9100000000000000002" }, a?.token))).toEqual(["NOT_FOUND"]);
   });
 
@@ -144,7 +160,11 @@ describe("likePost and unlikePost through GraphQL", () => {
         // Likes a few milliseconds apart, so their order is their time.
         await new Promise((r) => setTimeout(r, 3));
       }
-      await eventually(async () => (await db.like.count({ where: { targetType: "post", targetId: BigInt(postId) } })) === 45, 30_000, () => "likes not persisted");
+      await eventually(
+        async () => (await db.like.count({ where: { targetType: "post", targetId: BigInt(postId) } })) === 45,
+        30_000,
+        () => "likes not persisted",
+      );
     } finally {
       await pipeline.stop();
     }

@@ -27,7 +27,10 @@ async function effectsOf<T>(send: () => Promise<T>): Promise<{ result: T; sql: n
   const sqlBefore = api.sqlQueries();
   const callsBefore = api.serviceCalls().length;
   const result = await send();
-  const calls = api.serviceCalls().slice(callsBefore).filter((c) => c !== "users.authenticate");
+  const calls = api
+    .serviceCalls()
+    .slice(callsBefore)
+    .filter((c) => c !== "users.authenticate");
   return { result, sql: api.sqlQueries() - sqlBefore, calls };
 }
 
@@ -35,7 +38,8 @@ beforeAll(async () => {
   api = await startCustomApi({
     onCost: async (context: Context, cost: number) => {
       charged.push({ viewer: context.viewer?.userId ?? null, cost });
-      if (cost === 77) throw new GraphQLError("Too many expensive queries; retry in 3 seconds.", { extensions: { code: "RATE_LIMITED", retryAfterSeconds: 3 } });
+      if (cost === 77)
+        throw new GraphQLError("Too many expensive queries; retry in 3 seconds.", { extensions: { code: "RATE_LIMITED", retryAfterSeconds: 3 } });
     },
   });
   const db = openDatabase(api.config);
@@ -83,7 +87,9 @@ describe("request limits", () => {
 
   it("when variables hold more values than MAX_VARIABLE_VALUES, then they are VARIABLES_TOO_LARGE before any coercion", async () => {
     const ids = Array.from({ length: 5_000 }, (_, i) => String(i + 1));
-    const { result, sql, calls } = await effectsOf(() => post(JSON.stringify({ query: `query($ids: [ID!]!) { posts(ids: $ids) { id } }`, variables: { ids } })));
+    const { result, sql, calls } = await effectsOf(() =>
+      post(JSON.stringify({ query: `query($ids: [ID!]!) { posts(ids: $ids) { id } }`, variables: { ids } })),
+    );
     expect(result.status).toBe(400);
     expect(result.body.errors?.[0]?.extensions).toEqual({ code: "VARIABLES_TOO_LARGE", values: 1_001, limit: 1_000 });
     expect(sql).toBe(0);
@@ -100,7 +106,9 @@ describe("request limits", () => {
 
   it("when a list argument is long, then the cost multiplies by its length", async () => {
     const ids = Array.from({ length: 100 }, (_, i) => `"${i + 1}"`).join(",");
-    const { result } = await effectsOf(() => post(JSON.stringify({ query: `{ posts(ids: [${ids}]) { author { counts { posts } } comments(first: 20) { edges { node { id } } } } }` })));
+    const { result } = await effectsOf(() =>
+      post(JSON.stringify({ query: `{ posts(ids: [${ids}]) { author { counts { posts } } comments(first: 20) { edges { node { id } } } } }` })),
+    );
     // 100 × (1 + author 2 + comments 20 × (1 + 1 + 1)) = 6,300.
     expect(result.body.errors?.[0]?.extensions).toEqual({ code: "QUERY_TOO_COSTLY", cost: 6_300, limit: 5_000 });
   });
@@ -108,7 +116,11 @@ describe("request limits", () => {
   it("when a query is within every limit, then it runs and the cost hook is charged its cost with the viewer", async () => {
     charged.length = 0;
     const ids = Array.from({ length: 100 }, (_, i) => String(i + 1));
-    const answer = await api.gql(`query($ids: [ID!]!) { posts(ids: $ids) { id title counts { likes reads comments collects } viewerHasLiked author { id } } }`, { ids }, user.token);
+    const answer = await api.gql(
+      `query($ids: [ID!]!) { posts(ids: $ids) { id title counts { likes reads comments collects } viewerHasLiked author { id } } }`,
+      { ids },
+      user.token,
+    );
     expect(answer.errors).toBeUndefined();
     expect(charged).toEqual([{ viewer: user.id, cost: 300 }]);
   });
@@ -117,7 +129,10 @@ describe("request limits", () => {
     // 11 × (1 + edges (1 + node 4) + pageInfo 1) = 77: the cost the hook refuses.
     const query = `{ feed(first: 11) { edges { node { author { counts { posts } } counts { likes } } } pageInfo { hasNextPage } } }`;
     const { result, sql, calls } = await effectsOf(() => post(JSON.stringify({ query })));
-    expect(result.body.errors?.[0]).toMatchObject({ message: "Too many expensive queries; retry in 3 seconds.", extensions: { code: "RATE_LIMITED", retryAfterSeconds: 3 } });
+    expect(result.body.errors?.[0]).toMatchObject({
+      message: "Too many expensive queries; retry in 3 seconds.",
+      extensions: { code: "RATE_LIMITED", retryAfterSeconds: 3 },
+    });
     expect(sql).toBe(0);
     expect(calls).toEqual([]);
   });
@@ -136,6 +151,11 @@ describe("mutation cap", () => {
     const before = wide.serviceCalls().length;
     const answer = await wide.gql(aliasedLikes(11), {}, user.token);
     expect(answer.errors?.[0]?.extensions).toEqual({ code: "TOO_MANY_MUTATIONS", mutations: 11, limit: 10 });
-    expect(wide.serviceCalls().slice(before).filter((c) => c !== "users.authenticate")).toEqual([]);
+    expect(
+      wide
+        .serviceCalls()
+        .slice(before)
+        .filter((c) => c !== "users.authenticate"),
+    ).toEqual([]);
   });
 });

@@ -24,13 +24,21 @@ const followUser = `mutation($id: ID!) { followUser(userId: $id) { changed } }`;
 async function createPosts(count: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
-    ids.push(dataOf(await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "t${i}", body: "b") { id } }`, {}, author.token)).createPost.id);
+    ids.push(
+      dataOf(await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "t${i}", body: "b") { id } }`, {}, author.token)).createPost.id,
+    );
   }
   return ids;
 }
 
 /** One page of a user's list, as `viewer` asks for it. */
-function page(list: string, user: TestUser, viewer: TestUser | null, first: number, after: string | null): Promise<GraphQLResponse<{ user: Record<string, Page> }>> {
+function page(
+  list: string,
+  user: TestUser,
+  viewer: TestUser | null,
+  first: number,
+  after: string | null,
+): Promise<GraphQLResponse<{ user: Record<string, Page> }>> {
   return api.gql<{ user: Record<string, Page> }>(
     `query($id: ID!, $first: Int, $after: String) { user(id: $id) { ${list}(first: $first, after: $after) { edges { cursor node { id } } pageInfo { hasNextPage endCursor } } } }`,
     { id: user.id.toString(), first, after },
@@ -75,7 +83,11 @@ afterAll(async () => {
 /** Waits until the user's list walks as `expected` (the pipeline writes lists once a change is persisted). */
 async function listBecomes(list: string, user: TestUser, first: number, expected: readonly (string | undefined)[]): Promise<void> {
   const want = JSON.stringify(expected);
-  await eventually(async () => JSON.stringify(await walk(list, user, first)) === want, 30_000, async () => `${list}: ${JSON.stringify(await walk(list, user, first))}, expected ${want}`);
+  await eventually(
+    async () => JSON.stringify(await walk(list, user, first)) === want,
+    30_000,
+    async () => `${list}: ${JSON.stringify(await walk(list, user, first))}, expected ${want}`,
+  );
 }
 
 describe("likedPosts and collectedPosts", () => {
@@ -115,7 +127,11 @@ describe("likedPosts and collectedPosts", () => {
     expect(await walk("likedPosts", user, 10)).toEqual([]);
     await inTurn(posts.map((id) => () => api.gql(likePost, { id }, user.token)));
     const newestFirst = [...posts].reverse();
-    await eventually(async () => (await db.like.count({ where: { userId: user.id, targetType: "post" } })) === 130, 30_000, () => "likes not persisted");
+    await eventually(
+      async () => (await db.like.count({ where: { userId: user.id, targetType: "post" } })) === 130,
+      30_000,
+      () => "likes not persisted",
+    );
     await listBecomes("likedPosts", user, 25, newestFirst);
     // Read from a list loaded anew from PostgreSQL (its 100 newest), the rest from PostgreSQL.
     await redis.del(...Object.values(createRedisKeys(api.config.redisPartitions).list("like", user.id)));
@@ -124,7 +140,12 @@ describe("likedPosts and collectedPosts", () => {
     const [recent, old] = [posts[120] as string, posts[5] as string];
     await api.gql(unlikePost, { id: recent }, user.token);
     await api.gql(unlikePost, { id: old }, user.token);
-    await listBecomes("likedPosts", user, 30, newestFirst.filter((id) => id !== recent && id !== old));
+    await listBecomes(
+      "likedPosts",
+      user,
+      30,
+      newestFirst.filter((id) => id !== recent && id !== old),
+    );
   });
 
   it("when another process holds a user's list loading, then a page from PostgreSQL alone shows every persisted change", async () => {
@@ -133,7 +154,11 @@ describe("likedPosts and collectedPosts", () => {
     await inTurn([kept, unliked].map((id) => () => api.gql(likePost, { id }, user.token)));
     await inTurn([() => api.gql(unlikePost, { id: unliked }, user.token), () => api.gql(likePost, { id: fresh }, user.token)]);
     await eventually(
-      async () => (await db.like.findMany({ where: { userId: user.id, targetType: "post" } })).map((l) => l.targetId.toString()).sort().join() === [kept, fresh].sort().join(),
+      async () =>
+        (await db.like.findMany({ where: { userId: user.id, targetType: "post" } }))
+          .map((l) => l.targetId.toString())
+          .sort()
+          .join() === [kept, fresh].sort().join(),
       30_000,
       () => "changes not persisted",
     );
@@ -179,7 +204,11 @@ describe("followers and following", () => {
       const stars = users.filter((u) => u !== fan);
       await inTurn(fans.map((u) => () => api.gql(followUser, { id: star.id.toString() }, u.token)));
       await inTurn(stars.filter((u) => u !== star).map((u) => () => api.gql(followUser, { id: u.id.toString() }, fan.token)));
-      await eventually(async () => (await db.follow.count({ where: { OR: [{ followeeId: star.id }, { followerId: fan.id }] } })) === fans.length + stars.length - 1, 30_000, () => "follows not persisted");
+      await eventually(
+        async () => (await db.follow.count({ where: { OR: [{ followeeId: star.id }, { followerId: fan.id }] } })) === fans.length + stars.length - 1,
+        30_000,
+        () => "follows not persisted",
+      );
     } finally {
       await pipeline.stop();
     }

@@ -37,7 +37,11 @@ const lastLikes = (received: readonly Received<PostCounts>[], postId: string) =>
 
 /** Waits until this API process listens to `posts` posts. */
 const watching = (target: TestApi, posts: number) =>
-  eventually(async () => target.services.live?.stats().posts === posts, 5_000, () => JSON.stringify(target.services.live?.stats()));
+  eventually(
+    async () => target.services.live?.stats().posts === posts,
+    5_000,
+    () => JSON.stringify(target.services.live?.stats()),
+  );
 
 beforeAll(async () => {
   api = await startTestApi();
@@ -65,8 +69,10 @@ describe("postCounts over graphql-ws", () => {
         await Promise.all(users.slice(wave * 2, wave * 2 + 2).map((user) => like(other, user)));
         await new Promise((resolve) => setTimeout(resolve, 600));
       }
-      await eventually(async () => lastLikes(subscription.received, hot) === 40 && lastLikes(subscription.received, calm) === 1, 5_000, () =>
-        JSON.stringify(subscription.received.map((m) => m.data)),
+      await eventually(
+        async () => lastLikes(subscription.received, hot) === 40 && lastLikes(subscription.received, calm) === 1,
+        5_000,
+        () => JSON.stringify(subscription.received.map((m) => m.data)),
       );
       const hotMessages = messagesOf(subscription.received, hot);
       const gaps = hotMessages.slice(1).map((m, i) => m.at - (hotMessages[i] as Received<PostCounts>).at);
@@ -96,8 +102,10 @@ describe("postCounts over graphql-ws", () => {
     try {
       await client.connected;
       const subscription = client.subscribe<PostCounts>(postCounts, { ids: [liked, quiet] });
-      await eventually(async () => messagesOf(subscription.received, liked).length > 0 && messagesOf(subscription.received, quiet).length > 0, 5_000, () =>
-        JSON.stringify(subscription.received.map((m) => m.data)),
+      await eventually(
+        async () => messagesOf(subscription.received, liked).length > 0 && messagesOf(subscription.received, quiet).length > 0,
+        5_000,
+        () => JSON.stringify(subscription.received.map((m) => m.data)),
       );
       expect(lastLikes(subscription.received, liked)).toBe(2);
       expect(lastLikes(subscription.received, quiet)).toBe(0);
@@ -114,17 +122,29 @@ describe("postCounts over graphql-ws", () => {
     const client = liveClient(api.url, { authorization: `Bearer ${viewer.token}` });
     try {
       await client.connected;
-      const subscription = client.subscribe<PostCounts>(`subscription($ids: [ID!]!) { postCounts(postIds: $ids) { id viewerHasLiked counts { likes } } }`, { ids: [post] });
+      const subscription = client.subscribe<PostCounts>(`subscription($ids: [ID!]!) { postCounts(postIds: $ids) { id viewerHasLiked counts { likes } } }`, {
+        ids: [post],
+      });
       await watching(api, 1);
       // Another viewer sends the same selection: the execution shared per viewer must not mix them.
       const otherViewer = liveClient(api.url, { authorization: `Bearer ${(users[6] as TestUser).token}` });
       try {
         await otherViewer.connected;
-        const other = otherViewer.subscribe<PostCounts>(`subscription($ids: [ID!]!) { postCounts(postIds: $ids) { id viewerHasLiked counts { likes } } }`, { ids: [post] });
-        await eventually(async () => api.services.live?.stats().streams === 2, 5_000, () => JSON.stringify(api.services.live?.stats()));
+        const other = otherViewer.subscribe<PostCounts>(`subscription($ids: [ID!]!) { postCounts(postIds: $ids) { id viewerHasLiked counts { likes } } }`, {
+          ids: [post],
+        });
+        await eventually(
+          async () => api.services.live?.stats().streams === 2,
+          5_000,
+          () => JSON.stringify(api.services.live?.stats()),
+        );
         await like(post, viewer);
         // Each got the counts as they were first (no like), then the like.
-        await eventually(async () => lastLikes(subscription.received, post) === 1 && lastLikes(other.received, post) === 1, 5_000, () => "no message after the like");
+        await eventually(
+          async () => lastLikes(subscription.received, post) === 1 && lastLikes(other.received, post) === 1,
+          5_000,
+          () => "no message after the like",
+        );
         expect(subscription.received.at(-1)?.data).toEqual({ postCounts: { id: post, viewerHasLiked: true, counts: { likes: 1 } } });
         expect(other.received.at(-1)?.data).toEqual({ postCounts: { id: post, viewerHasLiked: false, counts: { likes: 1 } } });
       } finally {
@@ -221,10 +241,20 @@ describe("postCounts across API processes", () => {
           return subscription.received.length > 0;
         },
         10_000,
-        () => `no message on the other process; it logged:\n${other.output().split("\n").filter((l) => !l.includes("\"component\":\"request\"")).slice(-15).join("\n")}`,
+        () =>
+          `no message on the other process; it logged:\n${other
+            .output()
+            .split("\n")
+            .filter((l) => !l.includes('"component":"request"'))
+            .slice(-15)
+            .join("\n")}`,
       );
       await Promise.all(users.slice(likers, likers + 5).map((user) => like(post, user)));
-      await eventually(async () => lastLikes(subscription.received, post) === likers + 5, 5_000, () => JSON.stringify(subscription.received.map((m) => m.data)));
+      await eventually(
+        async () => lastLikes(subscription.received, post) === likers + 5,
+        5_000,
+        () => JSON.stringify(subscription.received.map((m) => m.data)),
+      );
     } finally {
       await client.dispose();
     }
@@ -242,7 +272,10 @@ describe("postCounts across API processes", () => {
 describe("a slow subscriber", () => {
   it("when a client stops reading while its posts keep changing, then the server drops it and releases what it held, instead of holding more and more for it", async () => {
     const metrics = createApiMetrics();
-    const slowApi = await startTestApi({ LIVE_INTERVAL_MS: "100", LIVE_SEND_TIMEOUT_MS: "1000", LIVE_MAX_BUFFERED_BYTES: "65536", VIEWS_FLUSH_INTERVAL_MS: "50" }, { metrics });
+    const slowApi = await startTestApi(
+      { LIVE_INTERVAL_MS: "100", LIVE_SEND_TIMEOUT_MS: "1000", LIVE_MAX_BUFFERED_BYTES: "65536", VIEWS_FLUSH_INTERVAL_MS: "50" },
+      { metrics },
+    );
     const metric = async (name: string) => (await metrics.registry.getSingleMetric(name)?.get())?.values[0]?.value;
     const proxy = await startTcpProxy({ host: "127.0.0.1", port: Number(new URL(slowApi.url).port) }, "http");
     // Big posts, so that what the client does not read fills the sockets' buffers within a second or two.
@@ -252,9 +285,12 @@ describe("a slow subscriber", () => {
     let flooding = true;
     try {
       await client.connected;
-      const subscription = client.subscribe<{ postCounts: { id: string; body: string } }>(`subscription($ids: [ID!]!) { postCounts(postIds: $ids) { id body counts { reads } } }`, {
-        ids: posts,
-      });
+      const subscription = client.subscribe<{ postCounts: { id: string; body: string } }>(
+        `subscription($ids: [ID!]!) { postCounts(postIds: $ids) { id body counts { reads } } }`,
+        {
+          ids: posts,
+        },
+      );
       await watching(slowApi, 100);
       expect([await metric("likes_live_connections"), await metric("likes_live_subscriptions"), await metric("likes_live_posts_watched")]).toEqual([1, 1, 100]);
       const flood = (async () => {
@@ -263,12 +299,20 @@ describe("a slow subscriber", () => {
           await new Promise((resolve) => setTimeout(resolve, 50));
         }
       })();
-      await eventually(async () => subscription.received.length > 0, 5_000, () => "no message before the stall");
+      await eventually(
+        async () => subscription.received.length > 0,
+        5_000,
+        () => "no message before the stall",
+      );
       proxy.stall();
       // What waits in the server for the client, sampled until it is dropped.
       let mostHeld = 0;
       const sampler = setInterval(() => (mostHeld = Math.max(mostHeld, slowApi.live?.bufferedBytes() ?? 0)), 20);
-      await eventually(async () => slowApi.live?.droppedSlow() === 1, 20_000, () => `not dropped; ${slowApi.live?.connections()} connections`);
+      await eventually(
+        async () => slowApi.live?.droppedSlow() === 1,
+        20_000,
+        () => `not dropped; ${slowApi.live?.connections()} connections`,
+      );
       clearInterval(sampler);
       expect(slowApi.live?.connections()).toBe(0);
       // The subscription let go of its posts: nothing is read or held for the dropped client.

@@ -81,7 +81,11 @@ describe("the request log", () => {
 
   it("when a signed-in viewer runs a named query, then exactly one JSON line tells its name, type, status, duration, viewer, request id and address", async () => {
     await operation(api, "query ReadViewer { viewer { id } }", { "x-request-id": "log-1", authorization: `Bearer ${user.token}` });
-    await eventually(async () => linesOf("log-1").length > 0, 5_000, () => JSON.stringify(lines));
+    await eventually(
+      async () => linesOf("log-1").length > 0,
+      5_000,
+      () => JSON.stringify(lines),
+    );
     expect(linesOf("log-1")).toEqual([
       expect.objectContaining({
         msg: "graphql request",
@@ -99,14 +103,26 @@ describe("the request log", () => {
 
   it("when an anonymous caller runs a mutation that needs a viewer, then its one line names the error code and no viewer", async () => {
     await operation(api, `mutation Like { likePost(postId: "1") { changed } }`, { "x-request-id": "log-2" });
-    await eventually(async () => linesOf("log-2").length > 0, 5_000, () => JSON.stringify(lines));
-    expect(linesOf("log-2")).toEqual([expect.objectContaining({ operationName: "Like", operationType: "mutation", errorCodes: ["UNAUTHENTICATED"], viewerId: null })]);
+    await eventually(
+      async () => linesOf("log-2").length > 0,
+      5_000,
+      () => JSON.stringify(lines),
+    );
+    expect(linesOf("log-2")).toEqual([
+      expect.objectContaining({ operationName: "Like", operationType: "mutation", errorCodes: ["UNAUTHENTICATED"], viewerId: null }),
+    ]);
   });
 
   it("when a document does not parse, then its line has no operation, the parse error's code and status 400", async () => {
     await operation(api, "query {", { "x-request-id": "log-3" });
-    await eventually(async () => linesOf("log-3").length > 0, 5_000, () => JSON.stringify(lines));
-    expect(linesOf("log-3")).toEqual([expect.objectContaining({ operationName: null, operationType: null, status: 400, errorCodes: ["GRAPHQL_PARSE_FAILED"] })]);
+    await eventually(
+      async () => linesOf("log-3").length > 0,
+      5_000,
+      () => JSON.stringify(lines),
+    );
+    expect(linesOf("log-3")).toEqual([
+      expect.objectContaining({ operationName: null, operationType: null, status: 400, errorCodes: ["GRAPHQL_PARSE_FAILED"] }),
+    ]);
   });
 
   it.each([
@@ -117,7 +133,11 @@ describe("the request log", () => {
     const answer = await send(`${api.url}graphql`, { ...request, headers: { "x-request-id": requestId } });
     expect(answer.status).toBe(status);
     expect((JSON.parse(answer.body) as { errors: { extensions: { code: string } }[] }).errors[0]?.extensions.code).toBe(code);
-    await eventually(async () => linesOf(requestId).length > 0, 5_000, () => JSON.stringify(lines.slice(-3)));
+    await eventually(
+      async () => linesOf(requestId).length > 0,
+      5_000,
+      () => JSON.stringify(lines.slice(-3)),
+    );
     expect(linesOf(requestId)).toEqual([expect.objectContaining({ status, errorCodes: [code] })]);
   });
 });
@@ -162,7 +182,10 @@ describe("the API's metrics", () => {
     expect(value('likes_graphql_errors_total{code="UNAUTHENTICATED"}')).toBe(1);
     expect(value("likes_graphql_rate_limited_total")).toBe(0);
     // Which commands a feed sends depends on what Redis already holds (a script, or a rebuild's reads): count them all.
-    const redisCommands = [...body.matchAll(/^likes_redis_command_duration_seconds_count\{command="[a-z]+"\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    const redisCommands = [...body.matchAll(/^likes_redis_command_duration_seconds_count\{command="[a-z]+"\} (\d+)$/gm)].reduce(
+      (sum, m) => sum + Number(m[1]),
+      0,
+    );
     expect(redisCommands).toBeGreaterThan(0);
     expect(value("likes_postgres_query_duration_seconds_count")).toBeGreaterThan(0);
   });
@@ -193,8 +216,16 @@ describe("tracing", () => {
       await tracing.close();
       collector.close();
     }
-    type Span = { name: string; traceId: string; parentSpanId?: string; attributes: { key: string; value: { stringValue?: string } }[]; status: { code?: number } };
-    const spans = (bodies as { resourceSpans: { scopeSpans: { spans: Span[] }[] }[] }[]).flatMap((b) => b.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)));
+    type Span = {
+      name: string;
+      traceId: string;
+      parentSpanId?: string;
+      attributes: { key: string; value: { stringValue?: string } }[];
+      status: { code?: number };
+    };
+    const spans = (bodies as { resourceSpans: { scopeSpans: { spans: Span[] }[] }[] }[]).flatMap((b) =>
+      b.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)),
+    );
     const span = spans.find((s) => s.name === "mutation Like");
     expect(span, JSON.stringify(spans)).toBeDefined();
     expect(span?.traceId).toBe(traceId);
@@ -227,7 +258,10 @@ describe("HTTP keep-alive", () => {
 
 describe("CORS", () => {
   const preflight = (api: TestApi, origin: string) =>
-    send(`${api.url}graphql`, { method: "OPTIONS", headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "content-type,authorization" } });
+    send(`${api.url}graphql`, {
+      method: "OPTIONS",
+      headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "content-type,authorization" },
+    });
 
   /** The HTTP status a WebSocket upgrade to /graphql gets, sent with `origin` as a browser would (none: as a server or app would). */
   const upgradeStatus = (api: TestApi, origin?: string) =>
@@ -300,7 +334,10 @@ describe("CORS", () => {
   });
 
   it("when CORS_ORIGINS writes an origin otherwise than browsers do, then it is kept as they write it: a lower-case host, no default port", () => {
-    expect(testConfig({ CORS_ORIGINS: "https://App.Example.com:443, http://localhost:3000" }).corsOrigins).toEqual(["https://app.example.com", "http://localhost:3000"]);
+    expect(testConfig({ CORS_ORIGINS: "https://App.Example.com:443, http://localhost:3000" }).corsOrigins).toEqual([
+      "https://app.example.com",
+      "http://localhost:3000",
+    ]);
   });
 });
 
@@ -309,7 +346,9 @@ describe("readiness and the outbox backlog", () => {
     const api = await startTestApi({ OUTBOX_WARN_LENGTH: "1" });
     try {
       const auth = { authorization: `Bearer ${user.token}` };
-      const created = JSON.parse((await operation(api, `mutation { a: createPost(title: "t", body: "b") { id } b: createPost(title: "t", body: "b") { id } }`, auth)).body) as { data: { a: { id: string }; b: { id: string } } };
+      const created = JSON.parse(
+        (await operation(api, `mutation { a: createPost(title: "t", body: "b") { id } b: createPost(title: "t", body: "b") { id } }`, auth)).body,
+      ) as { data: { a: { id: string }; b: { id: string } } };
       // No pipeline runs here: both changes stay in the outbox.
       for (const id of [created.data.a.id, created.data.b.id]) await operation(api, `mutation { likePost(postId: "${id}") { changed } }`, auth);
       const ready = await send(`${api.url}health/ready`, { method: "GET" });

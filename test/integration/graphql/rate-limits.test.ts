@@ -173,7 +173,8 @@ describe("mutation budgets", () => {
     const users = await createUsers(db, target.config, 5);
     const client = `10.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}.7`;
     const post = await postBy(target, users[4] as TestUser);
-    const likeFrom = (user: TestUser, forwardedFor: string) => send(target, likePost, { variables: { id: post }, token: user.token, from: freshAddress(), forwardedFor });
+    const likeFrom = (user: TestUser, forwardedFor: string) =>
+      send(target, likePost, { variables: { id: post }, token: user.token, from: freshAddress(), forwardedFor });
     for (const user of users.slice(0, 3)) expect(codes(await likeFrom(user, client))).toEqual([]);
     expectRateLimited(await likeFrom(users[3] as TestUser, client));
     expect(codes(await likeFrom(users[3] as TestUser, `${client.slice(0, -1)}8`))).toEqual([]);
@@ -373,8 +374,16 @@ describe("query cost budgets and a Redis that does not answer", () => {
       for (let i = 0; i < 3; i++) await limits.charge([{ budget: "viewerQueryCost", subject: "1", cost: 1 }]);
       expect(failures).toContain("charge");
       // Decided in memory: no Redis call waits, every report of the spending fails.
-      for (let i = 0; i < 3; i++) await limits.charge([{ budget: "userMutations", subject: "1", cost: 1 }, { budget: "ipMutations", subject: "10.0.0.1", cost: 1 }]);
-      await eventually(async () => failures.includes("report"), 5_000, () => `failures told: ${failures.join()}`);
+      for (let i = 0; i < 3; i++)
+        await limits.charge([
+          { budget: "userMutations", subject: "1", cost: 1 },
+          { budget: "ipMutations", subject: "10.0.0.1", cost: 1 },
+        ]);
+      await eventually(
+        async () => failures.includes("report"),
+        5_000,
+        () => `failures told: ${failures.join()}`,
+      );
       await expect(limits.charge([{ budget: "userMutations", subject: "1", cost: 1 }])).rejects.toMatchObject({ code: "RATE_LIMITED" });
     } finally {
       redis.disconnect();

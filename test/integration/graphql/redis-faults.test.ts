@@ -55,13 +55,15 @@ describe("Redis faults through the API", () => {
     const other = await startTestApi();
     try {
       const [liker] = (await createUsers(db, api.config, 1)) as [TestUser];
-      const target = dataOf(await other.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "held", body: "b") { id } }`, {}, liker.token)).createPost.id;
+      const target = dataOf(await other.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "held", body: "b") { id } }`, {}, liker.token))
+        .createPost.id;
       dataOf(await api.gql(readPost, { id: target }, liker.token));
       proxy.stall();
       let held: Awaited<ReturnType<typeof api.gql>>;
       try {
         held = await api.gql(likePost, { id: target }, liker.token);
-        const toggle = (op: "likePost" | "unlikePost") => other.gql<Record<string, { changed: boolean }>>(`mutation($id: ID!) { ${op}(postId: $id) { changed } }`, { id: target }, liker.token);
+        const toggle = (op: "likePost" | "unlikePost") =>
+          other.gql<Record<string, { changed: boolean }>>(`mutation($id: ID!) { ${op}(postId: $id) { changed } }`, { id: target }, liker.token);
         expect(dataOf(await toggle("likePost"))).toEqual({ likePost: { changed: true } });
         expect(dataOf(await toggle("unlikePost"))).toEqual({ unlikePost: { changed: true } });
       } finally {
@@ -84,7 +86,8 @@ describe("Redis faults through the API", () => {
     const strict = await startTestApi({ REDIS_URL: slowProxy.url, REDIS_COMMAND_TIMEOUT_MS: "10000", REQUEST_DEADLINE_MS: "600" });
     try {
       const [liker] = (await createUsers(db, api.config, 1)) as [TestUser];
-      const target = dataOf(await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "deadline", body: "b") { id } }`, {}, liker.token)).createPost.id;
+      const target = dataOf(await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "deadline", body: "b") { id } }`, {}, liker.token))
+        .createPost.id;
       dataOf(await strict.gql(readPost, { id: target }, liker.token));
       slowProxy.stall();
       const started = Date.now();

@@ -67,7 +67,8 @@ afterAll(async () => {
  */
 async function indexesLoaded(): Promise<void> {
   const keys = createRedisKeys(api.config.redisPartitions);
-  const complete = async () => (await Promise.all((["like", "collect"] as const).map((r) => redis.sismember(keys.memberIndex(r, "post", viewer.id), "0")))).every((m) => m === 1);
+  const complete = async () =>
+    (await Promise.all((["like", "collect"] as const).map((r) => redis.sismember(keys.memberIndex(r, "post", viewer.id), "0")))).every((m) => m === 1);
   await expect.poll(complete, { timeout: 10_000 }).toBe(true);
 }
 
@@ -169,7 +170,8 @@ describe("feed of 100 posts", () => {
 describe("a like", () => {
   it("when a user the API process has never seen likes a post it has never read, then the like is one script call, one round trip and no SQL", async () => {
     const [author, liker] = (await createUsers(db, api.config, 2)) as [TestUser, TestUser];
-    const postId = dataOf(await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "fresh", body: "b") { id } }`, {}, author.token)).createPost.id;
+    const postId = dataOf(await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "fresh", body: "b") { id } }`, {}, author.token))
+      .createPost.id;
     // A process started after both users existed: it knows them from its directory and has read no post.
     const fresh = await startTestApi(withoutHotCounts);
     try {
@@ -183,12 +185,17 @@ describe("a like", () => {
       };
       const sqlBefore = fresh.sqlQueries();
       const before = await commands();
-      let response: Awaited<ReturnType<typeof fresh.gql<{ likePost: { changed: boolean; post: { id: string; counts: { likes: number }; viewerHasLiked: boolean } } }>>> | undefined;
+      let response:
+        | Awaited<ReturnType<typeof fresh.gql<{ likePost: { changed: boolean; post: { id: string; counts: { likes: number }; viewerHasLiked: boolean } } }>>>
+        | undefined;
       const trips = await roundTrips(async () => {
         response = await fresh.gql(like, { id: postId }, liker.token);
       });
       const after = await commands();
-      expect(dataOf(response as NonNullable<typeof response>).likePost).toEqual({ changed: true, post: { id: postId, counts: { likes: 1 }, viewerHasLiked: true } });
+      expect(dataOf(response as NonNullable<typeof response>).likePost).toEqual({
+        changed: true,
+        post: { id: postId, counts: { likes: 1 }, viewerHasLiked: true },
+      });
       expect(trips).toBe(1);
       expect(after.scripts - before.scripts).toBe(1);
       // The script's own commands (its note in the user's member index among them), the EVALSHA
@@ -196,7 +203,11 @@ describe("a like", () => {
       expect(after.all - before.all).toBeLessThanOrEqual(16);
       expect(fresh.sqlQueries() - sqlBefore).toBe(0);
       // A payload that asks for the post's row reads it.
-      const titled = await fresh.gql<{ unlikePost: { post: { title: string } } }>(`mutation($id: ID!) { unlikePost(postId: $id) { post { title } } }`, { id: postId }, liker.token);
+      const titled = await fresh.gql<{ unlikePost: { post: { title: string } } }>(
+        `mutation($id: ID!) { unlikePost(postId: $id) { post { title } } }`,
+        { id: postId },
+        liker.token,
+      );
       expect(dataOf(titled).unlikePost.post.title).toBe("fresh");
     } finally {
       await fresh.close();
@@ -231,4 +242,3 @@ describe("a feed whose counts the process holds", () => {
     }
   });
 });
-

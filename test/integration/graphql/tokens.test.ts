@@ -67,7 +67,11 @@ async function post(query: string, headers: Record<string, string> = {}) {
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify({ query }),
   });
-  return { status: response.status, headers: response.headers, body: (await response.json()) as { data?: unknown; errors?: { extensions?: { code?: string } }[] } };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: (await response.json()) as { data?: unknown; errors?: { extensions?: { code?: string } }[] },
+  };
 }
 
 describe("tokens on the wire", () => {

@@ -47,7 +47,11 @@ describe("recordViews", () => {
     const [a, b] = [await createPost(), await createPost()];
     expect(dataOf(await api.gql<{ recordViews: number }>(recordViews, { ids: [a, b, a, "9100000000000000005"] }))).toEqual({ recordViews: 3 });
     expect(dataOf(await api.gql<{ recordViews: number }>(recordViews, { ids: [b] }, author.token))).toEqual({ recordViews: 1 });
-    await eventually(async () => (await readsOf(a)) === 2 && (await readsOf(b)) === 2, 5_000, async () => `reads ${await readsOf(a)}, ${await readsOf(b)}`);
+    await eventually(
+      async () => (await readsOf(a)) === 2 && (await readsOf(b)) === 2,
+      5_000,
+      async () => `reads ${await readsOf(a)}, ${await readsOf(b)}`,
+    );
   });
 
   it("when more than 100 ids or a malformed id arrive, then it is BAD_USER_INPUT and nothing counts", async () => {
@@ -61,10 +65,16 @@ describe("recordViews", () => {
   it("when a storm of 20,000 views hits one post, then all are counted once flushed, in about one Redis write a second", async () => {
     const post = await createPost();
     const started = Date.now();
-    const answers = await Promise.all(Array.from({ length: 200 }, () => api.gql<{ recordViews: number }>(recordViews, { ids: Array.from({ length: 100 }, () => post) })));
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, () => api.gql<{ recordViews: number }>(recordViews, { ids: Array.from({ length: 100 }, () => post) })),
+    );
     const seconds = (Date.now() - started) / 1000;
     expect(answers.reduce((n, r) => n + dataOf(r).recordViews, 0)).toBe(20_000);
-    await eventually(async () => (await readsOf(post)) === 20_000, 5_000, async () => `reads ${await readsOf(post)}`);
+    await eventually(
+      async () => (await readsOf(post)) === 20_000,
+      5_000,
+      async () => `reads ${await readsOf(post)}`,
+    );
     // One flush a second at most (and one when the storm ended), whatever the number of requests.
     expect(await flushesOf(post)).toBeLessThanOrEqual(Math.ceil(seconds) + 2);
   });
@@ -72,14 +82,29 @@ describe("recordViews", () => {
   it("when a viewed post has left Redis, then the flush loads it back and its views count on top of what PostgreSQL held", async () => {
     const post = await createPost();
     await api.gql(recordViews, { ids: [post, post] });
-    await eventually(async () => (await readsOf(post)) === 2, 5_000, async () => `reads ${await readsOf(post)}`);
+    await eventually(
+      async () => (await readsOf(post)) === 2,
+      5_000,
+      async () => `reads ${await readsOf(post)}`,
+    );
     const pipeline = await startTestPipeline(api.config);
     try {
-      const persisted = () => db.counter.findUnique({ where: { targetType_targetId_name: { targetType: "post", targetId: BigInt(post), name: "read" } } }).then((c) => Number(c?.value ?? 0));
-      await eventually(async () => (await persisted()) === 2, 30_000, async () => `persisted ${await persisted()}`);
+      const persisted = () =>
+        db.counter
+          .findUnique({ where: { targetType_targetId_name: { targetType: "post", targetId: BigInt(post), name: "read" } } })
+          .then((c) => Number(c?.value ?? 0));
+      await eventually(
+        async () => (await persisted()) === 2,
+        30_000,
+        async () => `persisted ${await persisted()}`,
+      );
       expect(await createRebuildStore(redis, createRedisKeys(api.config.redisPartitions)).drop({ type: "post", id: BigInt(post) })).toBe("evicted");
       await api.gql(recordViews, { ids: [post, post, post] });
-      await eventually(async () => (await persisted()) === 5, 30_000, async () => `persisted ${await persisted()}`);
+      await eventually(
+        async () => (await persisted()) === 5,
+        30_000,
+        async () => `persisted ${await persisted()}`,
+      );
       expect(await readsOf(post)).toBe(5);
     } finally {
       await pipeline.stop();

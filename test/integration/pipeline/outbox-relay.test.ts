@@ -74,7 +74,10 @@ async function append(partition: number, count: number): Promise<string[]> {
 
 /** Reads up to `count` new entries of `partition` as reader `consumer`, which then never acknowledges them. */
 async function readAs(consumer: string, partition: number, count: number): Promise<string[]> {
-  const reply = (await redis.xreadgroup("GROUP", relayGroup, consumer, "COUNT", count, "STREAMS", keys.outboxOf(partition), ">")) as [string, [string, string[]][]][];
+  const reply = (await redis.xreadgroup("GROUP", relayGroup, consumer, "COUNT", count, "STREAMS", keys.outboxOf(partition), ">")) as [
+    string,
+    [string, string[]][],
+  ][];
   return (reply[0]?.[1] ?? []).map(([id]) => id);
 }
 
@@ -98,7 +101,12 @@ interface CountingBus {
 
 /** The real message bus, counting what it publishes, each publish taking at least `delayMs`. */
 function countingBus(published: Map<string, number>, delayMs = 0, onPublished: (place: string) => void = () => {}): CountingBus {
-  const real = createMessageBus(rabbit, createTopology({ prefix: config.rabbitmq.prefix, persistQueues: 1, queueType: config.rabbitmq.queueType }), silentLogger, { publishTimeoutMs: config.rabbitmq.publishTimeoutMs });
+  const real = createMessageBus(
+    rabbit,
+    createTopology({ prefix: config.rabbitmq.prefix, persistQueues: 1, queueType: config.rabbitmq.queueType }),
+    silentLogger,
+    { publishTimeoutMs: config.rabbitmq.publishTimeoutMs },
+  );
   buses.push(real);
   let began: () => void = () => {};
   const publishing = new Promise<void>((resolve) => (began = resolve));
@@ -165,10 +173,14 @@ describe("outbox relay", () => {
     await slow.publishing;
     const quickRelay = await relayOn(await outboxOn({ batchSize: 1_000 }), countingBus(published).bus, claimIdleMs);
     try {
-      await eventually(async () => {
-        const left = await waiting();
-        return left.entries === 0 && left.pending === 0;
-      }, 40_000, async () => JSON.stringify(await waiting()));
+      await eventually(
+        async () => {
+          const left = await waiting();
+          return left.entries === 0 && left.pending === 0;
+        },
+        40_000,
+        async () => JSON.stringify(await waiting()),
+      );
     } finally {
       await Promise.all([slowRelay.close(), quickRelay.close()]);
     }
@@ -207,11 +219,17 @@ describe("outbox relay", () => {
     const later = placesOf(7, await append(7, 10));
     try {
       const expected = [...placesOf(5, lost.slice(2)), ...placesOf(6, stopped.slice(1)), ...later];
-      await eventually(async () => expected.every((p) => published.has(p)) && (await waiting()).pending === 0, 20_000, async () =>
-        JSON.stringify({ published: [...published.keys()], waiting: await waiting(), log: lines }),
+      await eventually(
+        async () => expected.every((p) => published.has(p)) && (await waiting()).pending === 0,
+        20_000,
+        async () => JSON.stringify({ published: [...published.keys()], waiting: await waiting(), log: lines }),
       );
       const more = placesOf(8, await append(8, 5));
-      await eventually(async () => more.every((p) => published.has(p)), 20_000, () => JSON.stringify([...published.keys()]));
+      await eventually(
+        async () => more.every((p) => published.has(p)),
+        20_000,
+        () => JSON.stringify([...published.keys()]),
+      );
     } finally {
       await relay.close();
     }
@@ -233,7 +251,8 @@ describe("outbox relay", () => {
       const appended: string[] = [];
       for (let p = 0; p < partitions; p++) {
         const pipeline = cluster.pipeline();
-        for (let i = 0; i < 5; i++) pipeline.xadd(keys.outboxOf(p), "*", "t", "post", "i", String(nextTargetId++), "u", "7", "s", "1", "v", "1", "a", "", "ts", String(Date.now()));
+        for (let i = 0; i < 5; i++)
+          pipeline.xadd(keys.outboxOf(p), "*", "t", "post", "i", String(nextTargetId++), "u", "7", "s", "1", "v", "1", "a", "", "ts", String(Date.now()));
         for (const [, id] of (await pipeline.exec()) ?? []) appended.push(`${p}/${id as string}`);
       }
       const slow = countingBus(published, 3_000);
@@ -241,7 +260,11 @@ describe("outbox relay", () => {
       await slow.publishing;
       const quickRelay = await relayOn(await outboxOn({ batchSize: 1_000 }, { clusterNodes: inject("clusterNodes") }), countingBus(published).bus, 1_000);
       try {
-        await eventually(async () => appended.every((p) => published.has(p)), 20_000, () => JSON.stringify([...published.keys()]));
+        await eventually(
+          async () => appended.every((p) => published.has(p)),
+          20_000,
+          () => JSON.stringify([...published.keys()]),
+        );
       } finally {
         await Promise.all([slowRelay.close(), quickRelay.close()]);
       }
@@ -266,13 +289,25 @@ describe("outbox relay", () => {
       const relay = await relayOn(outbox, countingBus(published).bus, 3_000, logger);
       try {
         const before = placesOf(9, await append(9, 5));
-        await eventually(async () => before.every((p) => published.has(p)), 10_000, () => JSON.stringify([...published.keys()]));
+        await eventually(
+          async () => before.every((p) => published.has(p)),
+          10_000,
+          () => JSON.stringify([...published.keys()]),
+        );
         proxy.stall();
         const timedOut = () => lines.some((l) => l.includes("relaying the outbox failed") && l.includes("Command timed out"));
-        await eventually(async () => timedOut(), 10_000, () => JSON.stringify(lines));
+        await eventually(
+          async () => timedOut(),
+          10_000,
+          () => JSON.stringify(lines),
+        );
         const during = placesOf(10, await append(10, 5));
         proxy.resume();
-        await eventually(async () => during.every((p) => published.has(p)), 20_000, () => JSON.stringify([...published.keys()]));
+        await eventually(
+          async () => during.every((p) => published.has(p)),
+          20_000,
+          () => JSON.stringify([...published.keys()]),
+        );
       } finally {
         proxy.resume();
         await relay.close();

@@ -26,7 +26,10 @@ useStores((s) => ({ db, redis } = s));
 async function scriptCalls(): Promise<number> {
   const servers = redis instanceof Cluster ? redis.nodes("master") : [redis];
   const stats = await Promise.all(servers.map((s) => s.info("commandstats")));
-  return stats.reduce((n, text) => n + Number(/^cmdstat_evalsha:calls=(\d+)/m.exec(text)?.[1] ?? 0) + Number(/^cmdstat_eval:calls=(\d+)/m.exec(text)?.[1] ?? 0), 0);
+  return stats.reduce(
+    (n, text) => n + Number(/^cmdstat_evalsha:calls=(\d+)/m.exec(text)?.[1] ?? 0) + Number(/^cmdstat_eval:calls=(\d+)/m.exec(text)?.[1] ?? 0),
+    0,
+  );
 }
 
 describe("a persist batch", () => {

@@ -40,8 +40,6 @@ function publisherOf(config: Config) {
   return { rabbit, topology, publisher };
 }
 
-
-
 describe("persistence pipeline", () => {
   it("when 5,000 likes and 1,000 unlikes hit 20 posts, then PostgreSQL rows and counters equal Redis", async () => {
     const config = testConfig();
@@ -72,8 +70,12 @@ describe("persistence pipeline", () => {
     try {
       const posts = await createPosts({ db, redis }, config, author.id, 10);
       for (let round = 0; round < 5; round++) {
-        await Promise.all(Array.from({ length: 400 }, (_, i) => services.memberships.join("like", posts[i % 10] as LikeableTarget, BigInt(round * 400 + i + 1))));
-        await Promise.all(Array.from({ length: 100 }, (_, i) => services.memberships.leave("like", posts[i % 10] as LikeableTarget, BigInt(round * 400 + i + 1))));
+        await Promise.all(
+          Array.from({ length: 400 }, (_, i) => services.memberships.join("like", posts[i % 10] as LikeableTarget, BigInt(round * 400 + i + 1))),
+        );
+        await Promise.all(
+          Array.from({ length: 100 }, (_, i) => services.memberships.leave("like", posts[i % 10] as LikeableTarget, BigInt(round * 400 + i + 1))),
+        );
       }
       await agreeWithin({ db, redis }, config, posts);
       expect(await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } })).toBe(1_500);
@@ -123,7 +125,11 @@ describe("persistence pipeline", () => {
       await Promise.all(posts.flatMap((p) => Array.from({ length: 50 }, (_, u) => services.memberships.join("like", p, BigInt(u + 1)))));
       await agreeWithin({ db, redis }, config, posts);
       // The crashed batch's messages come back and are applied again: a no-op.
-      await eventually(async () => batches >= 2, 30_000, () => `only ${batches} batch(es) committed`);
+      await eventually(
+        async () => batches >= 2,
+        30_000,
+        () => `only ${batches} batch(es) committed`,
+      );
       await agreeWithin({ db, redis }, config, posts);
       expect(crashes).toBe(1);
       expect(await db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } })).toBe(150);
@@ -138,12 +144,19 @@ describe("persistence pipeline", () => {
     const pipeline = await startTestPipeline(config);
     const { rabbit, topology, publisher } = publisherOf(config);
     try {
-      await publisher.send({ exchange: topology.exchange, routingKey: topology.eventRoutingKey(3), durable: true }, { eventId: "poison-1", target: { type: "planet", id: "x" } });
+      await publisher.send(
+        { exchange: topology.exchange, routingKey: topology.eventRoutingKey(3), durable: true },
+        { eventId: "poison-1", target: { type: "planet", id: "x" } },
+      );
       const [post] = await createPosts({ db, redis }, config, author.id, 1);
       await services.memberships.join("like", post as LikeableTarget, 77n);
       await agreeWithin({ db, redis }, config, [post as LikeableTarget]);
       let dead: Awaited<ReturnType<typeof rabbit.basicGet>>;
-      await eventually(async () => (dead = await rabbit.basicGet({ queue: topology.deadQueue, noAck: true })) !== undefined, 10_000, () => "dead-letter queue stayed empty");
+      await eventually(
+        async () => (dead = await rabbit.basicGet({ queue: topology.deadQueue, noAck: true })) !== undefined,
+        10_000,
+        () => "dead-letter queue stayed empty",
+      );
       expect(dead?.body).toEqual({ eventId: "poison-1", target: { type: "planet", id: "x" } });
       expect(String(dead?.headers?.["x-reason"])).toMatch(/invalid change: .*target\.type/);
       expect((await pipeline.metrics.deadLettered.get()).values[0]?.value).toBe(1);
@@ -167,12 +180,28 @@ describe("persistence pipeline", () => {
       await Promise.all(
         Array.from({ length: 200 }, (_, i) => {
           const user = BigInt(i + 1);
-          const change = { kind: "relation", relation: "like", target, userId: user, authorId: author.id, member: true, version: 1_000_000n + user, at: new Date() } as const;
-          return publisher.send({ exchange: topology.exchange, routingKey: topology.eventRoutingKey(partition), durable: true }, toChangeMessage({ partition, entryId: `${user}-0`, change }));
+          const change = {
+            kind: "relation",
+            relation: "like",
+            target,
+            userId: user,
+            authorId: author.id,
+            member: true,
+            version: 1_000_000n + user,
+            at: new Date(),
+          } as const;
+          return publisher.send(
+            { exchange: topology.exchange, routingKey: topology.eventRoutingKey(partition), durable: true },
+            toChangeMessage({ partition, entryId: `${user}-0`, change }),
+          );
         }),
       );
       const rows = () => db.like.count({ where: { targetType: "post", targetId: target.id } });
-      await eventually(async () => (await rows()) === 200, 20_000, async () => `${await rows()} of 200 likes persisted`);
+      await eventually(
+        async () => (await rows()) === 200,
+        20_000,
+        async () => `${await rows()} of 200 likes persisted`,
+      );
     } finally {
       await publisher.close();
       await rabbit.close();
@@ -190,7 +219,9 @@ describe("persistence pipeline", () => {
       const persistedBefore = (await pipeline.metrics.eventsPersisted.get()).values[0]?.value ?? 0;
       // About 3,000 likes a second for two seconds.
       for (let round = 0; round < 20; round++) {
-        await Promise.all(Array.from({ length: 300 }, (_, i) => services.memberships.join("like", posts[i % 10] as LikeableTarget, BigInt(round * 1_000 + i + 1))));
+        await Promise.all(
+          Array.from({ length: 300 }, (_, i) => services.memberships.join("like", posts[i % 10] as LikeableTarget, BigInt(round * 1_000 + i + 1))),
+        );
         await new Promise((r) => setTimeout(r, 100));
       }
       await agreeWithin({ db, redis }, config, posts);

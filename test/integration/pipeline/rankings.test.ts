@@ -96,7 +96,9 @@ async function burst() {
   const p3Likes = like(p3, 4, now - 3 * day);
   const p5Likes = like(p5, 3, now - minute);
   likes.push(...oldLikeOfP2, ...p3Likes, ...like(p4, 1, now - 10 * day), ...p5Likes);
-  const unlikes = [oldLikeOfP2[0], p3Likes[0], p5Likes[0]].map((l) => change((l as RelationChange).target as LikeableTarget, (l as RelationChange).userId, false, now));
+  const unlikes = [oldLikeOfP2[0], p3Likes[0], p5Likes[0]].map((l) =>
+    change((l as RelationChange).target as LikeableTarget, (l as RelationChange).userId, false, now),
+  );
   return { posts: { p1, p2, p3, p4, p5 }, likes, unlikes };
 }
 
@@ -106,7 +108,11 @@ describe("hot ranking", () => {
   it("when likes and unlikes land in different buckets, then each window ranks by the likes standing in it, ties newest first", async () => {
     const { persistence, refresher, top, all, service } = ranking();
     expect(await refresher.refresh()).toBe("rebuilt");
-    const { posts: { p1, p2, p3, p4, p5 }, likes, unlikes } = await burst();
+    const {
+      posts: { p1, p2, p3, p4, p5 },
+      likes,
+      unlikes,
+    } = await burst();
     await persistence.persist(likes);
     expect(await refresher.refresh()).toBe("refreshed");
     // p1, p2 and p5 each hold 3 likes of the last day: newest post first.
@@ -134,7 +140,11 @@ describe("hot ranking", () => {
   it("when a batch is persisted twice, or again after its ranking write failed, or an older write comes last, then the ranking stays exact", async () => {
     const flaky = ranking();
     await flaky.refresher.refresh();
-    const { posts: { p1, p2, p3, p4, p5 }, likes, unlikes } = await burst();
+    const {
+      posts: { p1, p2, p3, p4, p5 },
+      likes,
+      unlikes,
+    } = await burst();
     const first = await flaky.persistence.persist(likes).then((a) => a.ranked);
     const beforeUnlikes = { HOUR: ids(p5, p2), DAY: ids(p5, p2, p1), WEEK: ids(p3, p5, p2, p1), ALL: ids(p3, p5, p2, p1, p4) };
     // The first delivery's ranking write fails after the commit: the batch is retried, and its redelivery mirrors what is committed.
@@ -155,7 +165,12 @@ describe("hot ranking", () => {
     await flaky.refresher.refresh();
     expect(await flaky.all()).toEqual(after);
     const scores = await redis.zrange(createRedisKeys(testConfig().redisPartitions).ranking.all.ranking, "0", "-1", "WITHSCORES");
-    expect(scores.filter((_, i) => i % 2 === 1).map(Number).sort()).toEqual([1, 2, 2, 3, 3]);
+    expect(
+      scores
+        .filter((_, i) => i % 2 === 1)
+        .map(Number)
+        .sort(),
+    ).toEqual([1, 2, 2, 3, 3]);
   });
 
   it("when Redis is flushed, then the refresher rebuilds the ranking from PostgreSQL in the same order, and a late older write does not move it", async () => {
@@ -181,7 +196,11 @@ describe("hot ranking", () => {
     const { persistence, refresher, all, store } = ranking();
     const source = createRankingSource(db);
     await refresher.refresh();
-    const { posts: { p1, p2, p3, p4, p5 }, likes, unlikes } = await burst();
+    const {
+      posts: { p1, p2, p3, p4, p5 },
+      likes,
+      unlikes,
+    } = await burst();
     await persistence.persist(likes);
     await emptyRedis(redis);
     const slowRebuild = await source.best(Date.now(), 1_000);
@@ -195,7 +214,11 @@ describe("hot ranking", () => {
 
   it("when PostgreSQL's bucket rows are compared with the likes, then they count the likes standing per bucket", async () => {
     const { persistence } = ranking();
-    const { posts: { p2 }, likes, unlikes } = await burst();
+    const {
+      posts: { p2 },
+      likes,
+      unlikes,
+    } = await burst();
     await persistence.persist(likes);
     await persistence.persist(unlikes);
     const rows = await db.$queryRaw<{ span: string; likes: number }[]>`SELECT span, likes FROM like_buckets WHERE target_id = ${p2.id} ORDER BY span, bucket`;

@@ -27,8 +27,6 @@ let author: TestUser;
 
 useStores((s) => ({ db, redis, author } = s));
 
-
-
 const persistedLikes = (posts: LikeableTarget[]) => db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } });
 
 describe("rebuild from PostgreSQL", () => {
@@ -54,7 +52,10 @@ describe("rebuild from PostgreSQL", () => {
 
       const again = await Promise.all(posts.map((p, i) => (i % 2 ? other : services).memberships.join("like", p, 1n)));
       expect(again.map((r) => r.changed)).toEqual([false, false, false, false]);
-      const unliked = await Promise.all([services.memberships.leave("like", posts[3] as LikeableTarget, 7n), other.memberships.leave("like", posts[3] as LikeableTarget, 7n)]);
+      const unliked = await Promise.all([
+        services.memberships.leave("like", posts[3] as LikeableTarget, 7n),
+        other.memberships.leave("like", posts[3] as LikeableTarget, 7n),
+      ]);
       expect(unliked.filter((r) => r.changed)).toHaveLength(1);
       const after = await services.counters.read(posts);
       expect(after.map((c) => c.like)).toEqual(before.map((s, i) => s.count - (i === 3 ? 1 : 0)));
@@ -118,11 +119,17 @@ describe("rebuild from PostgreSQL", () => {
         }
       })();
       await sleep(400);
-      outboxAtFlush = await flushCountingOutbox(redis, Array.from({ length: config.redisPartitions }, (_, p) => `ob:{${p}}`));
+      outboxAtFlush = await flushCountingOutbox(
+        redis,
+        Array.from({ length: config.redisPartitions }, (_, p) => `ob:{${p}}`),
+      );
       await burst;
 
       await agreeWithin({ db, redis }, config, posts, 60_000);
-      const rows = await db.like.findMany({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } }, select: { targetId: true, userId: true } });
+      const rows = await db.like.findMany({
+        where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } },
+        select: { targetId: true, userId: true },
+      });
       const stored = new Set(rows.map((r) => `${r.targetId}:${r.userId}`));
       const lost = acknowledged.filter((a) => !stored.has(`${a.post.id}:${a.user}`));
       expect(acknowledged.length).toBeGreaterThan(500);
@@ -249,7 +256,14 @@ describe("rebuild from PostgreSQL", () => {
         return applied;
       },
     };
-    const laneA = createChangePersistence({ history: stalling, rebuilds, snapshots: createSnapshotStore(db), counters: counterStore, lists: createListStore(redis, createRedisKeys(config.redisPartitions)), isRedisUnavailable });
+    const laneA = createChangePersistence({
+      history: stalling,
+      rebuilds,
+      snapshots: createSnapshotStore(db),
+      counters: counterStore,
+      lists: createListStore(redis, createRedisKeys(config.redisPartitions)),
+      isRedisUnavailable,
+    });
     const now = BigInt(Date.now()) * 1000n;
     const liking = laneA.persist([change(post, 12n, true, now)]);
     await hasCommitted;
@@ -289,7 +303,16 @@ describe("rebuild from PostgreSQL", () => {
     const racing: SnapshotStore = {
       async read(target) {
         const snapshot = await snapshots.read(target);
-        const follow: RelationChange = { kind: "relation", relation: "follow", target: { type: "user", id: star!.id }, userId: fan!.id, authorId: null, member: true, version: BigInt(Date.now()) * 1000n, at: new Date() };
+        const follow: RelationChange = {
+          kind: "relation",
+          relation: "follow",
+          target: { type: "user", id: star!.id },
+          userId: fan!.id,
+          authorId: null,
+          member: true,
+          version: BigInt(Date.now()) * 1000n,
+          at: new Date(),
+        };
         await persistence.persist([follow]);
         return snapshot;
       },

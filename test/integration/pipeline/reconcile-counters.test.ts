@@ -50,7 +50,11 @@ describe("reconcile of every counter type", () => {
       await services.views.flush();
       await agreeWithin({ db, redis }, config, [post], 30_000, "collect");
       await agreeWithin({ db, redis }, config, [star], 30_000, "follow");
-      await eventually(async () => (await counter(post, "read")) === 2, 30_000, async () => `read ${await counter(post, "read")}`);
+      await eventually(
+        async () => (await counter(post, "read")) === 2,
+        30_000,
+        async () => `read ${await counter(post, "read")}`,
+      );
       expect(await reconcile(config)).toMatchObject({ differences: noDifferences, repairsSent: 0 });
 
       // Memberships: a collect lost in PostgreSQL, a stray follow there.
@@ -84,13 +88,20 @@ describe("reconcile of every counter type", () => {
 
       await agreeWithin({ db, redis }, config, [post], 30_000, "collect");
       await agreeWithin({ db, redis }, config, [star], 30_000, "follow");
-      await eventually(async () => (await reconcile(config)).repairsSent === 0, 30_000, () => "later passes still found differences");
+      await eventually(
+        async () => (await reconcile(config)).repairsSent === 0,
+        30_000,
+        () => "later passes still found differences",
+      );
       expect(await counter(post, "comment")).toBe(2);
       expect(await counter(commentTarget, "reply")).toBe(1);
       expect(await counter({ type: "user", id: author.id }, "posts")).toBe(2);
       expect(await counter(fanTarget, "following")).toBe(1);
       expect(await counter(post, "read")).toBe(2);
-      const [authorCounts, laggard] = await services.counters.read([{ type: "user", id: author.id }, { type: "user", id: (users[2] as TestUser).id }]);
+      const [authorCounts, laggard] = await services.counters.read([
+        { type: "user", id: author.id },
+        { type: "user", id: (users[2] as TestUser).id },
+      ]);
       expect(authorCounts?.likesReceived).toBe(7);
       expect(authorCounts?.collectsReceived).toBe(await counter({ type: "user", id: author.id }, "collectsReceived"));
       expect(laggard?.following).toBe(1);

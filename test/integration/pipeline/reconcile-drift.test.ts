@@ -24,11 +24,17 @@ useStores((s) => ({ db, redis, author } = s), { fresh: true });
 const reconcile = (config: Config): Promise<ReconcileSummary> => reconcileOn({ db, redis }, config);
 
 const likers = (post: LikeableTarget) =>
-  db.like.findMany({ where: { targetType: "post", targetId: post.id }, select: { userId: true }, orderBy: { userId: "asc" } }).then((rows) => rows.map((r) => r.userId));
+  db.like
+    .findMany({ where: { targetType: "post", targetId: post.id }, select: { userId: true }, orderBy: { userId: "asc" } })
+    .then((rows) => rows.map((r) => r.userId));
 
 /** Waits until PostgreSQL holds exactly `users` as the post's likers. */
 const persisted = (post: LikeableTarget, users: readonly bigint[]) =>
-  eventually(async () => (await likers(post)).join(",") === users.join(","), 30_000, async () => `likers ${(await likers(post)).join(",")}`);
+  eventually(
+    async () => (await likers(post)).join(",") === users.join(","),
+    30_000,
+    async () => `likers ${(await likers(post)).join(",")}`,
+  );
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => BigInt(from + i));
 

@@ -28,14 +28,26 @@ describe("reconcile of users' lists", () => {
     const pipeline = await startTestPipeline(config);
     const user = 1000n;
     const list = keys.list("like", user);
-    const page = async () => ((await services.lists.pages([{ relation: "like", userId: user, first: 20, after: null }]))[0]?.entries ?? []).map((e) => e.targetId);
+    const page = async () =>
+      ((await services.lists.pages([{ relation: "like", userId: user, first: 20, after: null }]))[0]?.entries ?? []).map((e) => e.targetId);
     try {
       const posts = await createPosts({ db, redis }, config, author.id, 6);
       const [p1, p2, , , p5, stranger] = posts as [LikeableTarget, LikeableTarget, LikeableTarget, LikeableTarget, LikeableTarget, LikeableTarget];
       for (const p of posts.slice(0, 5)) await services.memberships.join("like", p, user);
-      await eventually(async () => (await liked(user)) === 5, 30_000, async () => `${await liked(user)} likes persisted`);
-      const newestFirst = posts.slice(0, 5).map((p) => p.id).reverse();
-      await eventually(async () => (await page()).join() === newestFirst.join(), 30_000, async () => `list ${(await page()).join()}`);
+      await eventually(
+        async () => (await liked(user)) === 5,
+        30_000,
+        async () => `${await liked(user)} likes persisted`,
+      );
+      const newestFirst = posts
+        .slice(0, 5)
+        .map((p) => p.id)
+        .reverse();
+      await eventually(
+        async () => (await page()).join() === newestFirst.join(),
+        30_000,
+        async () => `list ${(await page()).join()}`,
+      );
       expect(await redis.exists(list.horizon)).toBe(1);
 
       // A list in step with PostgreSQL: nothing to repair.

@@ -51,7 +51,11 @@ describe("reconcile", () => {
       expect(first.repairsSent).toBe(4 + derivedCounter);
       expect(first.inFlight.count).toBe(0);
       await agreeWithin({ db, redis }, config, posts);
-      await eventually(async () => (await likeCounter(unheld!)) === 5, 10_000, async () => `counter ${await likeCounter(unheld!)}`);
+      await eventually(
+        async () => (await likeCounter(unheld!)) === 5,
+        10_000,
+        async () => `counter ${await likeCounter(unheld!)}`,
+      );
 
       const second = await reconcile(config);
       expect(second.differences).toEqual(noDifferences);
@@ -115,7 +119,9 @@ describe("reconcile", () => {
     const sampler = setInterval(() => (heapPeak = Math.max(heapPeak, process.memoryUsage().heapUsed)), 50);
     const summary = await reconcile(config).finally(() => clearInterval(sampler));
     const growthMb = (heapPeak - heapBefore) / 1e6;
-    console.log(`reconcile of ${likes} likes over ${summary.targetsChecked} targets: ${summary.seconds.toFixed(1)} s, ${Math.round(summary.targetsChecked / summary.seconds)} targets/s, heap growth ${growthMb.toFixed(0)} MB`);
+    console.log(
+      `reconcile of ${likes} likes over ${summary.targetsChecked} targets: ${summary.seconds.toFixed(1)} s, ${Math.round(summary.targetsChecked / summary.seconds)} targets/s, heap growth ${growthMb.toFixed(0)} MB`,
+    );
 
     expect(likes).toBeGreaterThanOrEqual(1_000_000);
     expect(summary.targetsChecked).toBe(10_000);
@@ -150,7 +156,14 @@ describe("reconcile of big targets", () => {
       expect(first.walked).toBe(1);
       // The direct inserts also left the author's likes received off their rows (see above).
       const { derivedCounter, ...membership } = first.differences;
-      expect(membership).toEqual({ ...noDifferences, missingInDatabase: 700, strayInDatabase: 600, databaseCounter: 1, redisCounter: 1, derivedCounter: undefined });
+      expect(membership).toEqual({
+        ...noDifferences,
+        missingInDatabase: 700,
+        strayInDatabase: 600,
+        databaseCounter: 1,
+        redisCounter: 1,
+        derivedCounter: undefined,
+      });
       expect(derivedCounter).toBeLessThanOrEqual(1);
       // 700 and 600 users in repairs of at most 500: 2 + 2, and the Redis recount.
       expect(first.repairsSent).toBe(5 + derivedCounter);
@@ -197,7 +210,11 @@ describe("targets a pass cannot compare", () => {
       expect((await services.memberships.join("like", post, 20n)).changed).toBe(false);
       await agreeWithin({ db, redis }, config, [post]);
       // The unchanged like, in the rebuild's window, stamped a change of its own: persisted before the pipeline stops.
-      await eventually(async () => (await reconcile(config)).inFlight.count === 0, 30_000, () => `post ${post.id} still in flight`);
+      await eventually(
+        async () => (await reconcile(config)).inFlight.count === 0,
+        30_000,
+        () => `post ${post.id} still in flight`,
+      );
       expect(await db.like.count({ where: { targetType: "post", targetId: post.id } })).toBe(20);
     } finally {
       await pipeline.stop();

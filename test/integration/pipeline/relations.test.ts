@@ -48,7 +48,8 @@ async function countersAgree(config: Config, targets: readonly Target[]): Promis
   const differs = async (): Promise<string | null> => {
     for (const target of targets) {
       const [inRedis, inDatabase] = await Promise.all([redisCounts(config, target), databaseCounts(target)]);
-      if (inRedis && JSON.stringify(inRedis) !== JSON.stringify(inDatabase)) return `${target.type} ${target.id}: Redis ${JSON.stringify(inRedis)}, PostgreSQL ${JSON.stringify(inDatabase)}`;
+      if (inRedis && JSON.stringify(inRedis) !== JSON.stringify(inDatabase))
+        return `${target.type} ${target.id}: Redis ${JSON.stringify(inRedis)}, PostgreSQL ${JSON.stringify(inDatabase)}`;
       if (target.type === "user") {
         const truth = await truthOf(target.id);
         const wrong = derivedCounters.user.filter((name) => truth[name] !== inDatabase[name]);
@@ -57,7 +58,11 @@ async function countersAgree(config: Config, targets: readonly Target[]): Promis
     }
     return null;
   };
-  await eventually(async () => (await differs()) === null, 30_000, async () => String(await differs()));
+  await eventually(
+    async () => (await differs()) === null,
+    30_000,
+    async () => String(await differs()),
+  );
 }
 
 /** A burst of likes, collects, follows and views over `posts` and `users`, with some of each undone. */
@@ -115,7 +120,12 @@ describe("collects, follows and views persisted", () => {
       const comment = await services.content.createComment(author.id, (posts[0] as Target).id, "first", null);
       await services.content.createComment((users[0] as TestUser).id, (posts[0] as Target).id, "reply", comment.id);
       await services.memberships.join("like", { type: "comment", id: comment.id }, (users[1] as TestUser).id);
-      const targets: Target[] = [...posts, { type: "comment", id: comment.id }, ...users.map((u): Target => ({ type: "user", id: u.id })), { type: "user", id: author.id }];
+      const targets: Target[] = [
+        ...posts,
+        { type: "comment", id: comment.id },
+        ...users.map((u): Target => ({ type: "user", id: u.id })),
+        { type: "user", id: author.id },
+      ];
       await services.counters.read(targets);
       await burst(services, posts, users);
       await countersAgree(config, targets);
@@ -201,7 +211,11 @@ describe("collects, follows and views persisted", () => {
       // The fan's counters are in Redis, so a lost mirror would leave them stale there.
       expect((await services.counters.read([fanTarget]))[0]?.following).toBe(0);
       await services.memberships.join("follow", { type: "user", id: star.id }, fan.id);
-      await eventually(async () => crashes === 1, 10_000, () => "the batch never committed");
+      await eventually(
+        async () => crashes === 1,
+        10_000,
+        () => "the batch never committed",
+      );
       await countersAgree(config, [fanTarget, { type: "user", id: star.id }]);
       expect((await services.counters.read([fanTarget]))[0]?.following).toBe(1);
       expect((await databaseCounts(fanTarget)).following).toBe(1);

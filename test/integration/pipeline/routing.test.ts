@@ -28,7 +28,12 @@ let author: TestUser;
 useStores((s) => ({ db, redis, author } = s));
 
 const topologyOf = (config: Config) =>
-  createTopology({ prefix: config.rabbitmq.prefix, persistQueues: config.persist.queues, queueType: config.rabbitmq.queueType, retryDelayMs: config.persist.retryDelayMs });
+  createTopology({
+    prefix: config.rabbitmq.prefix,
+    persistQueues: config.persist.queues,
+    queueType: config.rabbitmq.queueType,
+    retryDelayMs: config.persist.retryDelayMs,
+  });
 
 /** A message bus of the test's own, on `url` (the broker, or a proxy in front of it). */
 function busOf(config: Config, url = config.amqpUrl) {
@@ -63,7 +68,16 @@ function entryOf(partition: number, user: bigint): OutboxEntry {
   return {
     partition,
     entryId: `${Date.now()}-${user}`,
-    change: { kind: "relation", relation: "like", target: { type: "post", id: 1n }, userId: user, authorId: null, member: true, version: BigInt(Date.now()) * 1000n, at: new Date() },
+    change: {
+      kind: "relation",
+      relation: "like",
+      target: { type: "post", id: 1n },
+      userId: user,
+      authorId: null,
+      member: true,
+      version: BigInt(Date.now()) * 1000n,
+      at: new Date(),
+    },
   };
 }
 
@@ -134,7 +148,9 @@ describe("routing", () => {
     await db.$executeRawUnsafe(
       `CREATE FUNCTION refuse_${tag}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM nextval('refusals_${tag}'); RAISE EXCEPTION 'refused by test'; END $$`,
     );
-    await db.$executeRawUnsafe(`CREATE TRIGGER refuse_${tag} BEFORE INSERT ON likes FOR EACH ROW WHEN (NEW.user_id = ${refusedUser}) EXECUTE FUNCTION refuse_${tag}()`);
+    await db.$executeRawUnsafe(
+      `CREATE TRIGGER refuse_${tag} BEFORE INSERT ON likes FOR EACH ROW WHEN (NEW.user_id = ${refusedUser}) EXECUTE FUNCTION refuse_${tag}()`,
+    );
     const refusals = async () => Number((await db.$queryRawUnsafe<{ n: string }[]>(`SELECT last_value::text AS n FROM refusals_${tag}`))[0]?.n);
     const pipeline = await startTestPipeline(config);
     const admin = busOf(config);
@@ -143,7 +159,11 @@ describe("routing", () => {
       await services.memberships.join("like", post, refusedUser);
       await services.memberships.join("like", post, 5n);
       // Three refusals in the first delivery; a fourth means it came back from the retry queue.
-      await eventually(async () => (await refusals()) >= 4, 30_000, async () => `refused ${await refusals()} times`);
+      await eventually(
+        async () => (await refusals()) >= 4,
+        30_000,
+        async () => `refused ${await refusals()} times`,
+      );
       await db.$executeRawUnsafe(`DROP TRIGGER refuse_${tag} ON likes`);
 
       await agreeWithin({ db, redis }, config, [post]);
@@ -170,9 +190,22 @@ describe("routing", () => {
     const admin = busOf(config);
     try {
       proxy.refuse();
-      const change = { kind: "relation", relation: "like", target: post, userId: user, authorId: author.id, member: true, version: BigInt(Date.now()) * 1000n, at: new Date() } as const;
+      const change = {
+        kind: "relation",
+        relation: "like",
+        target: post,
+        userId: user,
+        authorId: author.id,
+        member: true,
+        version: BigInt(Date.now()) * 1000n,
+        at: new Date(),
+      } as const;
       await admin.bus.publishChanges([{ partition: Number(post.id % BigInt(config.redisPartitions)), entryId: `${Date.now()}-${user}`, change }]);
-      await eventually(async () => (await db.like.count({ where: { targetType: "post", targetId: post.id, userId: user } })) === 1, 10_000, () => "the like was not committed");
+      await eventually(
+        async () => (await db.like.count({ where: { targetType: "post", targetId: post.id, userId: user } })) === 1,
+        10_000,
+        () => "the like was not committed",
+      );
       // Long enough for the attempts after which a refused change is split off to the retry queue.
       await sleep(4_000);
       const waiting = await admin.rabbit.queueDeclare({ queue: topologyOf(config).changeRetryQueue.queue, passive: true });
@@ -180,7 +213,11 @@ describe("routing", () => {
 
       proxy.resume();
       // What follows the commit reaches Redis: the user's list records the like.
-      await eventually(async () => (await redis.hexists(keys.list("like", user).recent, post.id.toString())) === 1, 15_000, () => "the list never heard of the like");
+      await eventually(
+        async () => (await redis.hexists(keys.list("like", user).recent, post.id.toString())) === 1,
+        15_000,
+        () => "the list never heard of the like",
+      );
     } finally {
       proxy.resume();
       await admin.close();
@@ -202,19 +239,41 @@ describe("routing", () => {
     const likeBy = (userId: bigint) => ({
       partition: Number(post.id % BigInt(config.redisPartitions)),
       entryId: `${Date.now()}-${userId}`,
-      change: { kind: "relation", relation: "like", target: post, userId, authorId: author.id, member: true, version: BigInt(Date.now()) * 1000n, at: new Date() } as const,
+      change: {
+        kind: "relation",
+        relation: "like",
+        target: post,
+        userId,
+        authorId: author.id,
+        member: true,
+        version: BigInt(Date.now()) * 1000n,
+        at: new Date(),
+      } as const,
     });
-    const listed = async (userId: bigint) => (await redis.type(keys.list("like", userId).recent)) === "hash" && (await redis.hexists(keys.list("like", userId).recent, post.id.toString())) === 1;
+    const listed = async (userId: bigint) =>
+      (await redis.type(keys.list("like", userId).recent)) === "hash" && (await redis.hexists(keys.list("like", userId).recent, post.id.toString())) === 1;
     try {
       await admin.bus.publishChanges([likeBy(blocked)]);
-      await eventually(async () => (await db.like.count({ where: { targetType: "post", targetId: post.id, userId: blocked } })) === 1, 10_000, () => "the like was not committed");
+      await eventually(
+        async () => (await db.like.count({ where: { targetType: "post", targetId: post.id, userId: blocked } })) === 1,
+        10_000,
+        () => "the like was not committed",
+      );
       await sleep(3_000);
       await admin.bus.publishChanges([likeBy(other)]);
-      await eventually(() => listed(other), 10_000, () => "a later change was held back behind the refused one");
+      await eventually(
+        () => listed(other),
+        10_000,
+        () => "a later change was held back behind the refused one",
+      );
       expect(await listed(blocked)).toBe(false);
 
       await redis.del(keys.list("like", blocked).recent);
-      await eventually(() => listed(blocked), 15_000, () => "the refused change never completed");
+      await eventually(
+        () => listed(blocked),
+        15_000,
+        () => "the refused change never completed",
+      );
       const dead = await admin.rabbit.queueDeclare({ queue: topologyOf(config).deadQueue, passive: true });
       expect(dead.messageCount).toBe(0);
     } finally {

@@ -64,7 +64,12 @@ describe("live counts across a restart", () => {
     );
     // A count may come twice (an announcement racing the first read); what matters is each value, in order.
     const distinct = () => likesSeen.filter((likes, i) => likes !== likesSeen[i - 1]).join();
-    const seen = (likes: readonly number[]) => eventually(async () => distinct() === likes.join(), 15_000, () => `saw ${likesSeen.join()}`);
+    const seen = (likes: readonly number[]) =>
+      eventually(
+        async () => distinct() === likes.join(),
+        15_000,
+        () => `saw ${likesSeen.join()}`,
+      );
     try {
       await seen([1]);
       dataOf(await graphqlClient(service.url)(likePost, { id: post }, likers[1]?.token));

@@ -17,12 +17,20 @@ describe("metrics of npm start's processes", () => {
     const service = await startServiceProcess(testConfig(), { WEB_CONCURRENCY: "2", METRICS_PORT: String(metricsPort) });
     try {
       const ready = () => (service.output().match(/"msg":"API process ready"/g) ?? []).length >= 2 && service.output().includes('"msg":"pipeline running"');
-      await eventually(async () => ready(), 30_000, () => service.output());
+      await eventually(
+        async () => ready(),
+        30_000,
+        () => service.output(),
+      );
       const gql = graphqlClient(service.url);
       // Each over a connection of its own, so that both API processes take some.
       await Promise.all(Array.from({ length: 20 }, () => gql("query Probe { __typename }")));
       const series = 'likes_graphql_request_duration_seconds_count{operation="Probe",type="query"}';
-      await eventually(async () => valueOf(await scrape(metricsPort), series) === 20, 15_000, () => scrape(metricsPort));
+      await eventually(
+        async () => valueOf(await scrape(metricsPort), series) === 20,
+        15_000,
+        () => scrape(metricsPort),
+      );
       const text = await scrape(metricsPort);
       expect(text).toContain("# TYPE likes_outbox_length gauge");
       expect(text).toContain("# TYPE likes_redis_command_duration_seconds histogram");
@@ -35,13 +43,26 @@ describe("metrics of npm start's processes", () => {
     const config = testConfig();
     const metricsPort = await freePort();
     const child = spawn(process.execPath, ["--import", "tsx/esm", "src/main/worker.ts"], {
-      env: { ...process.env, DATABASE_URL: config.databaseUrl, REDIS_URL: config.redisUrl, AMQP_URL: config.amqpUrl, RABBITMQ_PREFIX: config.rabbitmq.prefix, METRICS_PORT: String(metricsPort), LOG_LEVEL: "warn", RECONCILE_CRON: "off" },
+      env: {
+        ...process.env,
+        DATABASE_URL: config.databaseUrl,
+        REDIS_URL: config.redisUrl,
+        AMQP_URL: config.amqpUrl,
+        RABBITMQ_PREFIX: config.rabbitmq.prefix,
+        METRICS_PORT: String(metricsPort),
+        LOG_LEVEL: "warn",
+        RECONCILE_CRON: "off",
+      },
       stdio: ["ignore", "ignore", "pipe"],
     });
     let errors = "";
     child.stderr?.on("data", (chunk: Buffer) => (errors += chunk.toString()));
     try {
-      await eventually(async () => (await scrape(metricsPort)).includes("# TYPE likes_outbox_length gauge"), 30_000, () => errors);
+      await eventually(
+        async () => (await scrape(metricsPort)).includes("# TYPE likes_outbox_length gauge"),
+        30_000,
+        () => errors,
+      );
     } finally {
       child.kill("SIGTERM");
       await once(child, "exit");

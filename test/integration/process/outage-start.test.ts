@@ -36,7 +36,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Whether a like (which needs Redis) answers with data, through whichever process the port hands the request to. */
 async function likes(url: string, user: TestUser, postId: string): Promise<boolean> {
   const gql = graphqlClient(url);
-  const answer = await gql<{ likePost: { changed: boolean } }>(`mutation($id: ID!) { likePost(postId: $id) { changed } }`, { id: postId }, user.token).catch(() => null);
+  const answer = await gql<{ likePost: { changed: boolean } }>(`mutation($id: ID!) { likePost(postId: $id) { changed } }`, { id: postId }, user.token).catch(
+    () => null,
+  );
   return answer?.data?.likePost !== undefined && !answer.errors;
 }
 
@@ -49,7 +51,11 @@ describe("npm start through a Redis outage", () => {
     const config = testConfig();
     const service = await startServiceProcess(config, { REDIS_URL: redisProxy.url, WEB_CONCURRENCY: "2", PORT: String(await freePort()) });
     try {
-      await eventually(async () => pidsOf(service, "API process ready").length >= 2 && pidsOf(service, "pipeline running").length >= 1, 30_000, () => service.output());
+      await eventually(
+        async () => pidsOf(service, "API process ready").length >= 2 && pidsOf(service, "pipeline running").length >= 1,
+        30_000,
+        () => service.output(),
+      );
       const [user] = await createUsers(db, config, 1);
       if (!user) throw new Error("no user made");
       const created = await graphqlClient(service.url)<{ createPost: { id: string } }>(`mutation { createPost(title: "t", body: "b") { id } }`, {}, user.token);
@@ -71,11 +77,19 @@ describe("npm start through a Redis outage", () => {
 
       redisProxy.resume();
       const returnedAt = Date.now();
-      await eventually(async () => (await likes(service.url, user, postId)) && (await likes(service.url, user, postId)), 15_000, () => service.output());
+      await eventually(
+        async () => (await likes(service.url, user, postId)) && (await likes(service.url, user, postId)),
+        15_000,
+        () => service.output(),
+      );
       const servedAfterMs = Date.now() - returnedAt;
       expect(servedAfterMs <= 5_000 ? "≤ 5 s" : `${servedAfterMs} ms`).toBe("≤ 5 s");
       // The replacement serves too: every request answers, whichever process takes it.
-      await eventually(async () => pidsOf(service, "API process ready").length >= 3, 15_000, () => service.output());
+      await eventually(
+        async () => pidsOf(service, "API process ready").length >= 3,
+        15_000,
+        () => service.output(),
+      );
       const answers = await Promise.all(Array.from({ length: 10 }, () => likes(service.url, user, postId)));
       expect(answers.every(Boolean)).toBe(true);
     } finally {
@@ -96,7 +110,11 @@ describe("npm start through a Redis outage", () => {
       await sleep(15_000);
       expect(await status(url, "health/live")).toBe(200);
       expect(await status(url, "health/ready")).toBe(503);
-      const waiting = await fetch(new URL("graphql", url), { method: "POST", headers: { "content-type": "application/json" }, body: '{"query":"{ __typename }"}' });
+      const waiting = await fetch(new URL("graphql", url), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"query":"{ __typename }"}',
+      });
       expect(waiting.status).toBe(503);
       expect(((await waiting.json()) as { errors: { extensions: { code: string } }[] }).errors[0]?.extensions.code).toBe("SERVICE_UNAVAILABLE");
       await sleep(15_000);
@@ -105,7 +123,11 @@ describe("npm start through a Redis outage", () => {
       expect(service.output()).not.toContain("process died");
 
       redisProxy.resume();
-      await eventually(async () => pidsOf(service as ServiceProcess, "API process ready").length >= 2 && pidsOf(service as ServiceProcess, "pipeline running").length >= 1, 30_000, () => service?.output() ?? "");
+      await eventually(
+        async () => pidsOf(service as ServiceProcess, "API process ready").length >= 2 && pidsOf(service as ServiceProcess, "pipeline running").length >= 1,
+        30_000,
+        () => service?.output() ?? "",
+      );
       expect(await status(url, "health/ready")).toBe(200);
       const [user] = await createUsers(db, config, 1);
       if (!user) throw new Error("no user made");

@@ -67,7 +67,11 @@ describe("npm start stopped during a Redis stall", () => {
       // The broker unreachable: the likes wait in the outbox, some of them in the relay's hands.
       rabbitProxy.refuse();
       const outboxLength = async () => {
-        const lengths = await Promise.all(createRedisKeys(8).outboxes().map((key) => redis.xlen(key)));
+        const lengths = await Promise.all(
+          createRedisKeys(8)
+            .outboxes()
+            .map((key) => redis.xlen(key)),
+        );
         return lengths.reduce((sum, n) => sum + n, 0);
       };
       // Streams other files left in the shared test Redis are counted too: only what this test adds matters.
@@ -94,7 +98,13 @@ describe("npm start stopped during a Redis stall", () => {
       expect({ code, tookMs: tookMs <= 10_000 ? "≤ 10 s" : `${tookMs} ms` }).toEqual({ code: 0, tookMs: "≤ 10 s" });
       expect(pids.filter(alive)).toEqual([]);
       const children = logsOf(service, "process stopped").map((line) => ({ role: line.role, code: line.code }));
-      expect(children).toEqual(expect.arrayContaining([{ role: "api", code: 0 }, { role: "api", code: 0 }, { role: "pipeline", code: 0 }]));
+      expect(children).toEqual(
+        expect.arrayContaining([
+          { role: "api", code: 0 },
+          { role: "api", code: 0 },
+          { role: "pipeline", code: 0 },
+        ]),
+      );
       expect(children).toHaveLength(3);
       // Read past the proxy: what the stalled service could not hand to RabbitMQ is still there.
       expect(await outboxLength()).toBeGreaterThanOrEqual(before + likes);

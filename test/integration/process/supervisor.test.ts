@@ -42,7 +42,11 @@ function post(url: string, agent: Agent): Promise<string> {
 /** Waits until every process has started; their pids. */
 async function readyProcesses(service: ServiceProcess, apiProcesses: number, pipelines = 1): Promise<{ api: number[]; pipeline: number[] }> {
   const ready = () => pidsOf(service, "API process ready").length >= apiProcesses && pidsOf(service, "pipeline running").length >= pipelines;
-  await eventually(async () => ready(), 30_000, () => service.output());
+  await eventually(
+    async () => ready(),
+    30_000,
+    () => service.output(),
+  );
   return { api: pidsOf(service, "API process ready"), pipeline: pidsOf(service, "pipeline running") };
 }
 
@@ -77,7 +81,11 @@ describe("npm start's processes", () => {
     try {
       const { api } = await readyProcesses(service, 2, 0);
       process.kill(api[0] as number, "SIGKILL");
-      await eventually(async () => pidsOf(service, "API process ready").length >= 3, 30_000, () => service.output());
+      await eventually(
+        async () => pidsOf(service, "API process ready").length >= 3,
+        30_000,
+        () => service.output(),
+      );
       expect(service.output()).toContain('"msg":"process died; starting another"');
       const gql = graphqlClient(service.url);
       const answers = await Promise.all(Array.from({ length: 20 }, () => gql(`{ __typename }`)));
@@ -93,7 +101,11 @@ describe("npm start's processes", () => {
     try {
       const { api } = await readyProcesses(service, 1, 0);
       process.kill(api[0] as number, "SIGKILL");
-      await eventually(async () => pidsOf(service, "API process ready").length >= 2, 30_000, () => service.output());
+      await eventually(
+        async () => pidsOf(service, "API process ready").length >= 2,
+        30_000,
+        () => service.output(),
+      );
       expect(service.child.exitCode).toBeNull();
       expect((await graphqlClient(service.url)(`{ __typename }`)).data?.__typename).toBe("Query");
     } finally {
@@ -105,6 +117,10 @@ describe("npm start's processes", () => {
     const service = await startServiceProcess(testConfig(), { WEB_CONCURRENCY: "2" });
     const { api, pipeline } = await readyProcesses(service, 2);
     await service.stop("SIGKILL");
-    await eventually(async () => [...api, ...pipeline].every((pid) => !alive(pid)), 15_000, () => `still alive: ${[...api, ...pipeline].filter(alive).join(", ")}`);
+    await eventually(
+      async () => [...api, ...pipeline].every((pid) => !alive(pid)),
+      15_000,
+      () => `still alive: ${[...api, ...pipeline].filter(alive).join(", ")}`,
+    );
   });
 });

@@ -30,6 +30,10 @@ describe("anonymous count reads", () => {
     expect(b?.map((v) => v.counts.like)).toEqual([1, 1, 1]);
     expect(viewer?.map((v) => v.counts.like)).toEqual([2, 2, 2]);
     expect((await later).map((v) => v.counts.like)).toEqual([3, 3, 3]);
-    expect(reads).toEqual([{ targets: 3, viewerId: null }, { targets: 3, viewerId: 7n }, { targets: 3, viewerId: null }]);
+    expect(reads).toEqual([
+      { targets: 3, viewerId: null },
+      { targets: 3, viewerId: 7n },
+      { targets: 3, viewerId: null },
+    ]);
   });
 });

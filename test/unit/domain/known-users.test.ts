@@ -58,7 +58,18 @@ describe("known users", () => {
     known.add(200n);
     expect(known.runs).toBe(4);
     expect([4n, 5n, 6n, 98n, 99n, 200n, 201n, 249n, 250n, 251n, 299n, 300n].map((id) => known.has(id))).toEqual([
-      false, true, false, false, true, true, false, false, true, false, false, true,
+      false,
+      true,
+      false,
+      false,
+      true,
+      true,
+      false,
+      false,
+      true,
+      false,
+      false,
+      true,
     ]);
     expect(known.ids).toBe(1 + 102 + 1 + 100);
   });

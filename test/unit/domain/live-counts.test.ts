@@ -8,7 +8,11 @@ import type { Counts, Target } from "../../../src/domain/model/index.js";
 describe("live counts", () => {
   it("when a subscription's first read ends after a change's read, then the newer counts stay the last sent", async () => {
     let heard: (target: Target | null) => void = () => undefined;
-    const changes = { listen: async () => undefined, ignore: async () => undefined, onChange: (handler: (target: Target | null) => void) => void (heard = handler) };
+    const changes = {
+      listen: async () => undefined,
+      ignore: async () => undefined,
+      onChange: (handler: (target: Target | null) => void) => void (heard = handler),
+    };
     let likes = 10;
     let holdFirst: (() => void) | null = null;
     let reads = 0;

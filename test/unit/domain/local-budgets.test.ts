@@ -21,8 +21,7 @@ function budgetsOnTestClock(options: Partial<LocalBudgetOptions> = {}) {
     periodMs,
     maxSubjects: 100,
     nowMs: () => nowMs,
-    report: (spendings) =>
-      new Promise((resolve, reject) => reports.push({ spendings, answer: resolve, fail: reject })),
+    report: (spendings) => new Promise((resolve, reject) => reports.push({ spendings, answer: resolve, fail: reject })),
     onReportFailure: (error) => failures.push(error),
     ...options,
   });
@@ -111,7 +110,13 @@ describe("mutation budgets decided in process memory", () => {
     reports[0]?.answer([0, 0]);
     await nextTurn();
     await nextTurn();
-    expect(reports.map((r) => r.spendings.map((s) => [s.subject, s.units]))).toEqual([[["alice", 2], ["bob", 2]], [["alice", 3]]]);
+    expect(reports.map((r) => r.spendings.map((s) => [s.subject, s.units]))).toEqual([
+      [
+        ["alice", 2],
+        ["bob", 2],
+      ],
+      [["alice", 3]],
+    ]);
   });
 
   it("when Redis answers that a budget is spent further, then the local state is raised to it, and an answer of less lowers nothing", async () => {

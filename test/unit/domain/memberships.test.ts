@@ -17,8 +17,14 @@ describe("membership errors", () => {
       history: unused<MemberPageStore>(),
       counters: unused<CounterService>(),
     });
-    await expect(memberships.join("like", { type: "post", id: 1n }, 2n)).rejects.toMatchObject({ code: "FORBIDDEN", message: expect.stringMatching(/no more likes/) });
-    await expect(memberships.join("collect", { type: "post", id: 1n }, 2n)).rejects.toMatchObject({ code: "FORBIDDEN", message: expect.stringMatching(/no more collects/) });
+    await expect(memberships.join("like", { type: "post", id: 1n }, 2n)).rejects.toMatchObject({
+      code: "FORBIDDEN",
+      message: expect.stringMatching(/no more likes/),
+    });
+    await expect(memberships.join("collect", { type: "post", id: 1n }, 2n)).rejects.toMatchObject({
+      code: "FORBIDDEN",
+      message: expect.stringMatching(/no more collects/),
+    });
   });
 
   it("when a user follows or unfollows themself, then it is BAD_USER_INPUT naming userId, and no store is asked", async () => {

@@ -14,7 +14,10 @@ describe("coalescing changes", () => {
     ];
     const kept = coalesce(history);
     expect(kept).toHaveLength(4);
-    expect(kept.find((c) => c.kind === "relation" && c.relation === "like" && c.userId === 1n && c.target.id === 1n)).toMatchObject({ version: 9n, member: false });
+    expect(kept.find((c) => c.kind === "relation" && c.relation === "like" && c.userId === 1n && c.target.id === 1n)).toMatchObject({
+      version: 9n,
+      member: false,
+    });
     expect(kept.find((c) => c.kind === "relation" && c.relation === "collect")).toMatchObject({ version: 3n, member: true });
     expect(coalesce([...history].reverse())).toEqual(expect.arrayContaining(kept));
   });

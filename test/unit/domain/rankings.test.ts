@@ -11,7 +11,11 @@ describe("windows of time buckets", () => {
     const base = Date.UTC(2026, 10, 26, 10, 0, 0);
     for (const offset of [0, 1, 2 * minute + 30_000, 4 * minute + 59_999, 37 * minute]) {
       const now = base + offset;
-      for (const [window, span, lengthMs, count] of [["HOUR", "m5", hour, 13], ["DAY", "h1", 24 * hour, 25], ["WEEK", "h6", 7 * 24 * hour, 29]] as const) {
+      for (const [window, span, lengthMs, count] of [
+        ["HOUR", "m5", hour, 13],
+        ["DAY", "h1", 24 * hour, 25],
+        ["WEEK", "h6", 7 * 24 * hour, 29],
+      ] as const) {
         const starts = windowBuckets(window, now);
         const size = bucketSpanMs[span];
         expect(starts.length).toBe(count);
@@ -20,7 +24,11 @@ describe("windows of time buckets", () => {
         const oldest = starts.at(-1) as number;
         expect(oldest).toBeLessThanOrEqual(now - lengthMs);
         expect(oldest + size).toBeGreaterThan(now - lengthMs);
-        expect(keptBuckets(now).get(span)?.has((starts[0] as number) + size)).toBe(true);
+        expect(
+          keptBuckets(now)
+            .get(span)
+            ?.has((starts[0] as number) + size),
+        ).toBe(true);
       }
     }
   });
@@ -52,13 +60,18 @@ describe("hotPosts' ids", () => {
     expect(await rankings.hotPosts("DAY", 3)).toEqual([5n, 4n, 3n]);
     now += 1;
     expect(await rankings.hotPosts("DAY", 1)).toEqual([9n]);
-    expect(asked).toEqual([{ window: "DAY", limit: 100 }, { window: "DAY", limit: 100 }, { window: "DAY", limit: 100 }]);
+    expect(asked).toEqual([
+      { window: "DAY", limit: 100 },
+      { window: "DAY", limit: 100 },
+      { window: "DAY", limit: 100 },
+    ]);
   });
 
   it("when first or the window is out of range, then the caller's error, before any read", async () => {
     const { asked, store } = fakeStore([]);
     const rankings = createRankingService({ store, cacheMs: 0 });
-    for (const first of [0, 101, -3, 2.5, Number.NaN]) await expect(rankings.hotPosts("WEEK", first)).rejects.toMatchObject({ code: "BAD_USER_INPUT", field: "first" });
+    for (const first of [0, 101, -3, 2.5, Number.NaN])
+      await expect(rankings.hotPosts("WEEK", first)).rejects.toMatchObject({ code: "BAD_USER_INPUT", field: "first" });
     await expect(rankings.hotPosts(null as unknown as HotWindow, 5)).rejects.toMatchObject({ code: "BAD_USER_INPUT", field: "window" });
     expect(asked).toEqual([]);
     expect(await rankings.hotPosts("ALL", 100)).toEqual([]);

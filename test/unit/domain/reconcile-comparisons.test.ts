@@ -82,7 +82,12 @@ describe("a relation Redis holds, against PostgreSQL", () => {
   });
 
   it("when either side was too big to load, then nothing is compared here (the pass walks it)", () => {
-    expect(compareHeld(inRedis(null, { count: 5, memberCount: 5 }), inPostgres([1n]), 100)).toEqual({ standing: "quiescent", differences: {}, repairs: [], differing: { add: [], remove: [] } });
+    expect(compareHeld(inRedis(null, { count: 5, memberCount: 5 }), inPostgres([1n]), 100)).toEqual({
+      standing: "quiescent",
+      differences: {},
+      repairs: [],
+      differing: { add: [], remove: [] },
+    });
     expect(compareHeld(inRedis([1n]), inPostgres(null, { count: 3, rows: 2 }), 100)).toMatchObject({ differences: {}, repairs: [] });
   });
 });

@@ -69,7 +69,10 @@ describe("forged and unacceptable tokens", () => {
     ["a numeric kid", sign({ alg: "HS256", kid: 1 }, { sub: "42", exp })],
     ["a wrong signature", `${header}.${payload}.${"A".repeat(43)}`],
     ["another secret", sign({ alg: "HS256" }, { sub: "42", exp }, "sha256", "another-secret-of-length")],
-    ["a tampered payload", `${header}.${Buffer.from(JSON.stringify({ sub: "1", exp })).toString("base64url")}.${sign({ alg: "HS256" }, { sub: "42", exp }).split(".")[2]}`],
+    [
+      "a tampered payload",
+      `${header}.${Buffer.from(JSON.stringify({ sub: "1", exp })).toString("base64url")}.${sign({ alg: "HS256" }, { sub: "42", exp }).split(".")[2]}`,
+    ],
     ["no exp", sign({ alg: "HS256" }, { sub: "42" })],
     ["a past exp", sign({ alg: "HS256" }, { sub: "42", exp: now() - 3600 })],
     ["a string exp", sign({ alg: "HS256" }, { sub: "42", exp: String(exp) })],
@@ -81,7 +84,12 @@ describe("forged and unacceptable tokens", () => {
     ["sub past bigint", sign({ alg: "HS256" }, { sub: "9223372036854775808", exp })],
     ["an nbf in the future", sign({ alg: "HS256" }, { sub: "42", exp, nbf: now() + 3600 })],
     ["a string iat", sign({ alg: "HS256" }, { sub: "42", exp, iat: "yesterday" })],
-    ["a payload that is a JSON array", `${header}.${Buffer.from("[1]").toString("base64url")}.${createHmac("sha256", secret).update(`${header}.${Buffer.from("[1]").toString("base64url")}`).digest("base64url")}`],
+    [
+      "a payload that is a JSON array",
+      `${header}.${Buffer.from("[1]").toString("base64url")}.${createHmac("sha256", secret)
+        .update(`${header}.${Buffer.from("[1]").toString("base64url")}`)
+        .digest("base64url")}`,
+    ],
     ["a signature with a character outside base64url", `${sign({ alg: "HS256" }, { sub: "42", exp })}=`],
     ["two parts", `${header}.${payload}`],
     ["not a JWT", "hello"],

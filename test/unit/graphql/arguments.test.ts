@@ -8,17 +8,14 @@ describe("ids and page sizes", () => {
     expect(parseId("9223372036854775807", "id")).toBe(9223372036854775807n);
   });
 
-  it.each(["", "0", "-1", "01", "1.5", "abc", " 1", "9223372036854775808", "1".repeat(20)])(
-    "when an id is %j, then it is BAD_USER_INPUT",
-    (raw) => {
-      expect(() => parseId(raw, "id")).toThrow(DomainError);
-      try {
-        parseId(raw, "id");
-      } catch (error) {
-        expect((error as DomainError).code).toBe("BAD_USER_INPUT");
-      }
-    },
-  );
+  it.each(["", "0", "-1", "01", "1.5", "abc", " 1", "9223372036854775808", "1".repeat(20)])("when an id is %j, then it is BAD_USER_INPUT", (raw) => {
+    expect(() => parseId(raw, "id")).toThrow(DomainError);
+    try {
+      parseId(raw, "id");
+    } catch (error) {
+      expect((error as DomainError).code).toBe("BAD_USER_INPUT");
+    }
+  });
 
   it("when a page size is out of 0..100, then it is refused", () => {
     expect(parsePageSize(0)).toBe(0);

@@ -17,7 +17,12 @@ describe("jit executor", () => {
     const { executor } = await jitGateway(schema).load({ apollo: { key: undefined, keyHash: undefined, graphRef: undefined } });
     if (!executor) throw new Error("the gateway loaded no executor");
     const document = parse("subscription { ticks }");
-    const result = await executor({ document, operation: getOperationAST(document), request: { variables: {} }, context: {} } as unknown as GatewayGraphQLRequestContext);
+    const result = await executor({
+      document,
+      operation: getOperationAST(document),
+      request: { variables: {} },
+      context: {},
+    } as unknown as GatewayGraphQLRequestContext);
     expect(result.errors?.map((e) => e.extensions?.code)).toEqual(["OPERATION_NOT_SUPPORTED"]);
     expect(subscribed).toBe(false);
   });
@@ -28,8 +33,17 @@ describe("jit executor", () => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     const schema = buildSchema(`type Query { hotPosts(first: Int): [Int!]! other: Int }`);
     const fields = schema.getQueryType()?.getFields();
-    if (fields?.hotPosts) fields.hotPosts.resolve = async (_, args: { first: number }) => { runs++; await gate; return [args.first]; };
-    if (fields?.other) fields.other.resolve = () => { runs++; return 1; };
+    if (fields?.hotPosts)
+      fields.hotPosts.resolve = async (_, args: { first: number }) => {
+        runs++;
+        await gate;
+        return [args.first];
+      };
+    if (fields?.other)
+      fields.other.resolve = () => {
+        runs++;
+        return 1;
+      };
     const { executor } = await jitGateway(schema).load({ apollo: { key: undefined, keyHash: undefined, graphRef: undefined } });
     if (!executor) throw new Error("the gateway loaded no executor");
     const hot = parse("query($n: Int) { hotPosts(first: $n) }");
@@ -40,7 +54,14 @@ describe("jit executor", () => {
     const together = [send(hot, { n: 3 }), send(hot, { n: 3 }), send(hot, { n: 3 }), send(hot, { n: 4 }), send(hot, { n: 3 }, { userId: 7n }), send(other, {})];
     release();
     const results = await Promise.all(together);
-    expect(results.map((r) => r.data)).toEqual([{ hotPosts: [3] }, { hotPosts: [3] }, { hotPosts: [3] }, { hotPosts: [4] }, { hotPosts: [3] }, { other: 1, hotPosts: [1] }]);
+    expect(results.map((r) => r.data)).toEqual([
+      { hotPosts: [3] },
+      { hotPosts: [3] },
+      { hotPosts: [3] },
+      { hotPosts: [4] },
+      { hotPosts: [3] },
+      { other: 1, hotPosts: [1] },
+    ]);
     // n: 3 once for the three anonymous, n: 4, the viewer's, and the other query's two fields.
     expect(runs).toBe(5);
     expect(results[0]).not.toBe(results[1]);

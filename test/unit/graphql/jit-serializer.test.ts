@@ -16,14 +16,22 @@ if (fields?.posts) {
   fields.posts.resolve = (_, args: { ids: string[] }) =>
     args.ids.map((id) => (id === "0" ? null : { id, title: `"Post" ${id} \u2028 \ud800`, counts: { likes: Number(id), reads: 0 }, createdAt: new Date(0) }));
 }
-if (fields?.fails) fields.fails.resolve = () => { throw new Error("no"); };
+if (fields?.fails)
+  fields.fails.resolve = () => {
+    throw new Error("no");
+  };
 
 async function start() {
   const execution = jitExecution(schema);
   const { executor } = await execution.gateway.load({ apollo: { key: undefined, keyHash: undefined, graphRef: undefined } });
   if (!executor) throw new Error("the gateway loaded no executor");
   const run = (document: DocumentNode, variables: Record<string, unknown> = {}) =>
-    executor({ document, operation: getOperationAST(document), request: { variables }, context: {} } as unknown as GatewayGraphQLRequestContext) as Promise<ExecutionResult>;
+    executor({
+      document,
+      operation: getOperationAST(document),
+      request: { variables },
+      context: {},
+    } as unknown as GatewayGraphQLRequestContext) as Promise<ExecutionResult>;
   // As Apollo hands a result to stringifyResult: errors formatted, the fields in this order.
   const body = (result: ExecutionResult) =>
     execution.stringifyResult({ errors: result.errors?.map((e) => e.toJSON()), data: result.data, extensions: result.extensions });
@@ -49,12 +57,14 @@ describe("jit executor's serialization", () => {
     const second = await run(feed, variables);
     expect(body(second)).toBe(`${JSON.stringify({ data: second.data })}\n`);
     expect(body(markUnselected(second))).not.toContain("unselected");
-    expect(body(markUnselected(await run(feed, { ids: ["3"] })))).toBe('{"data":{"posts":[{"id":"3","title":"\\"Post\\" 3 \u2028 \\ud800","counts":{"likes":3,"reads":0}}]}}\n');
+    expect(body(markUnselected(await run(feed, { ids: ["3"] })))).toBe(
+      '{"data":{"posts":[{"id":"3","title":"\\"Post\\" 3 \u2028 \\ud800","counts":{"likes":3,"reads":0}}]}}\n',
+    );
   });
 
   it("when a result has errors, then it is written by JSON.stringify with them", async () => {
     const { run, body } = await start();
-    const document = parse("{ fails posts(ids: [\"1\"]) { id } }");
+    const document = parse('{ fails posts(ids: ["1"]) { id } }');
     await run(document);
     const result = await run(document);
     expect(result.errors).toHaveLength(1);

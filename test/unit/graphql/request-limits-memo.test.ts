@@ -49,7 +49,10 @@ describe("request limits remembered per document", () => {
   it("when a NUL arrives in a variable on the second request of a document, then it is refused as a fresh check refuses it", () => {
     const answers = sendInTurn(postsQuery, [{ ids: ids(3) }, { ids: ["1", "2\u0000"] }, { ids: ids(3) }]);
     for (const { remembered, fresh } of answers) expect(remembered).toEqual(fresh);
-    expect(answers[1]?.remembered).toEqual({ refused: "ids must not contain a NUL byte (\\u0000).", extensions: { code: "BAD_USER_INPUT", field: "ids", http: { status: 400 } } });
+    expect(answers[1]?.remembered).toEqual({
+      refused: "ids must not contain a NUL byte (\\u0000).",
+      extensions: { code: "BAD_USER_INPUT", field: "ids", http: { status: 400 } },
+    });
   });
 
   it("when NUL bytes sit in several arguments, inline or in variables, then the first argument in the document is named", () => {
@@ -110,7 +113,11 @@ describe("request limits remembered per document", () => {
     }
     const document = parse(query);
     const check = createRequestLimitsCheck(schema, limits);
-    expect([check(requestOf(document, variables, "A")), check(requestOf(document, variables, "B")), check(requestOf(document, variables, "C"))]).toEqual([14, 8, null]);
+    expect([check(requestOf(document, variables, "A")), check(requestOf(document, variables, "B")), check(requestOf(document, variables, "C"))]).toEqual([
+      14,
+      8,
+      null,
+    ]);
   });
 
   it("when a document expands past the selections pricing walks, then it is refused each time as fresh", () => {

@@ -25,8 +25,14 @@ const sent: [string, Record<string, unknown>][] = [
   [`{ feed(first: 3) { edges { node { id title counts { likes comments } viewerHasLiked } } } }`, {}],
   [`query($ids: [ID!]!) { posts(ids: $ids) { id counts { likes reads comments } viewerHasLiked } }`, { ids: hundredIds }],
   [`query($ids: [ID!]!) { posts(ids: $ids) { id counts { likes } author { id counts { likesReceived } } } }`, { ids: hundredIds }],
-  [`query($id: ID!) { post(id: $id) { counts { comments } comments(first: 10) { edges { node { id counts { replies } replies { edges { node { id parent { id } } } } } } } } }`, { id: "1" }],
-  [`query($id: ID!, $after: String) { post(id: $id) { likers(first: 20, after: $after) { edges { node { id } } pageInfo { hasNextPage endCursor } } } }`, { id: "1", after: null }],
+  [
+    `query($id: ID!) { post(id: $id) { counts { comments } comments(first: 10) { edges { node { id counts { replies } replies { edges { node { id parent { id } } } } } } } } }`,
+    { id: "1" },
+  ],
+  [
+    `query($id: ID!, $after: String) { post(id: $id) { likers(first: 20, after: $after) { edges { node { id } } pageInfo { hasNextPage endCursor } } } }`,
+    { id: "1", after: null },
+  ],
   [`mutation($id: ID!) { likePost(postId: $id) { changed post { id counts { likes } viewerHasLiked } } }`, { id: "1" }],
   [`{ feed(first: 101) { edges { cursor } } }`, {}],
 ];
@@ -54,7 +60,11 @@ describe("default request limits", () => {
   });
 
   it("when introspection is measured, then it is not counted as deep", () => {
-    expect(measure(`{ __schema { types { fields { type { ofType { ofType { ofType { ofType { ofType { ofType { ofType { ofType { ofType { name } } } } } } } } } } } } } }`).depth).toBe(0);
+    expect(
+      measure(
+        `{ __schema { types { fields { type { ofType { ofType { ofType { ofType { ofType { ofType { ofType { ofType { ofType { name } } } } } } } } } } } } } }`,
+      ).depth,
+    ).toBe(0);
   });
 
   it("when a fragment is spread twice, then its aliases count twice and identical root fields once", () => {

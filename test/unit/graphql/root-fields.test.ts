@@ -11,7 +11,11 @@ const namesOf = (source: string) => {
 
 describe("root fields of an operation", () => {
   it("when mutations are aliased, then each alias counts, and the same response key twice counts once", () => {
-    expect(namesOf(`mutation { a: likePost(postId: "1") { changed } b: likePost(postId: "2") { changed } likePost(postId: "3") { changed } }`)).toEqual(["likePost", "likePost", "likePost"]);
+    expect(namesOf(`mutation { a: likePost(postId: "1") { changed } b: likePost(postId: "2") { changed } likePost(postId: "3") { changed } }`)).toEqual([
+      "likePost",
+      "likePost",
+      "likePost",
+    ]);
     expect(namesOf(`mutation { a: likePost(postId: "1") { changed } a: likePost(postId: "1") { post { id } } }`)).toEqual(["likePost"]);
   });
 

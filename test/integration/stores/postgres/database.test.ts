@@ -22,10 +22,12 @@ describe("PostgreSQL unavailability", () => {
       await new Promise<void>((resolve) => (release = resolve));
     });
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const error: unknown = await db.$transaction(async (tx) => tx.$queryRaw`SELECT 1`, { maxWait: 100 }).then(
-      () => null,
-      (e: unknown) => e,
-    );
+    const error: unknown = await db
+      .$transaction(async (tx) => tx.$queryRaw`SELECT 1`, { maxWait: 100 })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     release();
     await holding;
     expect(prismaCode(error)).toBe("P2028");

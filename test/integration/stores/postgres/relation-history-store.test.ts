@@ -93,7 +93,10 @@ describe("persisting membership changes", () => {
     expect(applied).toMatchObject({ inserted: 3, superseded: 0 });
     expect(await state(t)).toEqual({ users: [4n], count: 1 });
     expect(await state(t, "collect")).toEqual({ users: [4n, 5n], count: 2 });
-    expect(applied.credits.map((c) => [c.name, c.value]).sort()).toEqual([["collectsReceived", 2], ["likesReceived", 1]]);
+    expect(applied.credits.map((c) => [c.name, c.value]).sort()).toEqual([
+      ["collectsReceived", 2],
+      ["likesReceived", 1],
+    ]);
     await store.apply([change(t, 4n, false, author, "collect")]);
     expect(await state(t, "collect")).toEqual({ users: [5n], count: 1 });
     expect(Number((await counterOf("user", author, "collectsReceived"))?.value)).toBe(1);
@@ -105,7 +108,12 @@ describe("persisting membership changes", () => {
     const [a, b] = [nextTarget++, nextTarget++];
     const applied = await store.apply([change(followee, a, true, null, "follow"), change(followee, b, true, null, "follow")]);
     expect(await state(followee, "follow")).toEqual({ users: [a, b], count: 2 });
-    expect(applied.credits.map((c) => [c.target.id, c.name, c.value]).sort()).toEqual([[a, "following", 1], [b, "following", 1]].sort());
+    expect(applied.credits.map((c) => [c.target.id, c.name, c.value]).sort()).toEqual(
+      [
+        [a, "following", 1],
+        [b, "following", 1],
+      ].sort(),
+    );
     await store.apply([change(followee, a, false, null, "follow")]);
     expect(await state(followee, "follow")).toEqual({ users: [b], count: 1 });
     expect(Number((await counterOf("user", a, "following"))?.value)).toBe(0);
@@ -153,7 +161,10 @@ describe("persisting views", () => {
     const t = nextTarget++;
     const applied = await store.apply([views(t, 1n, 10, 10), views(t, 2n, 2, 2), views(t, 1n, 1, 11)]);
     expect(await read(t)).toBe(13);
-    expect(applied.views.map((v) => [v.epoch, v.total]).sort()).toEqual([[1n, 11], [2n, 2]]);
+    expect(applied.views.map((v) => [v.epoch, v.total]).sort()).toEqual([
+      [1n, 11],
+      [2n, 2],
+    ]);
     expect(applied.deltas).toEqual([{ target: { type: "post", id: t }, name: "read", delta: 13 }]);
   });
 

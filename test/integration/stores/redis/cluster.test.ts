@@ -2,7 +2,19 @@
 // clients the service opens in cluster mode (auto-pipelining on) and the stores built on them.
 import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bucketedWindowNames, counterNames, bucketStart, bucketSpans, windowBuckets, windowOfSpan, type BucketCount, type LikeableTarget, type MalformedOutboxEntry, type OutboxEntry, type Target } from "../../../../src/domain/model/index.js";
+import {
+  bucketedWindowNames,
+  counterNames,
+  bucketStart,
+  bucketSpans,
+  windowBuckets,
+  windowOfSpan,
+  type BucketCount,
+  type LikeableTarget,
+  type MalformedOutboxEntry,
+  type OutboxEntry,
+  type Target,
+} from "../../../../src/domain/model/index.js";
 import type { ViewRequest } from "../../../../src/domain/ports/index.js";
 import { createCountChanges } from "../../../../src/stores/redis/count-changes.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
@@ -57,7 +69,9 @@ describe("scripts on a Redis Cluster", () => {
     for (const target of [...targets, ...spread(6, "user")]) {
       const relationKeys = (["like", "collect", "follow"] as const).flatMap((r) => [keys.touched(target, r), ...keys.memberShards(r, target, 12345n)]);
       const slots = await Promise.all(
-        [keys.counters(target), keys.outbox(target), keys.receipt(target), keys.rebuildLock(target), keys.viewsReplayed(target), ...relationKeys].map((k) => cluster.cluster("KEYSLOT", k)),
+        [keys.counters(target), keys.outbox(target), keys.receipt(target), keys.rebuildLock(target), keys.viewsReplayed(target), ...relationKeys].map((k) =>
+          cluster.cluster("KEYSLOT", k),
+        ),
       );
       expect(new Set(slots).size).toBe(1);
     }
@@ -79,7 +93,12 @@ describe("scripts on a Redis Cluster", () => {
     await Promise.all(targets.flatMap((t) => Array.from({ length: 60 }, (_, u) => memberships.add("like", t, BigInt(u + 1)))));
     await Promise.all(targets.flatMap((t) => Array.from({ length: 20 }, (_, u) => memberships.remove("like", t, BigInt(u + 1)))));
     await Promise.all(posts.flatMap((t) => Array.from({ length: 30 }, (_, u) => memberships.add("collect", t, BigInt(u + 1)))));
-    await counters.mirror(targets.flatMap((t) => [{ target: t, name: "reply" as const, value: 2, seq: 5n }, { target: t, name: "reply" as const, value: 9, seq: 4n }]));
+    await counters.mirror(
+      targets.flatMap((t) => [
+        { target: t, name: "reply" as const, value: 2, seq: 5n },
+        { target: t, name: "reply" as const, value: 9, seq: 4n },
+      ]),
+    );
 
     const outboxLength = (await Promise.all(targets.map((t) => cluster.xlen(keys.outbox(t))))).reduce((a, b) => a + b, 0);
     expect(outboxLength).toBeGreaterThanOrEqual(targets.length * 80 + posts.length * 30);
@@ -148,7 +167,9 @@ describe("scripts on a Redis Cluster", () => {
     const group = spread(12);
     await Promise.all(group.map((t) => counters.init(t, { like: 0 })));
     for (let round = 0; round < 3; round++) {
-      expect((await Promise.all(group.map((t) => viewsOf.add(t, 5, { sender: "cluster-test", seq: round + 1 })))).every((r) => r.kind === "counted")).toBe(true);
+      expect((await Promise.all(group.map((t) => viewsOf.add(t, 5, { sender: "cluster-test", seq: round + 1 })))).every((r) => r.kind === "counted")).toBe(
+        true,
+      );
     }
     // A retried flush (same number) counts once.
     await Promise.all(group.map((t) => viewsOf.add(t, 5, { sender: "cluster-test", seq: 3 })));
@@ -157,7 +178,15 @@ describe("scripts on a Redis Cluster", () => {
 
     // Rebuilt in epoch 4 from a snapshot that held 10 of epoch 3's views; 14 of them reached PostgreSQL late.
     await Promise.all(group.map((t) => rebuilds.drop(t)));
-    await Promise.all(group.map((t) => rebuilds.write(t, { members: {}, counts: { read: 10 }, seqs: {}, viewTotals: [{ epoch: 3n, total: 10 }], version: 0n, epoch: 4n, mark: "100:100:" }, 8n)));
+    await Promise.all(
+      group.map((t) =>
+        rebuilds.write(
+          t,
+          { members: {}, counts: { read: 10 }, seqs: {}, viewTotals: [{ epoch: 3n, total: 10 }], version: 0n, epoch: 4n, mark: "100:100:" },
+          8n,
+        ),
+      ),
+    );
     const late = { epoch: 3n, total: 14, intoEpoch: 4n };
     expect(await Promise.all(group.map((t) => rebuilds.replayViews({ target: t, ...late })))).toEqual(group.map(() => "replayed"));
     expect(await Promise.all(group.map((t) => rebuilds.replayViews({ target: t, ...late })))).toEqual(group.map(() => "unchanged"));
@@ -169,12 +198,22 @@ describe("scripts on a Redis Cluster", () => {
     const users = spread(12, "user");
     const at = (ms: number) => new Date(1_795_000_000_000 + ms);
     // Changes from the API before the list is held: only their records move.
-    expect(await Promise.all(users.map((u) => lists.apply("like", u.id, [{ targetId: 7n, member: true, version: 50n, at: at(50) }], false)))).toEqual(users.map(() => false));
+    expect(await Promise.all(users.map((u) => lists.apply("like", u.id, [{ targetId: 7n, member: true, version: 50n, at: at(50) }], false)))).toEqual(
+      users.map(() => false),
+    );
     for (const u of users) {
       const token = await lists.lock("like", u.id, 10_000);
       expect(token).not.toBeNull();
       await lists.begin("like", u.id);
-      await lists.finish("like", u.id, [{ targetId: 5n, at: at(20) }, { targetId: 4n, at: at(10) }], { targetId: 3n, at: at(5) });
+      await lists.finish(
+        "like",
+        u.id,
+        [
+          { targetId: 5n, at: at(20) },
+          { targetId: 4n, at: at(10) },
+        ],
+        { targetId: 3n, at: at(5) },
+      );
       await lists.unlock("like", u.id, token as string);
     }
     await Promise.all(users.map((u) => lists.apply("like", u.id, [{ targetId: 5n, member: false, version: 60n, at: at(60) }], true)));
@@ -182,7 +221,12 @@ describe("scripts on a Redis Cluster", () => {
     for (const list of read) {
       expect(list?.entries.map((e) => e.targetId)).toEqual([7n, 4n]);
       expect(list?.horizon).toEqual({ targetId: 3n, at: at(5) });
-      expect(list?.recent).toEqual(new Map([[7n, { member: true, at: at(50) }], [5n, { member: false, at: at(60) }]]));
+      expect(list?.recent).toEqual(
+        new Map([
+          [7n, { member: true, at: at(50) }],
+          [5n, { member: false, at: at(60) }],
+        ]),
+      );
     }
   });
 
@@ -198,7 +242,21 @@ describe("scripts on a Redis Cluster", () => {
     const [a, b] = [targets[0] as LikeableTarget, targets[1] as LikeableTarget];
     const { tag, generationField } = relationLayouts.like;
     await expect(
-      cluster.addMember(keys.counters(a), keys.outbox(a), keys.touched(a, "like"), keys.receipt(a), ...keys.memberShards("like", b, 1n), "1", 512, "like", "post", a.id.toString(), tag, generationField, ...counterNames.post),
+      cluster.addMember(
+        keys.counters(a),
+        keys.outbox(a),
+        keys.touched(a, "like"),
+        keys.receipt(a),
+        ...keys.memberShards("like", b, 1n),
+        "1",
+        512,
+        "like",
+        "post",
+        a.id.toString(),
+        tag,
+        generationField,
+        ...counterNames.post,
+      ),
     ).rejects.toThrow(/CROSSSLOT|same slot/);
   });
 
@@ -241,7 +299,15 @@ describe("scripts on a Redis Cluster", () => {
     const tokens = await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)));
     expect(tokens.every((token) => token !== null)).toBe(true);
     expect(await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)))).toEqual(group.map(() => null));
-    const snapshot = { members: { like: members, collect: [11n] }, counts: { comment: 3 }, seqs: { comment: 2n }, viewTotals: [], version: 50n, epoch: 2n, mark: "100:100:" };
+    const snapshot = {
+      members: { like: members, collect: [11n] },
+      counts: { comment: 3 },
+      seqs: { comment: 2n },
+      viewTotals: [],
+      version: 50n,
+      epoch: 2n,
+      mark: "100:100:",
+    };
     expect(await Promise.all(group.map((t) => rebuilds.write(t, snapshot, 8n)))).toEqual(group.map(() => true));
     await Promise.all(group.map((t, i) => rebuilds.unlock(t, tokens[i] as string)));
     expect((await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)))).every((token) => token !== null)).toBe(true);
@@ -250,7 +316,9 @@ describe("scripts on a Redis Cluster", () => {
     expect(epochStarts).toEqual(group.map(() => versionOf(2n, 0n)));
     // A late change made before the rebuild: user 18 liked, PostgreSQL applied it after the snapshot.
     const replayed = await Promise.all(
-      group.map((t, i) => rebuilds.replay({ relation: "like", target: t, userId: 18n, member: true, version: (epochStarts[i] as bigint) - 1_000n, intoEpoch: 2n })),
+      group.map((t, i) =>
+        rebuilds.replay({ relation: "like", target: t, userId: 18n, member: true, version: (epochStarts[i] as bigint) - 1_000n, intoEpoch: 2n }),
+      ),
     );
     expect(replayed).toEqual(group.map(() => "replayed"));
     expect((await likes.holds("like", group, 18n)).every(Boolean)).toBe(true);
@@ -359,16 +427,31 @@ describe("scripts on a Redis Cluster", () => {
     await Promise.all(sameSlot.map((t) => counters.init(t, { like: 0, read: 4 })));
     await createMembershipStore(cluster, keys).add("like", sameSlot[1] as LikeableTarget, 41n);
     const shardOf = keys.memberShardsOf("like", 41n);
-    const args = [...sameSlot.map((t) => keys.counters(t)), ...sameSlot.map((t) => shardOf(t, 0)), sameSlot.length, "41", 2, "like", "read", 1, relationLayouts.like.generationField, sameSlot.map(() => 1).join(""), "111", "0"];
+    const args = [
+      ...sameSlot.map((t) => keys.counters(t)),
+      ...sameSlot.map((t) => shardOf(t, 0)),
+      sameSlot.length,
+      "41",
+      2,
+      "like",
+      "read",
+      1,
+      relationLayouts.like.generationField,
+      sameSlot.map(() => 1).join(""),
+      "111",
+      "0",
+    ];
 
     // Alongside reads of other masters' targets, in one tick.
     const [[status, text]] = await Promise.all([cluster.readTargets(2 * sameSlot.length, ...args), counters.read(elsewhere)]);
     expect(status).toBe(ScriptStatus.Unchanged);
-    expect(decodeTargetLines(text ?? "", sameSlot.length, ["like", "read"], ["like"]).map((r) => [r?.counts?.like, r?.counts?.read, r?.viewerIn.like])).toEqual([
-      [0, 4, false],
-      [1, 4, true],
-      [0, 4, false],
-    ]);
+    expect(decodeTargetLines(text ?? "", sameSlot.length, ["like", "read"], ["like"]).map((r) => [r?.counts?.like, r?.counts?.read, r?.viewerIn.like])).toEqual(
+      [
+        [0, 4, false],
+        [1, 4, true],
+        [0, 4, false],
+      ],
+    );
   });
 
   it("when a feed of targets on every master is read, then each master runs one read-targets over its own; with the client's slot map out of date, the refused targets are read one by one", async () => {
@@ -380,7 +463,11 @@ describe("scripts on a Redis Cluster", () => {
     const expected = feed.map((_, i) => ({ counts: { like: i + (i % 3 === 0 ? 1 : 0), read: 2 * i }, viewerIn: { like: i % 3 === 0 } }));
     const scriptCalls = async () =>
       // EVAL, EVALSHA and their read-only forms, which a read-only script is sent as.
-      Promise.all(cluster.nodes("master").map(async (node) => [...(await node.info("commandstats")).matchAll(/^cmdstat_eval\w*:calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0)));
+      Promise.all(
+        cluster
+          .nodes("master")
+          .map(async (node) => [...(await node.info("commandstats")).matchAll(/^cmdstat_eval\w*:calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0)),
+      );
     const request: ViewRequest = { viewerId: 77n, names: ["like", "read"], relations: ["like"] };
 
     const before = await scriptCalls();
@@ -419,16 +506,26 @@ describe("scripts on a Redis Cluster", () => {
     const now = Date.now();
     const k = keys.ranking;
     const rankingKeys = [k.ready, k.lock, k.all.ranking, k.all.seqs, ...bucketedWindowNames.map((w) => k.window(w))];
-    for (const span of bucketSpans) for (const start of windowBuckets(windowOfSpan(span), now)) rankingKeys.push(k.bucket(span, start).ranking, k.bucket(span, start).seqs);
+    for (const span of bucketSpans)
+      for (const start of windowBuckets(windowOfSpan(span), now)) rankingKeys.push(k.bucket(span, start).ranking, k.bucket(span, start).seqs);
     expect(new Set(await Promise.all(rankingKeys.map((key) => cluster.cluster("KEYSLOT", key)))).size).toBe(1);
 
     // Before a rebuild marked it, the ranking is missing and nothing is summed.
     expect(await ranking.refresh(now)).toBe("missing");
     const counts = (postId: bigint, likes: number, seq: bigint, atMs = now): BucketCount[] =>
       bucketSpans.map((span) => ({ span, startMs: bucketStart(span, atMs), postId, likes, seq }));
-    await ranking.mirror({ buckets: [...counts(7n, 3, 2n), ...counts(9n, 3, 1n), ...counts(5n, 4, 1n, now - 3 * 86_400_000)], totals: [{ target: { type: "post", id: 7n }, name: "like", value: 5, seq: 4n }] }, now);
+    await ranking.mirror(
+      {
+        buckets: [...counts(7n, 3, 2n), ...counts(9n, 3, 1n), ...counts(5n, 4, 1n, now - 3 * 86_400_000)],
+        totals: [{ target: { type: "post", id: 7n }, name: "like", value: 5, seq: 4n }],
+      },
+      now,
+    );
     // Resent and older writes: nothing moves.
-    await ranking.mirror({ buckets: [...counts(7n, 3, 2n), ...counts(7n, 10, 1n)], totals: [{ target: { type: "post", id: 7n }, name: "like", value: 50, seq: 3n }] }, now);
+    await ranking.mirror(
+      { buckets: [...counts(7n, 3, 2n), ...counts(7n, 10, 1n)], totals: [{ target: { type: "post", id: 7n }, name: "like", value: 50, seq: 3n }] },
+      now,
+    );
     await ranking.markRebuilt();
     expect(await ranking.refresh(now)).toBe("refreshed");
     expect(await ranking.top("HOUR", 10)).toEqual([9n, 7n]);

@@ -86,7 +86,8 @@ describe.each([
     const user: Target = { type: "user", id: nextId++ };
     await createCounterStore(redis, keys).init(user, { followers: 0, posts: 2 });
     await createMembershipStore(redis, keys).add("follow", user, 8n);
-    const read = (viewerId: bigint | null) => createCounterStore(redis, keys).view([user], { names: ["followers", "following", "posts"], relations: ["follow"], viewerId });
+    const read = (viewerId: bigint | null) =>
+      createCounterStore(redis, keys).view([user], { names: ["followers", "following", "posts"], relations: ["follow"], viewerId });
     expect(await read(null)).toEqual([{ counts: { followers: 1, posts: 2 }, viewerIn: { follow: false } }]);
     expect(await read(8n)).toEqual([{ counts: { followers: 1, posts: 2 }, viewerIn: { follow: true } }]);
     expect(await read(9n)).toEqual([{ counts: { followers: 1, posts: 2 }, viewerIn: { follow: false } }]);

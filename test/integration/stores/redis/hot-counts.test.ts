@@ -34,7 +34,16 @@ beforeAll(async () => {
   // The listener alone goes through the proxy: holding it back delays what this process hears, not its reads.
   invalidations = createCountInvalidations({
     nodes: () => [`127.0.0.1:${proxy.port}`],
-    open: (node) => new Redis({ host: "127.0.0.1", port: Number(node.split(":")[1]), protocol: 2, lazyConnect: true, enableOfflineQueue: false, autoResubscribe: false, maxRetriesPerRequest: 0 }),
+    open: (node) =>
+      new Redis({
+        host: "127.0.0.1",
+        port: Number(node.split(":")[1]),
+        protocol: 2,
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        autoResubscribe: false,
+        maxRetriesPerRequest: 0,
+      }),
     prefix: countersPrefix,
     pingEveryMs: 20,
   });

@@ -40,10 +40,18 @@ describe("a user's list in Redis", () => {
     const lists = createListStore(redis, keys);
     await lists.apply("like", user, [change(5n, true, 10n)], false);
     // PostgreSQL was read holding the like; meanwhile the unlike came from the API, and again from the pipeline.
-    await load(user, [{ targetId: 5n, at: at(10) }, { targetId: 4n, at: at(5) }], null, async () => {
-      await lists.apply("like", user, [change(5n, false, 20n)], false);
-      await lists.apply("like", user, [change(5n, false, 20n)], true);
-    });
+    await load(
+      user,
+      [
+        { targetId: 5n, at: at(10) },
+        { targetId: 4n, at: at(5) },
+      ],
+      null,
+      async () => {
+        await lists.apply("like", user, [change(5n, false, 20n)], false);
+        await lists.apply("like", user, [change(5n, false, 20n)], true);
+      },
+    );
     expect(await ids(user)).toEqual([4n]);
   });
 
@@ -65,7 +73,12 @@ describe("a user's list in Redis", () => {
     const user = nextUser++;
     const lists = createListStore(redis, keys);
     await load(user, [], null);
-    await lists.apply("like", user, Array.from({ length: 150 }, (_, i) => change(BigInt(i + 1), true, BigInt(1000 + i))), false);
+    await lists.apply(
+      "like",
+      user,
+      Array.from({ length: 150 }, (_, i) => change(BigInt(i + 1), true, BigInt(1000 + i))),
+      false,
+    );
     const list = await lists.read("like", user);
     expect(list?.entries).toHaveLength(100);
     expect(list?.entries[0]).toEqual({ targetId: 150n, at: at(1149) });
@@ -77,7 +90,12 @@ describe("a user's list in Redis", () => {
     const lists = createListStore(redis, keys);
     await load(user, [], null);
     for (let from = 0; from < 10_500; from += 1_500) {
-      await lists.apply("like", user, Array.from({ length: 1_500 }, (_, i) => change(BigInt(from + i + 1), true, BigInt(from + i + 1))), false);
+      await lists.apply(
+        "like",
+        user,
+        Array.from({ length: 1_500 }, (_, i) => change(BigInt(from + i + 1), true, BigInt(from + i + 1))),
+        false,
+      );
     }
     const list = keys.list("like", user);
     expect(await redis.hlen(list.recent)).toBeLessThanOrEqual(10_000);
@@ -110,11 +128,21 @@ describe("a user's list in Redis", () => {
     const lists = createListStore(redis, keys);
     await load(user, [], null);
     for (let from = 0; from < 9_990; from += 1_998) {
-      await lists.apply("like", user, Array.from({ length: 1_998 }, (_, i) => change(BigInt(from + i + 1), true, BigInt(from + i + 1))), true);
+      await lists.apply(
+        "like",
+        user,
+        Array.from({ length: 1_998 }, (_, i) => change(BigInt(from + i + 1), true, BigInt(from + i + 1))),
+        true,
+      );
     }
     // Unlikes PostgreSQL has not committed yet, then more committed changes than the hash may hold.
     await lists.apply("like", user, [change(3n, false, 20_000n), change(4n, false, 20_001n)], false);
-    await lists.apply("like", user, Array.from({ length: 100 }, (_, i) => change(BigInt(30_000 + i), true, BigInt(30_000 + i))), true);
+    await lists.apply(
+      "like",
+      user,
+      Array.from({ length: 100 }, (_, i) => change(BigInt(30_000 + i), true, BigInt(30_000 + i))),
+      true,
+    );
     const recent = await lists.recent("like", user);
     expect(recent.get(3n)).toEqual({ member: false, at: at(20_000) });
     expect(recent.get(4n)).toEqual({ member: false, at: at(20_001) });

@@ -67,7 +67,9 @@ describe("membership store on a real Redis", () => {
     const hash = await redis.hgetall(keys.counters(user));
     expect(hash.followers).toBe("200");
     expect(await memberCount(user, Number(hash[relationLayouts.follow.generationField] ?? 0), "follow")).toBe(200);
-    const follows = (await redis.xrange(keys.outbox(user), "-", "+")).filter(([, f]) => f[f.indexOf("i") + 1] === user.id.toString() && f[f.indexOf("s") + 1] === "1");
+    const follows = (await redis.xrange(keys.outbox(user), "-", "+")).filter(
+      ([, f]) => f[f.indexOf("i") + 1] === user.id.toString() && f[f.indexOf("s") + 1] === "1",
+    );
     const versions = follows.map(([, f]) => `${f[f.indexOf("e") + 1]}:${f[f.indexOf("v") + 1]}`);
     expect(new Set(versions).size).toBe(300);
   });
@@ -141,9 +143,7 @@ describe("membership store on a real Redis", () => {
     const hash = await redis.hgetall(keys.counters(target));
     const members = await memberCount(target, Number(hash.gen ?? 0));
     expect(Number(hash.like)).toBe(members);
-    const liked = await Promise.all(
-      Array.from({ length: 150 }, async (_, i) => (await store.holds("like", [target], BigInt(i + 1)))[0]),
-    );
+    const liked = await Promise.all(Array.from({ length: 150 }, async (_, i) => (await store.holds("like", [target], BigInt(i + 1)))[0]));
     expect(liked.filter(Boolean)).toHaveLength(members);
   });
 
@@ -171,7 +171,13 @@ describe("membership store on a real Redis", () => {
     expect(await redis.object("ENCODING", keys.memberShard("like", target, 1n, 0))).toBe("intset");
     // Every member is found again, whichever generation holds it.
     const sample = [1n, 500n, 5_000n, 12_000n];
-    expect(await store.holds("like", sample.map(() => target), 1n)).toEqual([true, true, true, true]);
+    expect(
+      await store.holds(
+        "like",
+        sample.map(() => target),
+        1n,
+      ),
+    ).toEqual([true, true, true, true]);
     const notLiked = await store.holds("like", [target], 12_001n);
     expect(notLiked).toEqual([false]);
   });
@@ -198,7 +204,21 @@ describe("membership store on a real Redis", () => {
     const target = await knownPost();
     const shards = keys.memberShards("like", target, 5n);
     const { tag, generationField } = relationLayouts.like;
-    const reply = await redis.addMember(keys.counters(target), keys.outbox(target), keys.touched(target, "like"), keys.receipt(target), ...shards, "5; DROP", 512, "like", "post", target.id.toString(), tag, generationField, ...counterNames.post);
+    const reply = await redis.addMember(
+      keys.counters(target),
+      keys.outbox(target),
+      keys.touched(target, "like"),
+      keys.receipt(target),
+      ...shards,
+      "5; DROP",
+      512,
+      "like",
+      "post",
+      target.id.toString(),
+      tag,
+      generationField,
+      ...counterNames.post,
+    );
     expect(reply).toEqual([-3]);
     expect(await redis.hget(keys.counters(target), "like")).toBe("0");
   });

@@ -38,7 +38,8 @@ async function fakeTargets(from: bigint, count: number): Promise<Target[]> {
   const config = testConfig();
   const counters = createCounterStore(redis, createRedisKeys(config.redisPartitions));
   const targets = Array.from({ length: count }, (_, i): Target => ({ type: "post", id: from + BigInt(i) }));
-  for (let i = 0; i < targets.length; i += 1_000) await Promise.all(targets.slice(i, i + 1_000).map((t) => counters.init(t, { like: 0, read: 0, comment: 0, collect: 0 })));
+  for (let i = 0; i < targets.length; i += 1_000)
+    await Promise.all(targets.slice(i, i + 1_000).map((t) => counters.init(t, { like: 0, read: 0, comment: 0, collect: 0 })));
   return targets;
 }
 
@@ -63,7 +64,13 @@ describe("Redis's memory policy", () => {
 
     // Each round takes the coldest tenth of the hashes it samples, as by default. A burst of 50 rounds
     // may take every cold target, so reaching the low mark does not hang on what else the suite left in Redis.
-    const policy = createMemoryPolicy({ store: createMemoryStore(redis, keys), rebuilds: createRebuildStore(redis, keys), snapshots: createSnapshotStore(db), evictPerRound: 400, sampleSize: 4_000 });
+    const policy = createMemoryPolicy({
+      store: createMemoryStore(redis, keys),
+      rebuilds: createRebuildStore(redis, keys),
+      snapshots: createSnapshotStore(db),
+      evictPerRound: 400,
+      sampleSize: 4_000,
+    });
     await expect(policy.admit().catch(codeOf)).resolves.toBe(ErrorCode.OVER_CAPACITY);
     await policy.settled();
 

@@ -78,8 +78,17 @@ describe("rebuild store", () => {
   it("when a user is rebuilt, then its followers are found and followers counts them", async () => {
     const user: Target = { type: "user", id: nextId++ };
     const store = createRebuildStore(redis, keys);
-    expect(await store.write(user, snapshot([], 0n, 1n, { members: { follow: [3n, 4n, 5n] }, counts: { following: 2, posts: 1 }, seqs: { following: 3n, posts: 1n } }), null)).toBe(true);
-    expect(parseCounterHash(await redis.hgetall(keys.counters(user)))).toMatchObject({ counts: { followers: 3, following: 2, posts: 1 }, seqs: { following: 3n, posts: 1n } });
+    expect(
+      await store.write(
+        user,
+        snapshot([], 0n, 1n, { members: { follow: [3n, 4n, 5n] }, counts: { following: 2, posts: 1 }, seqs: { following: 3n, posts: 1n } }),
+        null,
+      ),
+    ).toBe(true);
+    expect(parseCounterHash(await redis.hgetall(keys.counters(user)))).toMatchObject({
+      counts: { followers: 3, following: 2, posts: 1 },
+      seqs: { following: 3n, posts: 1n },
+    });
     expect(await createMembershipStore(redis, keys).holds("follow", [user, user], 4n)).toEqual([true, true]);
   });
 

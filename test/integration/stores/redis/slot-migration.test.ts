@@ -31,9 +31,7 @@ interface Master {
 }
 
 async function masters(): Promise<Master[]> {
-  return Promise.all(
-    cluster.nodes("master").map(async (node) => ({ id: String(await node.cluster("MYID")), port: Number(node.options.port), node })),
-  );
+  return Promise.all(cluster.nodes("master").map(async (node) => ({ id: String(await node.cluster("MYID")), port: Number(node.options.port), node })));
 }
 
 async function ownerOf(slot: number, all: readonly Master[]): Promise<Master> {
@@ -50,7 +48,7 @@ async function migrate(slot: number, from: Master, to: Master, all: readonly Mas
   await from.node.cluster("SETSLOT", slot, "MIGRATING", to.id);
   let moved = 0;
   for (;;) {
-    const names = (await from.node.cluster("GETKEYSINSLOT", slot, 1));
+    const names = await from.node.cluster("GETKEYSINSLOT", slot, 1);
     if (names.length === 0) break;
     await from.node.call("MIGRATE", "127.0.0.1", to.port, "", 0, 5_000, "KEYS", ...names);
     moved += names.length;

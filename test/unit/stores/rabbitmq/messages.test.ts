@@ -4,7 +4,14 @@ import { parseChange, parseChanges, parseRepair, toChangeBatchMessage, toChangeM
 import { relationChange as change } from "../../../support/changes.js";
 
 const entry = (c: Change): OutboxEntry => ({ partition: 7, entryId: "1-0", change: c });
-const views = (count: number, total: number): ViewChange => ({ kind: "views", target: { type: "post", id: 3n }, count, total, version: 1795343997282999n, at: new Date("2026-11-22T10:00:00.000Z") });
+const views = (count: number, total: number): ViewChange => ({
+  kind: "views",
+  target: { type: "post", id: 3n },
+  count,
+  total,
+  version: 1795343997282999n,
+  at: new Date("2026-11-22T10:00:00.000Z"),
+});
 
 describe("change messages", () => {
   it.each<[string, Change]>([
@@ -55,7 +62,9 @@ describe("batches of changes", () => {
 
   it("when a single change arrives, as an older relay sends it, then it is read as one", () => {
     const original = change(3n, 13n, true);
-    expect(parseChanges(JSON.stringify(toChangeMessage(entry(original))))).toEqual([{ delivery: { kind: "valid", value: original }, body: toChangeMessage(entry(original)) }]);
+    expect(parseChanges(JSON.stringify(toChangeMessage(entry(original))))).toEqual([
+      { delivery: { kind: "valid", value: original }, body: toChangeMessage(entry(original)) },
+    ]);
   });
 
   it("when a body is not JSON, then the whole message is one refused delivery", () => {
@@ -77,8 +86,14 @@ describe("repair messages", () => {
   });
 
   it("when a repair published before relations existed arrives, then it is about likes", () => {
-    const { relation: _, ...older } = toRepairMessage({ kind: "recountDatabase", relation: "like", target: { type: "post", id: 4n } }) as Record<string, unknown>;
-    expect(parseRepair(JSON.stringify(older))).toEqual({ kind: "valid", value: { kind: "recountDatabase", relation: "like", target: { type: "post", id: 4n } } });
+    const { relation: _, ...older } = toRepairMessage({ kind: "recountDatabase", relation: "like", target: { type: "post", id: 4n } }) as Record<
+      string,
+      unknown
+    >;
+    expect(parseRepair(JSON.stringify(older))).toEqual({
+      kind: "valid",
+      value: { kind: "recountDatabase", relation: "like", target: { type: "post", id: 4n } },
+    });
   });
 
   it("when a repair names an id that is not decimal or a counter that is not derived, then it is refused with a reason", () => {

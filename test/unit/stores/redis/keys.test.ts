@@ -63,7 +63,11 @@ describe("Redis keys", () => {
   });
 
   it("when a counter hash key is parsed, then it names the target it was built for, and nothing else", () => {
-    for (const target of [{ type: "post", id: 123456n }, { type: "comment", id: 9_223_372_036_854_775_807n }, { type: "user", id: 5n }] as const) {
+    for (const target of [
+      { type: "post", id: 123456n },
+      { type: "comment", id: 9_223_372_036_854_775_807n },
+      { type: "user", id: 5n },
+    ] as const) {
       expect(keys.parseCounters(keys.counters(target))).toEqual(target);
     }
     expect(keys.parseCounters(keys.outboxOf(3))).toBeNull();

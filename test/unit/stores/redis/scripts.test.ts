@@ -2,14 +2,27 @@
 // Lua and TypeScript both use (hash fields, status codes) agree.
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { authorField, epochField, epochViewsField, rebuiltAtField, seqFieldPrefix, snapshotMarkField, versionField } from "../../../../src/stores/redis/keys.js";
+import {
+  authorField,
+  epochField,
+  epochViewsField,
+  rebuiltAtField,
+  seqFieldPrefix,
+  snapshotMarkField,
+  versionField,
+} from "../../../../src/stores/redis/keys.js";
 import { loadScript } from "../../../../src/stores/redis/scripts.js";
 import { ScriptStatus } from "../../../../src/stores/redis/statuses.js";
 
 const scriptsDir = new URL("../../../../src/stores/redis/scripts/", import.meta.url);
-const scripts = readdirSync(scriptsDir).filter((f) => f.endsWith(".lua")).map((f) => f.replace(/\.lua$/, ""));
+const scripts = readdirSync(scriptsDir)
+  .filter((f) => f.endsWith(".lua"))
+  .map((f) => f.replace(/\.lua$/, ""));
 const include = (name: string) => readFileSync(new URL(`includes/${name}.lua`, scriptsDir), "utf8");
-const luaLocals = (text: string) => Object.fromEntries([...text.matchAll(/^local (\w+) = (-?\d+|'[^']*')$/gm)].map((m): [string, string] => [m[1] as string, (m[2] as string).replaceAll("'", "")]));
+const luaLocals = (text: string) =>
+  Object.fromEntries(
+    [...text.matchAll(/^local (\w+) = (-?\d+|'[^']*')$/gm)].map((m): [string, string] => [m[1] as string, (m[2] as string).replaceAll("'", "")]),
+  );
 
 describe("Lua scripts", () => {
   it.each(scripts)("when %s is loaded, then every include is inlined once and no function is defined twice", (name) => {
