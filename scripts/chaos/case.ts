@@ -35,8 +35,8 @@ export interface FaultContext {
   /** The running load; there is none yet while the case prepares. */
   readonly load: LoadRun;
   /** The running processes by role; `restart` starts one again as it was started and waits until it works. */
-  process(role: "server" | "api" | "worker"): ServiceProcess;
-  restart(role: "server" | "api" | "worker"): Promise<void>;
+  process(role: "start" | "api" | "worker"): ServiceProcess;
+  restart(role: "start" | "api" | "worker"): Promise<void>;
   /**
    * Starts one more API process (api.ts) on a port of its own, with `env` on top of
    * the case's settings, and waits until it serves; the suite stops it with the rest.

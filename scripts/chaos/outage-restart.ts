@@ -37,7 +37,7 @@ export const outageRestart: ChaosCase = {
   async inject(ctx) {
     if (!probe) throw new Error("outage-restart ran without its preparation");
     const { user, postId } = probe;
-    const server = ctx.process("server");
+    const server = ctx.process("start");
     const exit = { done: false, code: null as number | null, atMs: 0 };
     void server.exited.then((code) => Object.assign(exit, { done: true, code, atMs: ctx.elapsedMs() }));
 
@@ -97,7 +97,7 @@ export const outageRestart: ChaosCase = {
       });
       if (exit.done) {
         ctx.note("npm start started again, so the check can run");
-        await ctx.restart("server");
+        await ctx.restart("start");
       }
       await sleep(3_000);
     } finally {

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { entryArgs } from "../lib/entries.js";
 import { projectRoot } from "../../src/stores/postgres/schema-engine.js";
 
-export type Entry = "server" | "api" | "worker" | "reconcile";
+export type Entry = "start" | "api" | "worker" | "reconcile";
 
 export interface ServiceProcess {
   readonly entry: Entry;

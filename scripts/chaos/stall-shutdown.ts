@@ -24,7 +24,7 @@ export const stallShutdown: ChaosCase = {
   viewsMayBeLost: { from: "Redis SIGSTOP", to: "service stopped" },
   loadSeconds: 4,
   async inject(ctx) {
-    const server = ctx.process("server");
+    const server = ctx.process("start");
     let code: number | null | undefined;
     void server.exited.then((c) => (code = c));
     try {
@@ -64,7 +64,7 @@ export const stallShutdown: ChaosCase = {
     ctx.note("Redis SIGCONT");
     const waiting = await outboxLength(ctx.redisClient, createRedisKeys(ctx.partitions).outboxes());
     ctx.note(`npm start started again (${waiting} outbox entries waiting in Redis)`);
-    await ctx.restart("server");
+    await ctx.restart("start");
     await sleep(3_000);
   },
 };

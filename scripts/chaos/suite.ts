@@ -177,7 +177,7 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
     const logFile = (entry: Entry) => path.join(directory, `${entry}.log`);
     const apiUrl = `http://127.0.0.1:${apiPort}/graphql`;
     const processes = new Map<string, ServiceProcess>();
-    const start = async (entry: "server" | "api" | "worker", name: string = entry, extraEnv: Readonly<Record<string, string>> = {}, url = apiUrl) => {
+    const start = async (entry: "start" | "api" | "worker", name: string = entry, extraEnv: Readonly<Record<string, string>> = {}, url = apiUrl) => {
       const file = path.join(directory, `${name}.log`);
       writeFileSync(file, "", { flag: "a" });
       const from = statSync(file).size;
@@ -189,7 +189,7 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
     };
     cleanup.push(() => Promise.all([...processes.values()].map((p) => p.stop())));
     progress(`starting the service (${c.layout})`);
-    if (c.layout === "npm start") await start("server");
+    if (c.layout === "npm start") await start("start");
     else await Promise.all([start("api"), start("worker")]);
 
     const api = new Endpoint(apiUrl);
