@@ -299,7 +299,7 @@ export function cpuBetween(before: ReadonlyMap<number, number>, after: ReadonlyM
 
 const isPipelineProcess = (pid: number) => {
   try {
-    return /(src\/worker\.ts|dist\/worker\.js)/.test(readFileSync(`/proc/${pid}/cmdline`, "utf8"));
+    return /(src\/(main\/)?worker\.ts|dist\/(main\/)?worker\.js)/.test(readFileSync(`/proc/${pid}/cmdline`, "utf8"));
   } catch {
     return false;
   }
