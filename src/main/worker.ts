@@ -2,6 +2,7 @@
 // persist and repair consumers, reconcile schedule), for running it apart from
 // the API; `npm start` runs it beside the API processes. It waits for its stores
 // at start; SIGTERM and SIGINT close it in reverse order.
+import type { Server } from "node:http";
 import { compose } from "../compose.js";
 import { createLogger } from "../logger.js";
 import { answerMetricsRequests, serveMetrics } from "../metrics-endpoint.js";
@@ -18,14 +19,16 @@ async function start(waiting: AbortSignal): Promise<void> {
   const clients = await openPatiently((signal) => openClients(config, logger, { rabbit: true, relay: true }, signal), logger, { signal: waiting });
   shutdown.add("the store clients", () => clients.close());
   const pipeline = await compose(config, clients, logger).startPipeline();
-  shutdown.add("the pipeline", () => pipeline.close());
+  let metricsServer: Server | null = null;
+  // The metrics port is also the worker's liveness probe: it closes after the pipeline has drained.
+  shutdown.add("the pipeline and its metrics", async () => {
+    await pipeline.close();
+    await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
+  });
   if (config.metricsPort !== 0) {
     // Under `npm start` the supervisor serves every process's metrics, summed, on METRICS_PORT, as for the API.
     if (process.send) answerMetricsRequests([pipeline.metrics.registry]);
-    else {
-      const server = await serveMetrics(pipeline.metrics.registry, config.host, config.metricsPort, logger);
-      shutdown.add("the metrics server", () => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
-    }
+    else metricsServer = await serveMetrics(pipeline.metrics.registry, config.host, config.metricsPort, logger);
   }
   logger.info("pipeline running");
 }
