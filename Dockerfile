@@ -5,7 +5,7 @@
 
 # Production dependencies, shared by the stages below. Dependencies' install scripts are
 # skipped: none is needed, and @prisma/engines' would download engine binaries the service
-# does not use (generation and migrations need none; see scripts/generate.ts, scripts/lib/schema-engine.ts).
+# does not use (generation and migrations need none; see scripts/generate.ts, src/stores/postgres/schema-engine.ts).
 FROM node:20-bookworm-slim AS dependencies
 WORKDIR /app
 COPY package.json package-lock.json ./

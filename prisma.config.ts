@@ -2,7 +2,7 @@ import { defineConfig } from "prisma/config";
 
 // `prisma generate` needs no schema engine, but the CLI tries to download one
 // unless this names an executable; migrations run through the WebAssembly
-// engine instead (scripts/migrate.ts).
+// engine instead (src/main/migrate.ts).
 process.env.PRISMA_SCHEMA_ENGINE_BINARY ??= "/bin/true";
 
 export default defineConfig({

@@ -84,7 +84,7 @@ export function createRelationHistoryStore(db: Database): MemberPageStore & Pers
           // cycle; the steps run in it. relation_versions rows in pair order (target type, target
           // id, relation, user); then relation by relation (likes, collects, follows) the rows
           // inserted, then those deleted, each in pair order; view_totals rows by (post, epoch);
-          // counters rows by "type:id:name" (database-reconcile-store.ts's recounts lock them in this
+          // counters rows by "type:id:name" (the recounts of counter-recounts.ts lock them in this
           // order too); like_buckets rows by (span, bucket, post). Credits are read, not locked.
           const { passed, current } = await advanceVersions(tx, changes, byPair);
           const now = Date.now();
