@@ -307,6 +307,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
               () => false,
             ),
           rankings,
+          redisMemory: createMemoryStore(redis, keys),
         },
         config,
         logger,

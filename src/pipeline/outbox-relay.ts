@@ -83,6 +83,7 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
     await publish(good, bad);
     await outbox.acknowledge(entries);
     metrics.eventsPublished.inc(good.length);
+    metrics.observePublished(good.map((e) => e.change));
     metrics.deadLettered.inc(bad.length);
   }
 

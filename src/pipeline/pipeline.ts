@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { Change } from "../domain/model/index.js";
 import type { ChangePersistence } from "../domain/persistence.js";
-import type { Lease, MessageBus, Outbox, TickClaims } from "../domain/ports/index.js";
+import type { Lease, MemoryStore, MessageBus, Outbox, TickClaims } from "../domain/ports/index.js";
 import type { RankingRefresher } from "../domain/rankings.js";
 import type { RepairService } from "../domain/repairs.js";
 import { createPipelineMetrics, type PipelineMetrics } from "./metrics.js";
@@ -32,6 +32,8 @@ export interface PipelineParts {
   readonly databaseAnswers: () => Promise<boolean>;
   /** Sums the hot ranking's windows (and rebuilds it when Redis lost it). */
   readonly rankings?: RankingRefresher;
+  /** Redis's memory, reported in the metrics at each scrape. */
+  readonly redisMemory?: Pick<MemoryStore, "read">;
 }
 
 export type PipelineSettings = Pick<Config, "persist" | "relay" | "reconcile"> & Partial<Pick<Config, "ranking">>;
@@ -50,7 +52,8 @@ export interface RunningPipeline {
 }
 
 export async function startPipeline(parts: PipelineParts, settings: PipelineSettings, logger: Logger, hooks: PipelineHooks = {}): Promise<RunningPipeline> {
-  const metrics = createPipelineMetrics();
+  const memory = parts.redisMemory;
+  const metrics = createPipelineMetrics(memory ? { redisMemory: () => memory.read() } : {});
   // Started once the consumers are; a batch that moved likes of posts has the windows summed again soon after.
   let ranking: RankingRefresh | null = null;
   const persistence: ChangePersistence = {

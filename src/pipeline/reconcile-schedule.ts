@@ -20,7 +20,7 @@ export function scheduleReconcile(options: {
   /** Claims of ticks, shared by every worker on the schedule: true for the first to claim a tick. */
   ticks: TickClaims;
   run: () => Promise<ReconcileSummary>;
-  metrics?: Pick<PipelineMetrics, "reconcileInFlight" | "reconcileStuck" | "reconcileRebuiltBehind">;
+  metrics?: Pick<PipelineMetrics, "reconcileInFlight" | "reconcileStuck" | "reconcileRebuiltBehind" | "reconcileDifferences" | "reconcilePasses">;
   logger: Logger;
 }): ReconcileSchedule {
   const { lease, logger } = options;
@@ -64,8 +64,11 @@ export function scheduleReconcile(options: {
       options.metrics?.reconcileInFlight.set(summary.inFlight.count);
       options.metrics?.reconcileStuck.set(summary.stuck.count);
       options.metrics?.reconcileRebuiltBehind.inc(summary.rebuiltBehind.count);
+      for (const [kind, found] of Object.entries(summary.differences)) options.metrics?.reconcileDifferences.inc({ kind }, found);
+      options.metrics?.reconcilePasses.inc({ outcome: "finished" });
       logger.info({ summary }, describeSummary(summary));
     } catch (err) {
+      options.metrics?.reconcilePasses.inc({ outcome: "failed" });
       logger.error({ err }, "reconcile pass failed");
     } finally {
       await lease.release(token).catch(() => {});

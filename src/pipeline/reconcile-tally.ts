@@ -26,14 +26,9 @@ export class SampledTargets {
   }
 }
 
-export class ReconcileTally {
-  /** Relations of targets compared, on the Redis side and the PostgreSQL side alike. */
-  targetsChecked = 0;
-  walked = 0;
-  listsChecked = 0;
-  repairsSent = 0;
-  evicted = 0;
-  readonly differences: Record<DifferenceKind, number> = {
+/** Every kind of difference, none found: the kinds' one list, which the compiler keeps complete. */
+export function noDifferences(): Record<DifferenceKind, number> {
+  return {
     missingInDatabase: 0,
     strayInDatabase: 0,
     databaseCounter: 0,
@@ -43,6 +38,16 @@ export class ReconcileTally {
     views: 0,
     list: 0,
   };
+}
+
+export class ReconcileTally {
+  /** Relations of targets compared, on the Redis side and the PostgreSQL side alike. */
+  targetsChecked = 0;
+  walked = 0;
+  listsChecked = 0;
+  repairsSent = 0;
+  evicted = 0;
+  readonly differences: Record<DifferenceKind, number> = noDifferences();
   readonly inFlight = new SampledTargets();
   readonly stuck = new SampledTargets();
   readonly rebuiltBehind = new SampledTargets();
