@@ -1,9 +1,11 @@
 // Prometheus metrics of an API process: GraphQL requests by operation, errors by
-// code, rate-limited requests, and the latency of the Redis commands and SQL
-// statements they cost. Label values are bounded whatever clients send: an
-// attacker choosing operation names must not grow the registry without end.
+// code, rate-limited requests, the latency of the Redis commands and SQL
+// statements they cost, and the readiness checks that failed. Label values are
+// bounded whatever clients send: an attacker choosing operation names must not
+// grow the registry without end.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { OperationFacts } from "./operation-facts.js";
+import { readinessChecksFailed } from "./readiness.js";
 import type { HttpFacts } from "./request-log.js";
 import { ApolloServerErrorCode } from "@apollo/server/errors";
 
@@ -51,6 +53,7 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
   const maxOperationNames = options.maxOperationNames ?? 200;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  registry.registerMetric(readinessChecksFailed);
   const requestDuration = new Histogram({
     name: "likes_graphql_request_duration_seconds",
     help: 'GraphQL requests by operation name ("anonymous" unnamed, "invalid" when no operation ran, "other" past the cap of names) and type',
