@@ -1,7 +1,9 @@
-// The executable schema: the contract in schema.graphql with this service's resolvers.
+// The executable schema: the contract in schema.graphql with this service's resolvers,
+// built as an Apollo Federation 2 subgraph, so `_service` and `_entities` answer too.
 import { readFileSync } from "node:fs";
-import { makeExecutableSchema } from "@graphql-tools/schema";
-import type { GraphQLSchema } from "graphql";
+import { buildSubgraphSchema } from "@apollo/subgraph";
+import { parse, type GraphQLSchema } from "graphql";
+import { resolveEntities } from "./resolvers/entities.js";
 import { Mutation } from "./resolvers/mutation.js";
 import { Query } from "./resolvers/query.js";
 import { DateTime } from "./resolvers/scalars.js";
@@ -10,8 +12,22 @@ import { Comment, CommentCounts, Post, PostCounts, User, UserCounts } from "./re
 
 export const typeDefs = readFileSync(new URL("../../schema.graphql", import.meta.url), "utf8");
 
-export const resolvers = { DateTime, Query, Mutation, Subscription, Post, PostCounts, Comment, CommentCounts, User, UserCounts };
+export const resolvers = {
+  DateTime,
+  Query: { ...Query, _entities: resolveEntities },
+  Mutation,
+  Subscription,
+  Post,
+  PostCounts,
+  Comment,
+  CommentCounts,
+  User,
+  UserCounts,
+};
+
+type SubgraphModule = Extract<Parameters<typeof buildSubgraphSchema>[0], { resolvers?: unknown }>;
 
 export function createSchema(): GraphQLSchema {
-  return makeExecutableSchema({ typeDefs, resolvers });
+  // Each resolver's parameters are typed by what it receives, which the library's map type does not name.
+  return buildSubgraphSchema({ typeDefs: parse(typeDefs), resolvers: resolvers as unknown as SubgraphModule["resolvers"] });
 }

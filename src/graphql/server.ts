@@ -2,7 +2,7 @@
 // Fastify rather than Apollo's standalone server, so that other routes (health,
 // WebSockets) and limits such as the body's can share the port with /graphql.
 import { ApolloServer, type ApolloServerPlugin } from "@apollo/server";
-import { ApolloServerPluginCacheControlDisabled } from "@apollo/server/plugin/disabled";
+import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginInlineTraceDisabled } from "@apollo/server/plugin/disabled";
 import { fastifyApolloDrainPlugin } from "@as-integrations/fastify";
 import fastifyCors from "@fastify/cors";
 import Fastify, { type FastifyRequest } from "fastify";
@@ -158,6 +158,10 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
       // Counts change every moment, so no response carries cache hints; the plugin
       // would otherwise wrap every field resolver, compiled ones included.
       ApolloServerPluginCacheControlDisabled(),
+      // Apollo turns on federated tracing (ftv1) for a subgraph schema; its per-field timings come
+      // from graphql-js's executor, which graphql-jit replaces here, so it would only cost.
+      // Routers see this service's spans through OpenTelemetry instead.
+      ApolloServerPluginInlineTraceDisabled(),
       authenticationPlugin(),
       // Budgets are spent by the limits' onCost hook, so only operations the limits let through pay.
       requestLimitsPlugin({ schema, limits: options.limits, onCost: options.onCost ?? chargeOperation }),

@@ -12,6 +12,7 @@ import {
   isLeafType,
   isListType,
   isNonNullType,
+  isScalarType,
   typeFromAST,
   type DocumentNode,
   type GraphQLSchema,
@@ -84,7 +85,7 @@ export function queryCost(schema: GraphQLSchema, document: DocumentNode, operati
  *
  * Coercion is what costs most in pricing (graphql coerces 100 IDs in about 20 µs),
  * so validity is checked here by graphql 16's own rules for the built-in scalars,
- * lists and non-null types only; any other type (an enum, an input object, a custom
+ * lists and non-null types (and federation's `_Any`) only; any other type (an enum, an input object, a custom
  * scalar) makes the key null, and so does any value these rules refuse, so bad
  * variables always reach the library's coercion and its error.
  */
@@ -154,6 +155,8 @@ function scalarSignature(type: GraphQLType): ValueSignature {
     case GraphQLBoolean:
       return (value) => (value === true ? "t" : value === false ? "f" : null);
     default:
-      return unsupported;
+      // Federation's representations: `_Any` takes any value as it is (it has no parseValue),
+      // and only the list's length is priced, so 100 representations are one key.
+      return isScalarType(type) && type.name === "_Any" ? () => "s" : unsupported;
   }
 }

@@ -1,6 +1,18 @@
-// The running server serves exactly schema.graphql, and schema.graphql holds the whole contract.
+// The running server serves exactly schema.graphql (as the federation subgraph it declares), and
+// schema.graphql holds the whole contract.
 import { readFileSync } from "node:fs";
-import { buildClientSchema, buildSchema, getIntrospectionQuery, printSchema, type IntrospectionQuery, isObjectType } from "graphql";
+import { buildSubgraphSchema } from "@apollo/subgraph";
+import {
+  buildClientSchema,
+  buildSchema,
+  getIntrospectionQuery,
+  parse,
+  printSchema,
+  printType,
+  type GraphQLNamedType,
+  type IntrospectionQuery,
+  isObjectType,
+} from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApi, type TestApi } from "../../support/api.js";
 import { dataOf } from "../../support/env.js";
@@ -47,18 +59,31 @@ const contract: Record<string, string[]> = {
   UserConnection: ["edges", "pageInfo"],
 };
 
+/** schema.graphql alone, without the service's resolvers: the subgraph schema it declares. */
+const subgraphOfFile = () => buildSubgraphSchema(parse(readFileSync("schema.graphql", "utf8")));
+
 describe("GraphQL contract", () => {
   it("when the server is introspected, then it serves schema.graphql exactly", async () => {
-    const introspection = dataOf(await api.gql<IntrospectionQuery>(getIntrospectionQuery()));
+    const introspection = dataOf(await api.gql<IntrospectionQuery>(getIntrospectionQuery({ directiveIsRepeatable: true })));
     // Scalars are compared without descriptions: a scalar's description lives with its resolver.
     const withoutScalarDescriptions = (sdl: string) => sdl.replace(/"""[^"]*"""\nscalar/g, "scalar").replace(/"[^"\n]*"\nscalar/g, "scalar");
     const served = withoutScalarDescriptions(printSchema(buildClientSchema(introspection)));
-    const file = withoutScalarDescriptions(printSchema(buildSchema(readFileSync("schema.graphql", "utf8"))));
+    const file = withoutScalarDescriptions(printSchema(subgraphOfFile()));
     expect(served).toBe(file);
   });
 
+  it("when a tool that knows nothing of federation reads schema.graphql, then it builds, with the same types as the subgraph", () => {
+    const plain = buildSchema(readFileSync("schema.graphql", "utf8"));
+    const subgraph = subgraphOfFile();
+    for (const name of ["Post", "Comment", "User", "Query", "Mutation", "Subscription"]) {
+      expect(printType(plain.getType(name) as GraphQLNamedType), name).toBe(
+        printType(subgraph.getType(name) as GraphQLNamedType).replace(/\n {2}_entities\(.*\n {2}_service: _Service!/, ""),
+      );
+    }
+  });
+
   it("when schema.graphql is read, then every type and field of the contract is there with its signature", () => {
-    const schema = buildSchema(readFileSync("schema.graphql", "utf8"));
+    const schema = subgraphOfFile();
     for (const [typeName, fields] of Object.entries(contract)) {
       const type = schema.getType(typeName);
       expect(type && isObjectType(type), typeName).toBe(true);

@@ -91,6 +91,26 @@ describe("feed of 100 posts", () => {
     expect(api.sqlQueries() - sqlBefore).toBe(0);
   });
 
+  it("when a supergraph's router asks _entities for the same 100 posts, then it costs what posts(ids:) costs: at most 2 Redis round trips and no SQL", async () => {
+    const entities = `query($r: [_Any!]!) { _entities(representations: $r) { ... on Post { id counts { likes reads comments collects } viewerHasLiked viewerHasCollected } } }`;
+    const representations = postIds.map((id) => ({ __typename: "Post", id }));
+    await api.gql(entities, { r: representations }, viewer.token);
+    await indexesLoaded();
+    const sqlBefore = api.sqlQueries();
+    let response: Awaited<ReturnType<typeof api.gql<{ _entities: Feed["posts"] }>>> | undefined;
+    const trips = await roundTrips(async () => {
+      response = await api.gql<{ _entities: Feed["posts"] }>(entities, { r: representations }, viewer.token);
+    });
+    const posts = dataOf(response as NonNullable<typeof response>)._entities;
+    expect(posts.map((p) => p.id)).toEqual(postIds);
+    expect(posts.map((p) => p.viewerHasLiked)).toEqual(postIds.map((_, i) => i % 3 === 0));
+    expect(posts.map((p) => p.counts.likes)).toEqual(postIds.map((_, i) => (i % 3 === 0 ? 1 : 0)));
+    expect(posts.map((p) => p.viewerHasCollected)).toEqual(postIds.map((_, i) => i % 4 === 0));
+    expect(trips).toBeGreaterThanOrEqual(1);
+    expect(trips).toBeLessThanOrEqual(2);
+    expect(api.sqlQueries() - sqlBefore).toBe(0);
+  });
+
   it("when a feed selects viewerHasLiked but not viewerHasCollected, then it looks the viewer up among likers only", async () => {
     const sismembers = async () => Number(/cmdstat_sismember:calls=(\d+)/.exec(await redis.info("commandstats"))?.[1] ?? 0);
     const likedOnly = `query($ids: [ID!]!) { posts(ids: $ids) { id counts { likes collects } viewerHasLiked } }`;

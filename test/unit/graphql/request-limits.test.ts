@@ -4,7 +4,7 @@ import { getOperationAST, parse } from "graphql";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config.js";
 import { measureOperation } from "../../../src/graphql/limits/operation-shape.js";
-import { queryCost } from "../../../src/graphql/limits/query-cost.js";
+import { createVariablesSignature, queryCost } from "../../../src/graphql/limits/query-cost.js";
 import { createSchema } from "../../../src/graphql/schema.js";
 
 const limits = loadConfig({}).limits;
@@ -44,6 +44,27 @@ describe("default request limits", () => {
     expect(m.aliases).toBeLessThanOrEqual(limits.aliases);
     expect(m.rootFields).toBeLessThanOrEqual(limits.mutations);
     expect(m.cost).toBeLessThanOrEqual(limits.cost);
+  });
+
+  it("when _entities asks for 100 posts, then it costs what posts(ids:) with the same selection costs", () => {
+    const selection = "id counts { likes } viewerHasLiked author { id counts { likesReceived } }";
+    const representations = hundredIds.map((id) => ({ __typename: "Post", id }));
+    const entities = measure(`query($r: [_Any!]!) { _entities(representations: $r) { ... on Post { ${selection} } } }`, { r: representations });
+    const posts = measure(`query($ids: [ID!]!) { posts(ids: $ids) { ${selection} } }`, { ids: hundredIds });
+    expect(entities.cost).toBe(posts.cost);
+    // 100 × (1 + counts 1 + author (1 + counts 1)).
+    expect(entities.cost).toBe(400);
+  });
+
+  it("when two _entities calls send as many different representations, then their prices share one key, and a missing list has none", () => {
+    const operation = getOperationAST(parse(`query($r: [_Any!]!) { _entities(representations: $r) { ... on Post { id } } }`));
+    if (!operation) throw new Error("no operation");
+    const signature = createVariablesSignature(schema, operation);
+    const key = signature({ r: hundredIds.map((id) => ({ __typename: "Post", id })) });
+    expect(key).not.toBeNull();
+    expect(signature({ r: hundredIds.map((id) => ({ __typename: "User", id: `${id}0` })) })).toBe(key);
+    expect(signature({ r: hundredIds.slice(1).map((id) => ({ __typename: "Post", id })) })).not.toBe(key);
+    expect(signature({})).toBeNull();
   });
 
   it("when the nested comments query is measured, then its cost is far above the limit", () => {
