@@ -22,7 +22,7 @@ import { createTokenService } from "./domain/tokens.js";
 import { startUserDirectory, type UserDirectory } from "./domain/user-directory.js";
 import { createUserService } from "./domain/users.js";
 import { createViewService } from "./domain/views.js";
-import { createReadiness, outboxBacklog, shared, type Readiness } from "./graphql/readiness.js";
+import { createReadiness, outboxBacklog, shared, type CheckFailures, type Readiness } from "./graphql/readiness.js";
 import { startPipeline, type PipelineHooks, type RunningPipeline } from "./pipeline/pipeline.js";
 import { runReconcile, type ReconcileProgress, type ReconcileSummary } from "./pipeline/reconcile-pass.js";
 import { isStoreUnavailable, type Clients } from "./stores/clients.js";
@@ -91,8 +91,13 @@ export const readinessShareMs = 1_000;
 /** How long a reading of the outbox's length serves the readiness reports. */
 const outboxSampleMs = 5_000;
 
+export interface ComposeOptions {
+  /** Where the readiness counts the checks that fail in each of its reports (an API process's metrics). */
+  readonly readinessFailures?: CheckFailures;
+}
+
 // eslint-disable-next-line max-lines-per-function -- the composition root: every part in the order each needs the others, wiring and nothing else.
-export function compose(config: Config, clients: ComposedClients, logger: Logger): App {
+export function compose(config: Config, clients: ComposedClients, logger: Logger, options: ComposeOptions = {}): App {
   const { db, redis } = clients;
   const keys = createRedisKeys(config.redisPartitions);
 
@@ -260,22 +265,20 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
 
   // Only its length is used here (XLEN of every stream): it opens and reads nothing.
   const backlog = createOutboxStore(redis, keys, { batchSize: config.relay.batchSize });
+  const advisories = {
+    outbox: outboxBacklog(
+      shared(() => backlog.length(), outboxSampleMs),
+      config.relay.outboxWarnLength,
+    ),
+    ...clients.advisories?.(),
+  };
 
   return {
     services,
     isUnavailable: isStoreUnavailable,
     // Shared: one check a second per process whatever the probes' rate; the outbox's length
     // (a sweep of every stream) at most every 5 s.
-    readiness: shared(
-      createReadiness(clients.probes?.() ?? {}, config.readinessTimeoutMs, {
-        outbox: outboxBacklog(
-          shared(() => backlog.length(), outboxSampleMs),
-          config.relay.outboxWarnLength,
-        ),
-        ...clients.advisories?.(),
-      }),
-      readinessShareMs,
-    ),
+    readiness: shared(createReadiness(clients.probes?.() ?? {}, config.readinessTimeoutMs, advisories, options.readinessFailures), readinessShareMs),
     rankings,
     hotCounts,
     memberIndexes: memberIndexLoader,

@@ -5,7 +5,7 @@
 // grow the registry without end.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { OperationFacts } from "./operation-facts.js";
-import { readinessChecksFailed } from "./readiness.js";
+import type { CheckFailures } from "./readiness.js";
 import type { HttpFacts } from "./request-log.js";
 import { ApolloServerErrorCode } from "@apollo/server/errors";
 
@@ -26,6 +26,8 @@ export interface ApiMetrics {
   readonly watchLive: (read: () => LiveFacts) => void;
   /** Records one live client dropped for not taking its messages. */
   readonly observeDroppedClient: () => void;
+  /** Counts the checks that failed in each readiness report (given to the readiness compose builds). */
+  readonly readinessFailures: CheckFailures;
 }
 
 export interface LiveFacts {
@@ -53,7 +55,12 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
   const maxOperationNames = options.maxOperationNames ?? 200;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  registry.registerMetric(readinessChecksFailed);
+  const readinessFailures = new Counter({
+    name: "likes_readiness_checks_failed_total",
+    help: 'Readiness reports in which a check did not answer "ok", by check; effect "unavailable" (HTTP 503) for a probe, "degraded" for an advisory',
+    labelNames: ["check", "effect"] as const,
+    registers: [registry],
+  });
   const requestDuration = new Histogram({
     name: "likes_graphql_request_duration_seconds",
     help: 'GraphQL requests by operation name ("anonymous" unnamed, "invalid" when no operation ran, "other" past the cap of names) and type',
@@ -125,6 +132,7 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
 
   return {
     registry,
+    readinessFailures,
     observeRequest: (http, operation) => {
       requestDuration.observe({ operation: operationLabel(operation), type: operation?.operationType ?? "none" }, http.durationMs / 1000);
       const codes = operation ? operation.errorCodes : http.status >= 400 ? [codeOfStatus(http.status)] : [];

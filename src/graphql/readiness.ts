@@ -3,7 +3,6 @@
 // rather than hold the probe for as long as the stall lasts.
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Counter } from "prom-client";
 
 /** Resolves when the dependency answered, rejects with what went wrong. */
 export type Probe = () => Promise<unknown>;
@@ -25,17 +24,13 @@ export interface ReadinessReport {
 
 export type Readiness = () => Promise<ReadinessReport>;
 
-/**
- * Checks that did not answer "ok" in the reports this process made. One per process,
- * registered into the API's registry by createApiMetrics: the readiness is built
- * where the stores are (compose), the registry by the entry point, and neither knows the other.
- */
-export const readinessChecksFailed = new Counter({
-  name: "likes_readiness_checks_failed_total",
-  help: 'Readiness reports in which a check did not answer "ok", by check; effect "unavailable" (HTTP 503) for a probe, "degraded" for an advisory',
-  labelNames: ["check", "effect"] as const,
-  registers: [],
-});
+/** What a failing check means: the process answers 503 (a probe), or serves on, degraded (an advisory). */
+export type CheckEffect = "unavailable" | "degraded";
+
+/** Where each report's failing checks are counted (the API's metrics); prom-client's Counter is one. */
+export interface CheckFailures {
+  inc(labels: { check: string; effect: CheckEffect }, value?: number): void;
+}
 
 /**
  * A check shared by every caller: answered from its last result while that is
@@ -63,7 +58,12 @@ export function shared<T>(check: () => Promise<T>, maxAgeMs: number, now: () => 
   };
 }
 
-export function createReadiness(probes: Readonly<Record<string, Probe>>, timeoutMs: number, advisories: Readonly<Record<string, Advisory>> = {}): Readiness {
+export function createReadiness(
+  probes: Readonly<Record<string, Probe>>,
+  timeoutMs: number,
+  advisories: Readonly<Record<string, Advisory>> = {},
+  failures?: CheckFailures,
+): Readiness {
   /** "ok", what the check found wrong, or why it did not answer. */
   const within = async (check: () => Promise<string | null>): Promise<string> => {
     const abandon = new AbortController();
@@ -90,12 +90,13 @@ export function createReadiness(probes: Readonly<Record<string, Probe>>, timeout
       },
     ]),
   );
-  for (const check of Object.keys(probes)) readinessChecksFailed.inc({ check, effect: "unavailable" }, 0);
-  for (const check of Object.keys(advisories)) readinessChecksFailed.inc({ check, effect: "degraded" }, 0);
+  // Every series exists from the start at 0, so that increase() sees a check's first failure.
+  for (const check of Object.keys(probes)) failures?.inc({ check, effect: "unavailable" }, 0);
+  for (const check of Object.keys(advisories)) failures?.inc({ check, effect: "degraded" }, 0);
   return async () => {
     const [required, advised] = await Promise.all([run(answered), run(advisories)]);
-    for (const [check, result] of required) if (result !== "ok") readinessChecksFailed.inc({ check, effect: "unavailable" });
-    for (const [check, result] of advised) if (result !== "ok") readinessChecksFailed.inc({ check, effect: "degraded" });
+    for (const [check, result] of required) if (result !== "ok") failures?.inc({ check, effect: "unavailable" });
+    for (const [check, result] of advised) if (result !== "ok") failures?.inc({ check, effect: "degraded" });
     return {
       ready: required.every(([, result]) => result === "ok"),
       degraded: advised.some(([, result]) => result !== "ok"),

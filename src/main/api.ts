@@ -61,7 +61,7 @@ async function start(waiting: AbortSignal): Promise<void> {
   // Loaded only when asked for: without an endpoint no OpenTelemetry code runs or loads.
   const tracing = config.tracing ? (await import("../tracing.js")).startTracing({ ...config.tracing, attributes: { "process.pid": process.pid } }) : null;
   if (tracing) shutdown.add("tracing", () => tracing.close());
-  const app = compose(config, clients, logger);
+  const app = compose(config, clients, logger, metrics ? { readinessFailures: metrics.readinessFailures } : {});
   if (metrics && app.hotCounts) watchHotCounts(metrics.registry, app.hotCounts);
   // Learns in the background which users exist; requests are served meanwhile, their tokens checked as before.
   const directory = app.startUserDirectory();
