@@ -76,6 +76,11 @@ const settings = {
    * Otherwise such a Redis is warned about, and refused when NODE_ENV=production.
    */
   redisDurability: setting("REDIS_DURABILITY", z.enum(["durable", "volatile"]).default("durable")),
+  /**
+   * Hash partitions of likes, collects, follows and relation_versions, chosen when `npm run migrate`
+   * partitions them (docs/scaling.md); a database keeps the count it was migrated with.
+   */
+  relationPartitions: setting("RELATION_PARTITIONS", z.coerce.number().int().min(1).max(1024).default(16)),
   /** How long getting a PostgreSQL connection may take. */
   postgresConnectTimeoutMs: setting("POSTGRES_CONNECT_TIMEOUT_MS", positiveInt(3000)),
   /** How long a PostgreSQL statement may run before it is cancelled (the client gives up a second later). */

@@ -1,8 +1,10 @@
 // Entry point of `npm run migrate` and of the image's migration job: creates the
-// database when missing and applies pending migrations (DATABASE_URL selects it).
+// database when missing and applies pending migrations (DATABASE_URL selects it;
+// RELATION_PARTITIONS sets the partition count of the migration that partitions the
+// relation tables, and nothing once it has run).
 import { loadConfig } from "../config.js";
 import { migrate } from "../stores/postgres/migrate.js";
 
-const { databaseUrl } = loadConfig();
-const applied = await migrate(databaseUrl);
+const { databaseUrl, relationPartitions } = loadConfig();
+const applied = await migrate(databaseUrl, { relationPartitions });
 console.log(applied.length ? `applied migrations: ${applied.join(", ")}` : "database is up to date");

@@ -7,8 +7,9 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { PrismaPg } from "@prisma/adapter-pg";
-import { bindMigrationAwareSqlAdapterFactory } from "@prisma/driver-adapter-utils";
+import { bindMigrationAwareSqlAdapterFactory, DriverAdapterError } from "@prisma/driver-adapter-utils";
 import type { SchemaEngine } from "@prisma/schema-engine-wasm";
+import pg from "pg";
 
 // src/stores/postgres/ or, compiled, dist/stores/postgres/: the project is three levels up either way.
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -43,10 +44,46 @@ async function loadSchemaEngine(): Promise<typeof SchemaEngine> {
   return bindings.SchemaEngine;
 }
 
-export async function openSchemaEngine(databaseUrl: string): Promise<SchemaEngine> {
+/**
+ * PrismaPg whose migration scripts reach PostgreSQL whole, as one simple query, as the
+ * native engine sends them: PrismaPg's own executeScript splits a script at every `;`
+ * (breaking `DO $$ … $$` blocks) and runs the pieces one by one on any pool connection,
+ * each committed alone. Whole, a migration runs in one implicit transaction: it applies
+ * entirely or not at all.
+ */
+class WholeScriptPg extends PrismaPg {
+  override async connect(): ReturnType<PrismaPg["connect"]> {
+    const adapter = await super.connect();
+    const pool = adapter.underlyingDriver();
+    adapter.executeScript = async (script: string) => {
+      try {
+        await pool.query(script);
+      } catch (error) {
+        if (!(error instanceof pg.DatabaseError)) throw error;
+        // The shape PrismaPg gives a PostgreSQL error, so the engine reports it the same way.
+        const { code = "N/A", severity = "N/A", message, detail, column, hint } = error;
+        throw new DriverAdapterError({ kind: "postgres", code, severity, message, detail, column, hint, originalCode: code, originalMessage: message });
+      }
+    };
+    return adapter;
+  }
+}
+
+/** Settings a migration reads (current_setting), handed to it as options of every connection. */
+export interface MigrationSettings {
+  /** Partitions of the relation tables, read by 0007_partition_relations when it runs (likes.relation_partitions). */
+  readonly relationPartitions?: number;
+}
+
+let loadedEngine: Promise<typeof SchemaEngine> | undefined;
+
+export async function openSchemaEngine(databaseUrl: string, settings: MigrationSettings = {}): Promise<SchemaEngine> {
   const datamodel = await readFile(schemaPath, "utf8");
-  const adapter = bindMigrationAwareSqlAdapterFactory(new PrismaPg({ connectionString: databaseUrl }));
-  const Engine = await loadSchemaEngine();
+  const options = settings.relationPartitions === undefined ? undefined : `-c likes.relation_partitions=${settings.relationPartitions}`;
+  const adapter = bindMigrationAwareSqlAdapterFactory(new WholeScriptPg({ connectionString: databaseUrl, options }));
+  // Instantiated once per process: a second start of the same bindings panics ("FnOnce called more than once").
+  loadedEngine ??= loadSchemaEngine();
+  const Engine = await loadedEngine;
   return Engine.new({ datamodels: [["schema.prisma", datamodel]] }, () => {}, adapter);
 }
 
@@ -69,9 +106,12 @@ export async function readMigrations(): Promise<MigrationOnDisk[]> {
   );
 }
 
-/** Applies every migration in prisma/migrations not yet recorded; returns the names applied. */
-export async function applyMigrations(engine: SchemaEngine): Promise<string[]> {
-  const migrations = await readMigrations();
+/**
+ * Applies every migration in prisma/migrations not yet recorded, or those up to and including
+ * `upTo` (a migration's folder name: a database as an older release left it); returns the names applied.
+ */
+export async function applyMigrations(engine: SchemaEngine, upTo?: string): Promise<string[]> {
+  const migrations = (await readMigrations()).filter((m) => upTo === undefined || m.name <= upTo);
   const lock = await readFile(path.join(migrationsDir, "migration_lock.toml"), "utf8");
   const result = await engine.applyMigrations({
     migrationsList: {
