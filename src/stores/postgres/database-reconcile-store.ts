@@ -121,6 +121,9 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
       const afterId = (after?.target.id ?? 0n).toString();
       const afterRelation = after?.relation ?? "";
       // Per relation, the next targets with rows or a counter; then the first `limit` of them all in (type, id, relation) order.
+      // The bound is written as (type, id) comparisons an index can start from, not as one
+      // (type, id, relation) row whose constant last column the planner misjudges: a page then reads its
+      // targets' index entries (merged from every partition) rather than the table to its end and a sort.
       const candidates = relationNames.map((relation) => {
         const t = relationTables[relation];
         const name = relations[relation].counter;
@@ -128,12 +131,14 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
         return Prisma.sql`
           SELECT target_type, target_id, ${relation}::text AS relation FROM (
             (SELECT DISTINCT ${t.targetType("l")} AS target_type, ${t.targetId("l")} AS target_id FROM ${t.table} l
-              WHERE (${t.targetType("l")}, ${t.targetId("l")}, ${relation}::text) > (${afterType}, ${afterId}::bigint, ${afterRelation}::text)
+              WHERE (${t.targetType("l")}, ${t.targetId("l")}) >= (${afterType}, ${afterId}::bigint)
+                AND ((${t.targetType("l")}, ${t.targetId("l")}) > (${afterType}, ${afterId}::bigint) OR ${relation}::text > ${afterRelation}::text)
               ORDER BY 1, 2 LIMIT ${limit})
             UNION
             (SELECT target_type, target_id FROM counters
               WHERE name = ${name} AND target_type = ANY(${types}::text[])
-                AND (target_type, target_id, ${relation}::text) > (${afterType}, ${afterId}::bigint, ${afterRelation}::text)
+                AND (target_type, target_id) >= (${afterType}, ${afterId}::bigint)
+                AND ((target_type, target_id) > (${afterType}, ${afterId}::bigint) OR ${relation}::text > ${afterRelation}::text)
               ORDER BY 1, 2 LIMIT ${limit})
           ) r`;
       });
