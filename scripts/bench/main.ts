@@ -17,6 +17,11 @@
 //   reconcile-big                           a reconcile pass over one post with 5,000,000 likers, in pieces
 //                                           within the 160 MB heap of npm run reconcile (and, for contrast,
 //                                           loaded whole as passes did before); not run unless named
+//   likes-20m                               20,271,764 likes over 1,000,000 posts loaded once into a database of its
+//                                           own (`--database`_20m, dropped after): the migration that partitions
+//                                           the relation tables, list pages before and after it, rebuild of the
+//                                           hottest post and of every post, a reconcile pass, and persist beside
+//                                           them; about an hour, and 15 GB of disk; not run unless named
 //   nested                                  feed(100) → comments(100) → post → comments(100) sent once
 //                                           to the API as configured and with the cost limit lifted (and
 //                                           to `--against`'s as configured); not run unless named
@@ -56,6 +61,7 @@ import { reconcileScenario } from "./reconcile.js";
 import { addComments, measureNested, type NestedFigures } from "./nested.js";
 import { loadBigTarget, reconcileBigPass } from "./reconcile-big.js";
 import { liveHot, type LiveFigures } from "./live.js";
+import { likes20m } from "./likes-20m.js";
 import { scale, scaleRatios, scaleRunCount, type ScaleRun } from "./scale.js";
 import {
   collectHot,
@@ -78,7 +84,7 @@ import {
 } from "./scenarios.js";
 
 const httpScenarios = ["feed100", "like-hot", "like-spread", "mixed", "collect-hot", "follow-hot", "views-hot", "views-hot-batched", "hot-posts"] as const;
-const all = [...httpScenarios, "live-hot", "memory", "nested", "persist", "reconcile", "reconcile-big", "scale", "startup"] as const;
+const all = [...httpScenarios, "live-hot", "likes-20m", "memory", "nested", "persist", "reconcile", "reconcile-big", "scale", "startup"] as const;
 type Scenario = (typeof all)[number];
 
 const { values: flags, positionals } = parseArgs({
@@ -495,6 +501,49 @@ try {
       },
     ]);
     console.log(r.summary);
+  }
+  if (chosen.has("likes-20m")) {
+    console.error("likes-20m: 20,271,764 likes over 1,000,000 posts ...");
+    const f = await likes20m(redis, databaseUrl, amqp, config.relationPartitions);
+    console.log(
+      `\n${f.likes.toLocaleString()} likes over ${f.posts.toLocaleString()} posts: loaded in ${f.loadSeconds.toFixed(0)} s (with their relation versions and counters); ` +
+        `0007_partition_relations into ${f.relationPartitions} partitions in ${f.migrateSeconds.toFixed(1)} s; database ${f.databaseMb.toLocaleString()} MB after`,
+    );
+    console.table([
+      {
+        [`rebuild of post 1, ${f.hotLikers.toLocaleString()} likers (ms)`]: f.rebuildHotMs,
+        [`rebuild of ${f.sampledPosts.toLocaleString()} posts (${f.sampledLikes.toLocaleString()} likes), 16 at a time (s)`]: f.rebuildSampleSeconds,
+        "extrapolated to all posts, by posts / by likes (s)": `${Math.round((f.rebuildSampleSeconds * f.posts) / f.sampledPosts)} / ${Math.round((f.rebuildSampleSeconds * f.likes) / f.sampledLikes)}`,
+        "reconcile pass (s)": f.reconcileSeconds,
+        "targets/s": f.reconcileTargetsPerSecond,
+        "reconcile peak RSS (MB)": f.reconcilePeakRssMb,
+      },
+    ]);
+    console.log(f.reconcileSummary);
+    console.log("\nList pages of 20 (the store's statements), 1,000 distinct users or posts each, warm; one under EXPLAIN ANALYZE:");
+    console.table(
+      f.pages.map((p) => ({
+        page: p.page,
+        tables: p.tables,
+        "mean ms": p.meanMs,
+        "p99 ms": p.p99Ms,
+        "EXPLAIN planning ms": p.planningMs,
+        "EXPLAIN execution ms": p.executionMs,
+        "shared buffers": p.sharedBuffers,
+        "index scans": p.indexScans,
+      })),
+    );
+    const p = f.persist;
+    console.log("\nPersistence beside them (worker process, batches of up to 1,000):");
+    console.table([
+      {
+        "drained likes": p.drainedLikes,
+        "persisted likes/s": p.persistedPerSecond,
+        "transactions per 1,000": p.transactionsPer1000,
+        [`lag p50 ms at ${p.pacedRate}/s`]: p.lagP50Ms,
+        [`lag p99 ms at ${p.pacedRate}/s`]: p.lagP99Ms,
+      },
+    ]);
   }
   if (chosen.has("reconcile-big")) {
     console.error("reconcile-big: one post with 5,000,000 likers ...");
