@@ -27,11 +27,15 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
     const t = relationTables[relation];
     const types = targets.map((x) => x.type);
     const ids = targets.map((x) => x.id.toString());
+    // Per target (LATERAL), so each is read from its own partition through its index: joined as a
+    // whole, the partitioned table was hashed from every partition's rows for each page.
     const sizes = await tx.$queryRaw<{ target_type: string; target_id: string; rows: string }[]>`
-        SELECT ${t.targetType("l")} AS target_type, ${t.targetId("l")}::text AS target_id, count(*)::text AS rows
-        FROM ${t.table} l JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
-          ON ${t.targetType("l")} = t.target_type AND ${t.targetId("l")} = t.target_id
-        GROUP BY 1, 2`;
+        SELECT t.target_type, t.target_id::text AS target_id, c.rows::text AS rows
+        FROM unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
+        CROSS JOIN LATERAL (
+          SELECT count(*) AS rows FROM ${t.table} l WHERE ${t.targetType("l")} = t.target_type AND ${t.targetId("l")} = t.target_id
+        ) c
+        WHERE c.rows > 0`;
     const counters = await tx.$queryRaw<{ target_type: string; target_id: string; value: string }[]>`
         SELECT c.target_type, c.target_id::text AS target_id, c.value::text AS value
         FROM counters c JOIN unnest(${types}::text[], ${ids}::text[]::bigint[]) AS t(target_type, target_id)
@@ -43,9 +47,11 @@ export function createDatabaseReconcileStore(db: Database): DatabaseReconcileSto
       small.length === 0
         ? []
         : await tx.$queryRaw<{ target_type: string; target_id: string; user_id: string }[]>`
-        SELECT ${t.targetType("l")} AS target_type, ${t.targetId("l")}::text AS target_id, ${t.userId("l")}::text AS user_id
-        FROM ${t.table} l JOIN unnest(${small.map((x) => x.type)}::text[], ${small.map((x) => x.id.toString())}::text[]::bigint[]) AS t(target_type, target_id)
-          ON ${t.targetType("l")} = t.target_type AND ${t.targetId("l")} = t.target_id`;
+        SELECT t.target_type, t.target_id::text AS target_id, l.user_id::text AS user_id
+        FROM unnest(${small.map((x) => x.type)}::text[], ${small.map((x) => x.id.toString())}::text[]::bigint[]) AS t(target_type, target_id)
+        CROSS JOIN LATERAL (
+          SELECT ${t.userId("l")} AS user_id FROM ${t.table} l WHERE ${t.targetType("l")} = t.target_type AND ${t.targetId("l")} = t.target_id
+        ) l`;
     const members = new Map<string, bigint[]>(small.map((x) => [key(x.type, x.id.toString()), []]));
     for (const r of rows) members.get(key(r.target_type, r.target_id))?.push(BigInt(r.user_id));
     const count = new Map(counters.map((c) => [key(c.target_type, c.target_id), Number(c.value)]));
