@@ -16,6 +16,11 @@ export function startServiceProcess(config: Config, env: Record<string, string> 
   return startProcess("src/main/start.ts", config, env, (output) => /"url":"(http:[^"]+)graphql"/.exec(output)?.[1]);
 }
 
+/** Starts `src/main/api.ts` alone (one API process, no supervisor, as Kubernetes runs it) and waits until it serves. */
+export function startApiProcess(config: Config, env: Record<string, string> = {}): Promise<ServiceProcess> {
+  return startProcess("src/main/api.ts", config, env, (output) => /"url":"(http:[^"]+)graphql"/.exec(output)?.[1]);
+}
+
 /** Starts `src/main/worker.ts` (`npm run worker`: the persistence pipeline alone) and waits until its pipeline runs. */
 export function startWorkerProcess(config: Config, env: Record<string, string> = {}): Promise<ServiceProcess> {
   return startProcess("src/main/worker.ts", config, env, (output) => (output.includes('"msg":"pipeline running"') ? "" : undefined));

@@ -1,59 +1,33 @@
 // Every metric the Grafana dashboard and the Prometheus alert rules of deploy/ name is one
 // the service serves: read from the /metrics of an API process and of a worker, each run
-// alone as Kubernetes runs them (dist/main/api.js, dist/main/worker.js).
-import { spawn, type ChildProcess } from "node:child_process";
-import { once } from "node:events";
+// alone as Kubernetes runs them (src/main/api.ts and worker.ts, which the image runs compiled).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../../scripts/lib/ports.js";
 import type { Config } from "../../../src/config.js";
 import { createUsers, graphqlClient, openDatabase, testConfig } from "../../support/env.js";
 import { eventually } from "../../support/pipeline.js";
+import { startApiProcess, startWorkerProcess, type ServiceProcess } from "../../support/service-process.js";
 import { deployedQueries, isServed, metricFamilies, metricNamesIn } from "../../support/observability.js";
 
 interface Running {
-  readonly child: ChildProcess;
+  readonly process: ServiceProcess;
   readonly metricsPort: number;
-  output(): string;
 }
 
-/** Runs an entry point alone with its metrics on a port of its own; resolves once it logged `readyMessage` and serves them. */
-async function run(entry: string, readyMessage: string, config: Config): Promise<Running> {
+/** Runs an entry point alone with its metrics on a port of its own; resolves once it serves them. */
+async function run(start: typeof startApiProcess, config: Config): Promise<Running> {
   const metricsPort = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx/esm", entry], {
-    env: {
-      ...process.env,
-      DATABASE_URL: config.databaseUrl,
-      REDIS_URL: config.redisUrl,
-      REDIS_CLUSTER_NODES: config.redisClusterNodes.join(","),
-      AMQP_URL: config.amqpUrl,
-      RABBITMQ_PREFIX: config.rabbitmq.prefix,
-      JWT_SECRET: config.jwtSecret,
-      PORT: "0",
-      METRICS_PORT: String(metricsPort),
-      RECONCILE_CRON: "off",
-      LOG_LEVEL: "info",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const running = { child, metricsPort, output: () => output };
+  const process = await start(config, { METRICS_PORT: String(metricsPort), RECONCILE_CRON: "off" });
+  const running = { process, metricsPort };
   await eventually(
-    async () => output.includes(`"msg":"${readyMessage}"`) && (await scrape(running)).includes("# TYPE likes_"),
+    async () => (await scrape(running)).includes("# TYPE likes_"),
     30_000,
-    () => `${entry} did not start or serves no metrics:\n${output}`,
+    () => `the process serves no metrics:\n${process.output()}`,
   );
   return running;
 }
 
-const scrape = async (process: Running) => (await fetch(`http://127.0.0.1:${process.metricsPort}/metrics`)).text();
-
-async function stop(process: Running | undefined): Promise<void> {
-  if (!process || process.child.exitCode !== null || process.child.signalCode !== null) return;
-  process.child.kill("SIGTERM");
-  await once(process.child, "exit");
-}
+const scrape = async (running: Running) => (await fetch(`http://127.0.0.1:${running.metricsPort}/metrics`)).text();
 
 describe("the metrics of the dashboard and the alert rules", () => {
   let api: Running | undefined;
@@ -61,10 +35,10 @@ describe("the metrics of the dashboard and the alert rules", () => {
   const config = testConfig();
   const db = openDatabase(config);
   beforeAll(async () => {
-    [api, worker] = await Promise.all([run("src/main/api.ts", "API process ready", config), run("src/main/worker.ts", "pipeline running", config)]);
+    [api, worker] = await Promise.all([run(startApiProcess, config), run(startWorkerProcess, config)]);
   }, 60_000);
   afterAll(async () => {
-    await Promise.all([stop(api), stop(worker)]);
+    await Promise.all([api?.process.stop("SIGTERM"), worker?.process.stop("SIGTERM")]);
     await db.$disconnect();
   });
 
@@ -95,8 +69,7 @@ describe("the metrics of the dashboard and the alert rules", () => {
 
   it("when a user likes a post, then the worker records the like, its relay and persist lags and its batch", async () => {
     if (!api || !worker) throw new Error("the processes did not start");
-    const url = /"url":"(http:[^"]+)graphql"/.exec(api.output())?.[1];
-    if (!url) throw new Error(`the API logged no url:\n${api.output()}`);
+    const { url } = api.process;
     const [user] = await createUsers(db, config, 1);
     if (!user) throw new Error("no user made");
     const gql = graphqlClient(url);
