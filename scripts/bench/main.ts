@@ -54,7 +54,7 @@ import { createDatabase } from "../../src/stores/postgres/database.js";
 import { loadDataset, quick, realistic, type Dataset } from "./dataset.js";
 import { benchSecret, prepareDatabase, startPrivateCluster, startPrivateRedis, startService, type BenchRedis, type ServiceMode } from "./harness.js";
 import { measureMemory } from "./memory.js";
-import { persist } from "./persist.js";
+import { persist, type PersistFigures } from "./persist.js";
 import { measureStartup } from "./startup.js";
 import { freshVhost } from "./rabbitmq.js";
 import { reconcileScenario } from "./reconcile.js";
@@ -219,6 +219,18 @@ function printScale(runs: readonly ScaleRun[], mode: ServiceMode): void {
       met: q.met ? "✓" : q.exact ? "✗" : "✗ (not exact)",
     })),
   );
+}
+
+function printPersist(p: PersistFigures): void {
+  console.table([
+    {
+      "drained likes": p.drainedLikes,
+      "persisted likes/s": p.persistedPerSecond,
+      "transactions per 1,000": p.transactionsPer1000,
+      [`lag p50 ms at ${p.pacedRate}/s`]: p.lagP50Ms,
+      [`lag p99 ms at ${p.pacedRate}/s`]: p.lagP99Ms,
+    },
+  ]);
 }
 
 async function issueTokens(ids: readonly bigint[]): Promise<Map<bigint, string>> {
@@ -476,15 +488,7 @@ try {
     console.error("persist: outbox → RabbitMQ → PostgreSQL through a worker process ...");
     const p = await persist(redis, sql, databaseUrl, amqp);
     console.log("\nPersistence into PostgreSQL (worker process, batches of up to 1,000):");
-    console.table([
-      {
-        "drained likes": p.drainedLikes,
-        "persisted likes/s": p.persistedPerSecond,
-        "transactions per 1,000": p.transactionsPer1000,
-        [`lag p50 ms at ${p.pacedRate}/s`]: p.lagP50Ms,
-        [`lag p99 ms at ${p.pacedRate}/s`]: p.lagP99Ms,
-      },
-    ]);
+    printPersist(p);
   }
   if (chosen.has("reconcile")) {
     console.error("reconcile: 1,000,000 likes over 10,000 posts ...");
@@ -535,15 +539,7 @@ try {
     );
     const p = f.persist;
     console.log("\nPersistence beside them (worker process, batches of up to 1,000):");
-    console.table([
-      {
-        "drained likes": p.drainedLikes,
-        "persisted likes/s": p.persistedPerSecond,
-        "transactions per 1,000": p.transactionsPer1000,
-        [`lag p50 ms at ${p.pacedRate}/s`]: p.lagP50Ms,
-        [`lag p99 ms at ${p.pacedRate}/s`]: p.lagP99Ms,
-      },
-    ]);
+    printPersist(p);
   }
   if (chosen.has("reconcile-big")) {
     console.error("reconcile-big: one post with 5,000,000 likers ...");
