@@ -184,6 +184,32 @@ describe("_entities called directly", () => {
     ]);
   });
 
+  it("when one call asks for posts and comments with different counts, then every run answers each type's own fields", async () => {
+    const post = (articles[2] as Article).id;
+    const created = await api.gql<{ createComment: { id: string } }>(
+      `mutation($p: ID!) { createComment(postId: $p, body: "c") { id } }`,
+      { p: post },
+      viewer.token,
+    );
+    const comment = dataOf(created).createComment.id;
+    const query = `query($r: [_Any!]!) { _entities(representations: $r) {
+      ... on Post { id counts { likes collects comments } }
+      ... on Comment { id counts { likes replies } }
+      ... on User { id counts { followers } } } }`;
+    const r = [
+      { __typename: "Post", id: post },
+      { __typename: "Comment", id: comment },
+      { __typename: "User", id: viewer.id.toString() },
+    ];
+    const expected = [
+      { id: post, counts: { likes: 0, collects: 0, comments: 1 } },
+      { id: comment, counts: { likes: 0, replies: 0 } },
+      { id: viewer.id.toString(), counts: { followers: 0 } },
+    ];
+    // The third run onwards is written by the serializer compiled from the operation's shape.
+    for (let run = 0; run < 4; run++) expect(dataOf(await api.gql<{ _entities: unknown[] }>(query, { r }))._entities, `run ${run}`).toEqual(expected);
+  });
+
   it("when representations are more than posts(ids:) takes, or name no entity type, then the answer is BAD_USER_INPUT", async () => {
     const query = `query($r: [_Any!]!) { _entities(representations: $r) { ... on Post { id } } }`;
     const tooMany = Array.from({ length: 101 }, (_, i) => ({ __typename: "Post", id: String(i + 1) }));
