@@ -10,6 +10,7 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import { bindMigrationAwareSqlAdapterFactory, DriverAdapterError } from "@prisma/driver-adapter-utils";
 import type { SchemaEngine } from "@prisma/schema-engine-wasm";
 import pg from "pg";
+import { withSessionOptions } from "./session-options.js";
 
 // src/stores/postgres/ or, compiled, dist/stores/postgres/: the project is three levels up either way.
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -79,8 +80,8 @@ let loadedEngine: Promise<typeof SchemaEngine> | undefined;
 
 export async function openSchemaEngine(databaseUrl: string, settings: MigrationSettings = {}): Promise<SchemaEngine> {
   const datamodel = await readFile(schemaPath, "utf8");
-  const options = settings.relationPartitions === undefined ? undefined : `-c likes.relation_partitions=${settings.relationPartitions}`;
-  const adapter = bindMigrationAwareSqlAdapterFactory(new WholeScriptPg({ connectionString: databaseUrl, options }));
+  const options = settings.relationPartitions === undefined ? [] : [`likes.relation_partitions=${settings.relationPartitions}`];
+  const adapter = bindMigrationAwareSqlAdapterFactory(new WholeScriptPg({ connectionString: withSessionOptions(databaseUrl, options) }));
   // Instantiated once per process: a second start of the same bindings panics ("FnOnce called more than once").
   loadedEngine ??= loadSchemaEngine();
   const Engine = await loadedEngine;
