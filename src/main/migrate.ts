@@ -3,8 +3,14 @@
 // RELATION_PARTITIONS sets the partition count of the migration that partitions the
 // relation tables, and nothing once it has run).
 import { loadConfig } from "../config.js";
-import { migrate } from "../stores/postgres/migrate.js";
+import { migrate, relationPartitionCount } from "../stores/postgres/migrate.js";
 
 const { databaseUrl, relationPartitions } = loadConfig();
 const applied = await migrate(databaseUrl, { relationPartitions });
 console.log(applied.length ? `applied migrations: ${applied.join(", ")}` : "database is up to date");
+const partitions = await relationPartitionCount(databaseUrl);
+if (partitions !== relationPartitions) {
+  console.warn(
+    `The relation tables have ${partitions} partitions, not RELATION_PARTITIONS (${relationPartitions}): the count is fixed when they are partitioned (docs/scaling.md).`,
+  );
+}

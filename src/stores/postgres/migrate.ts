@@ -1,3 +1,4 @@
+import pg from "pg";
 import { ensureDatabase } from "./create-database.js";
 import { applyMigrations, openSchemaEngine, type MigrationSettings } from "./schema-engine.js";
 
@@ -17,5 +18,17 @@ export async function migrate(databaseUrl: string, options: MigrateOptions = {})
     return await applyMigrations(engine, options.upTo);
   } finally {
     engine.free();
+  }
+}
+
+/** The partitions `likes` has (those of the other relation tables are made alike); 0 while it is not partitioned. */
+export async function relationPartitionCount(databaseUrl: string): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: string }>("SELECT count(*) AS n FROM pg_inherits WHERE inhparent = 'likes'::regclass");
+    return Number(rows[0]?.n ?? 0);
+  } finally {
+    await client.end();
   }
 }
