@@ -3,7 +3,7 @@
 // batch or per pass, or read at scrape time: nothing costs the like path a Redis
 // round trip.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import { relations, type Change } from "../domain/model/index.js";
+import { relations, type AppliedChanges, type Change } from "../domain/model/index.js";
 import type { MemoryReading } from "../domain/ports/index.js";
 import { noDifferences } from "./reconcile-tally.js";
 
@@ -21,8 +21,12 @@ export interface PipelineMetrics {
   readonly reconcilePasses: Counter<"outcome">;
   /** Records changes the broker confirmed: how long after they were made in Redis. */
   readonly observePublished: (changes: readonly Change[]) => void;
-  /** Records a committed batch: its size, each change's lag, and what it moved by relation. */
-  readonly observePersisted: (changes: readonly Change[]) => void;
+  /**
+   * Records a committed batch: its size and each change's lag, and what it changed in
+   * PostgreSQL by relation (changes newer than what PostgreSQL held, and the views added),
+   * so that a redelivered batch counts its lag and nothing twice.
+   */
+  readonly observePersisted: (changes: readonly Change[], applied: Pick<AppliedChanges, "passed" | "deltas">) => void;
 }
 
 export interface PipelineMetricsOptions {
@@ -34,10 +38,6 @@ export interface PipelineMetricsOptions {
 const lagBuckets = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 /** Changes per PostgreSQL transaction: one alone (a split batch) up to PERSIST_BATCH_SIZE's largest sensible values. */
 const batchBuckets = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000];
-
-/** A persisted change as a label pair; views count by the views they carry. */
-const relationOf = (change: Change): string => (change.kind === "views" ? "view" : change.relation);
-const actionOf = (change: Change): string => (change.kind === "views" || change.member ? "add" : "remove");
 
 // eslint-disable-next-line max-lines-per-function -- the pipeline's metric definitions, one registry; each observer is short.
 export function createPipelineMetrics(options: PipelineMetricsOptions = {}): PipelineMetrics {
@@ -65,7 +65,7 @@ export function createPipelineMetrics(options: PipelineMetricsOptions = {}): Pip
   });
   const changesPersisted = new Counter({
     name: "likes_changes_persisted_total",
-    help: 'Likes, collects and follows (action "add" or "remove") and views committed to PostgreSQL, by relation',
+    help: 'Likes, collects and follows (action "add" or "remove") PostgreSQL applied, newer than what it held, and views it added, by relation',
     labelNames: ["relation", "action"] as const,
     registers: [registry],
   });
@@ -125,19 +125,18 @@ export function createPipelineMetrics(options: PipelineMetricsOptions = {}): Pip
       const now = Date.now();
       for (const change of changes) relayLag.observe((now - change.at.getTime()) / 1000);
     },
-    observePersisted: (changes) => {
+    observePersisted: (changes, applied) => {
       const now = Date.now();
       batchSize.observe(changes.length);
+      for (const change of changes) persistLag.observe((now - change.at.getTime()) / 1000);
       // Summed per label pair first: a batch of a thousand likes is then one labelled increment, not a thousand.
       const moved = new Map<string, { relation: string; action: string; n: number }>();
-      for (const change of changes) {
-        persistLag.observe((now - change.at.getTime()) / 1000);
-        const relation = relationOf(change);
-        const action = actionOf(change);
-        const key = `${relation}/${action}`;
-        const entry = moved.get(key) ?? moved.set(key, { relation, action, n: 0 }).get(key);
-        if (entry) entry.n += change.kind === "views" ? change.count : 1;
-      }
+      const add = (relation: string, action: string, n: number) => {
+        const entry = moved.get(`${relation}/${action}`) ?? moved.set(`${relation}/${action}`, { relation, action, n: 0 }).get(`${relation}/${action}`);
+        if (entry) entry.n += n;
+      };
+      for (const change of applied.passed) add(change.relation, change.member ? "add" : "remove", 1);
+      for (const { target, name, delta } of applied.deltas) if (target.type === "post" && name === "read" && delta > 0) add("view", "add", delta);
       for (const { relation, action, n } of moved.values()) changesPersisted.inc({ relation, action }, n);
     },
   };

@@ -51,7 +51,7 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
         const applied = await persistence.persist(changes);
         metrics.persistBatches.inc();
         metrics.eventsPersisted.inc(changes.length);
-        metrics.observePersisted(changes);
+        metrics.observePersisted(changes, applied);
         logger.debug({ changes: changes.length, ...applied }, "batch committed");
         return changes.map(() => "ack");
       } catch (err) {

@@ -1,7 +1,7 @@
 // The pipeline's metrics as the dashboard and the alerts read them: a committed batch's
 // size, lags and changes by relation, and Redis's memory read at each scrape.
 import { describe, expect, it } from "vitest";
-import type { Change } from "../../../src/domain/model/index.js";
+import type { Change, RelationChange } from "../../../src/domain/model/index.js";
 import type { MemoryReading } from "../../../src/domain/ports/index.js";
 import { createPipelineMetrics } from "../../../src/pipeline/metrics.js";
 
@@ -29,10 +29,18 @@ const valueOf = (text: string, series: string) =>
   );
 
 describe("pipeline metrics", () => {
-  it("when a batch commits, then its size, each change's lag and its changes by relation and action are recorded", async () => {
+  it("when a batch commits, then its size, each change's lag, and what PostgreSQL applied by relation and action are recorded", async () => {
     const metrics = createPipelineMetrics();
+    const [added, again, removed] = [like(true, 2), like(true, 2), like(false, 2)] as RelationChange[];
 
-    metrics.observePersisted([like(true, 2), like(true, 2), like(false, 2), views(5)]);
+    // The second like was a redelivery PostgreSQL already held: it passed no gate and added no view.
+    metrics.observePersisted([added, again, removed, views(5)] as Change[], {
+      passed: [added, removed] as RelationChange[],
+      deltas: [
+        { target: post, name: "like", delta: 0 },
+        { target: post, name: "read", delta: 5 },
+      ],
+    });
     const text = await metrics.registry.metrics();
 
     expect(valueOf(text, "likes_persist_batch_changes_count")).toBe(1);
@@ -40,7 +48,7 @@ describe("pipeline metrics", () => {
     expect(valueOf(text, "likes_persist_lag_seconds_count")).toBe(4);
     expect(valueOf(text, 'likes_persist_lag_seconds_bucket{le="1"}')).toBe(0);
     expect(valueOf(text, 'likes_persist_lag_seconds_bucket{le="2.5"}')).toBe(4);
-    expect(valueOf(text, 'likes_changes_persisted_total{relation="like",action="add"}')).toBe(2);
+    expect(valueOf(text, 'likes_changes_persisted_total{relation="like",action="add"}')).toBe(1);
     expect(valueOf(text, 'likes_changes_persisted_total{relation="like",action="remove"}')).toBe(1);
     expect(valueOf(text, 'likes_changes_persisted_total{relation="view",action="add"}')).toBe(5);
     expect(valueOf(text, 'likes_changes_persisted_total{relation="follow",action="add"}')).toBe(0);
