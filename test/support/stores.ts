@@ -8,6 +8,7 @@ import type { ReconcileSummary } from "../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../src/stores/postgres/database.js";
 import { createRabbitConnection } from "../../src/stores/rabbitmq/connection.js";
 import type { RedisClient } from "../../src/stores/redis/client.js";
+import { noDifferences as noDifferencesFound } from "../../src/pipeline/reconcile-tally.js";
 import { disagreement } from "./agreement.js";
 import { createUsers, emptyRedis, openDatabase, openRedis, silentLogger, testConfig, type TestUser } from "./env.js";
 import { eventually } from "./pipeline.js";
@@ -33,16 +34,7 @@ export async function reconcileOn(stores: Stores, config: Config): Promise<Recon
 }
 
 /** A reconcile summary's differences when a pass found none. */
-export const noDifferences = {
-  missingInDatabase: 0,
-  strayInDatabase: 0,
-  databaseCounter: 0,
-  redisCounter: 0,
-  derivedCounter: 0,
-  redisDerivedCounter: 0,
-  views: 0,
-  list: 0,
-};
+export const noDifferences = noDifferencesFound();
 
 /** `count` new posts by `authorId`, created through the service as the API would. */
 export async function createPosts(stores: Stores, config: Config, authorId: bigint, count: number): Promise<LikeableTarget[]> {
