@@ -6,7 +6,7 @@ const layer = {
   pipeline: "^src/pipeline/",
   stores: "^src/stores/",
   entries: "^src/main/",
-  compose: "^src/compose\\.ts$",
+  compose: "^src/compose(\\.ts$|/)",
 };
 const typeOnly = ["type-only"];
 

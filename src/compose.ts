@@ -1,21 +1,20 @@
 // The composition root: every store and service of the service is built here,
 // from the clients an entry point opened, and nowhere else.
 import type { Logger } from "pino";
+import { composeCounts } from "./compose/counts.js";
+import type { Warmer } from "./domain/warmer.js";
 import type { Config } from "./config.js";
-import { createCatalog, findOne, lookupTarget } from "./domain/catalog.js";
+import { createCatalog, findOne } from "./domain/catalog.js";
 import { createContentService } from "./domain/content.js";
-import { createCounterService } from "./domain/counters.js";
 import { KnownUsers } from "./domain/known-users.js";
 import { createListService } from "./domain/lists.js";
 import { createMemberIndexLoader, type MemberIndexLoader } from "./domain/member-indexes.js";
 import { createLiveCounts } from "./domain/live-counts.js";
 import { createMembershipService } from "./domain/memberships.js";
-import { createMemoryPolicy } from "./domain/memory-policy.js";
 import { createChangePersistence } from "./domain/persistence.js";
-import type { MessageBus } from "./domain/ports/index.js";
+import type { MessageBus, Reachability } from "./domain/ports/index.js";
 import { createRankingRefresher, createRankingService, type RankingRefresher } from "./domain/rankings.js";
 import { createRateLimits } from "./domain/rate-limits.js";
-import { createRebuildSlots } from "./domain/rebuild-slots.js";
 import { createRepairService } from "./domain/repairs.js";
 import type { Services } from "./domain/services.js";
 import { createTokenService } from "./domain/tokens.js";
@@ -28,7 +27,6 @@ import { runReconcile, type ReconcileProgress, type ReconcileSummary } from "./p
 import { isStoreUnavailable, type Clients } from "./stores/clients.js";
 import { createCommentStore } from "./stores/postgres/comment-store.js";
 import { createRelationHistoryStore } from "./stores/postgres/relation-history-store.js";
-import { createPersistedCounts } from "./stores/postgres/persisted-counts.js";
 import { createPostStore } from "./stores/postgres/post-store.js";
 import { createRankingSource } from "./stores/postgres/ranking-source.js";
 import { createDatabaseReconcileStore } from "./stores/postgres/database-reconcile-store.js";
@@ -76,6 +74,12 @@ export interface App {
   readonly hotCounts: HotCounts | null;
   /** Loads the member indexes feeds find missing (a standalone Redis), or null on a cluster. */
   readonly memberIndexes: MemberIndexLoader | null;
+  /** Loads into Redis, in the background, the targets reads answered from PostgreSQL. */
+  readonly warmer: Warmer;
+  /** Whether Redis answers, as this process last found. */
+  readonly reachability: Reachability;
+  /** Stops the background loads and the watch on Redis's reachability. */
+  close(): Promise<void>;
   /** One full reconcile pass; its repairs are published for a running pipeline to apply. */
   reconcileOnce(onProgress?: (progress: ReconcileProgress) => void): Promise<ReconcileSummary>;
   /**
@@ -140,27 +144,8 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const knownUsers = new KnownUsers();
   const userAnnouncements = createUserAnnouncements(redis, clients.subscriberRedis ?? null, keys);
   const snapshots = createSnapshotStore(db);
-  // Redis's memory policy (domain/memory-policy.ts): cold targets evicted, then loads refused, as Redis nears its maxmemory.
-  const memory = createMemoryPolicy({
-    store: createMemoryStore(redis, keys),
-    rebuilds,
-    snapshots,
-    onEvicted: (evicted, reading) =>
-      logger.warn(
-        { evicted, usedBytes: reading.usedBytes, maxBytes: reading.maxBytes },
-        "Redis is near its maxmemory: the least recently used targets were evicted",
-      ),
-    onFailure: (err) => logger.warn({ err }, "Redis's memory could not be measured or cold targets evicted; trying again on the next load"),
-  });
-  const counters = createCounterService({
-    counterStore,
-    rebuildStore: rebuilds,
-    snapshots,
-    lookup: lookupTarget(catalog),
-    slots: createRebuildSlots({ atOnce: config.rebuilds.atOnce, maxWaiting: config.rebuilds.maxWaiting }),
-    persistedCounts: createPersistedCounts(db),
-    admitLoad: memory.admit,
-  });
+  // Counts from Redis, or PostgreSQL where it holds none; Redis filled in behind reads, within its memory policy.
+  const { reachability, warmer, counters } = composeCounts(config, { db, redis, keys, counterStore, rebuilds, snapshots, catalog }, logger);
   const tokens = createTokenService({
     secret: config.jwtSecret,
     ttlSeconds: config.tokenTtlSeconds,
@@ -171,6 +156,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const { rateLimits: limits } = config;
   const rateLimits = createRateLimits({
     store: createRateBudgetStore(redis, keys),
+    reachability,
     settings: {
       enabled: limits.enabled,
       periodMs: 60_000,
@@ -187,14 +173,19 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     },
     onStoreFailure: (err, during) =>
       during === "charge"
-        ? logger.warn({ err }, "rate budgets could not be read from Redis; requests pass uncharged for a second")
+        ? logger.warn({ err }, "rate budgets could not be read from Redis; each process decides them alone, in memory, for a second")
         : logger.warn({ err }, "mutation budgets could not be shared through Redis; each process decides alone for a second"),
   });
   const services: Services = {
     catalog,
     counters,
     tokens,
-    memberships: createMembershipService({ memberships: createMembershipStore(redis, keys, undefined, hotCounts ?? undefined), history, counters }),
+    memberships: createMembershipService({
+      memberships: createMembershipStore(redis, keys, undefined, hotCounts ?? undefined),
+      history,
+      counters,
+      reachability,
+    }),
     lists: createListService({ lists: listStore, history }),
     views: createViewService({
       store: createViewStore(redis, keys),
@@ -215,6 +206,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       announcements: userAnnouncements,
       onAnnounceFailure: (err) => logger.warn({ err }, "a new user could not be announced; other API processes look them up once instead"),
       rateLimits,
+      reachability,
     }),
     rateLimits,
     rankings: createRankingService({ store: rankingStore, cacheMs: config.ranking.cacheMs }),
@@ -228,7 +220,8 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     ...(clients.subscriberRedis && {
       live: createLiveCounts({
         changes: createCountChanges(clients.subscriberRedis, keys),
-        read: (targets) => counters.read(targets),
+        read: (targets, cold) => counters.read(targets, cold),
+        outOfReach: (error) => reachability.failed(error),
         intervalMs: config.live.intervalMs,
         maxPosts: config.live.maxPosts,
         onReadFailure: (err) => logger.warn({ err }, "live counts could not be read from Redis; read again in a second"),
@@ -282,6 +275,12 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     rankings,
     hotCounts,
     memberIndexes: memberIndexLoader,
+    warmer,
+    reachability,
+    async close() {
+      await warmer.close();
+      reachability.close();
+    },
     async startPipeline(hooks) {
       if (!clients.relayRedis) throw new Error("The pipeline needs the relay's own Redis client: open the clients with { relay: true }.");
       const bus = openBus();

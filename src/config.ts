@@ -199,6 +199,14 @@ const settings = {
     atOnce: setting("REBUILDS_AT_ONCE", positiveInt(4)),
     maxWaiting: setting("REBUILDS_WAITING", positiveInt(256)),
   },
+  /**
+   * Targets reads answered from PostgreSQL are loaded into Redis in the background, by each API
+   * process at most this many a second, this many per PostgreSQL snapshot.
+   */
+  warmer: {
+    perSecond: setting("WARM_TARGETS_PER_SECOND", positiveInt(1_000)),
+    batchSize: setting("WARM_BATCH_SIZE", z.coerce.number().int().min(1).max(1_000).default(100)),
+  },
   /** Prometheus metrics at http://HOST:METRICS_PORT/metrics; 0 turns them off. */
   metricsPort: setting("METRICS_PORT", z.coerce.number().int().min(0).max(65535).default(9464)),
   /** Request limits, checked before any resolver runs (docs/clients.md, "Limits"). */

@@ -105,6 +105,19 @@ export class TargetFullError extends Error {
  * `budget`, when a rate budget refused, is its size and how long until it is full
  * again (the response's RateLimit-Limit and RateLimit-Reset).
  */
+/**
+ * SERVICE_UNAVAILABLE with how long to wait before retrying (HTTP Retry-After and
+ * `extensions.retryAfterSeconds`): nothing was done, and a retry after it may work.
+ */
+export class UnavailableError extends DomainError {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds = 1,
+  ) {
+    super(ErrorCode.SERVICE_UNAVAILABLE, message);
+  }
+}
+
 export class RateLimitedError extends DomainError {
   constructor(
     readonly retryAfterSeconds: number,

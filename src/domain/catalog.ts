@@ -1,8 +1,8 @@
 // Users, posts and comments by id. Their rows never change once written (the
 // contract has no edit or delete), so a process-wide cache serves repeats
 // without SQL; only ids never seen before reach PostgreSQL, one query per batch.
-import type { TargetLookup } from "./counters.js";
-import type { Comment, Post, User } from "./model/index.js";
+import type { TargetLookup } from "./target-loads.js";
+import { targetKey, type Comment, type Post, type Target, type User } from "./model/index.js";
 import type { CommentStore, PostStore, UserStore } from "./ports/index.js";
 
 interface Identified {
@@ -62,16 +62,15 @@ export async function findOne<T>(read: BatchReader<T>, id: bigint): Promise<T | 
   return row ?? null;
 }
 
-/** Whether a target exists in PostgreSQL, and who wrote it: what a rebuild needs to know. */
+/** Whether targets exist in PostgreSQL, and who wrote them: what a load needs to know. One batch per type. */
 export function lookupTarget(catalog: Catalog): TargetLookup {
-  return async (target) => {
-    switch (target.type) {
-      case "post":
-        return findOne(catalog.posts, target.id);
-      case "comment":
-        return findOne(catalog.comments, target.id);
-      case "user":
-        return (await findOne(catalog.users, target.id)) ? { authorId: null } : null;
-    }
+  return async (targets) => {
+    const ofType = (type: Target["type"]) => targets.filter((t) => t.type === type).map((t) => t.id);
+    const [posts, comments, users] = await Promise.all([catalog.posts(ofType("post")), catalog.comments(ofType("comment")), catalog.users(ofType("user"))]);
+    const found = new Map<string, { authorId: bigint | null }>();
+    for (const row of posts) if (row) found.set(targetKey({ type: "post", id: row.id }), { authorId: row.authorId });
+    for (const row of comments) if (row) found.set(targetKey({ type: "comment", id: row.id }), { authorId: row.authorId });
+    for (const row of users) if (row) found.set(targetKey({ type: "user", id: row.id }), { authorId: null });
+    return targets.map((t) => found.get(targetKey(t)) ?? null);
   };
 }

@@ -14,23 +14,22 @@
 // posts, superseded in place while it is slow to take them.
 import { performance } from "node:perf_hooks";
 import { DomainError, ErrorCode } from "../errors.js";
+import type { ColdReads } from "./counters.js";
 import type { Counts, Target } from "./model/index.js";
+import { Stream, type CountStream } from "./count-stream.js";
 import type { CountChanges } from "./ports/index.js";
 
-export interface PostCountsUpdate {
-  readonly postId: bigint;
-  readonly counts: Counts;
-}
-
-/** What one subscription receives; `return()` (or a `for await` left) stops watching. */
-export type CountStream = AsyncIterableIterator<PostCountsUpdate>;
+export type { CountStream, PostCountsUpdate } from "./count-stream.js";
 
 export interface LiveCounts {
   /**
-   * New counts of these posts as they change, at most once an interval per post;
-   * resolves once changes of them are heard.
+   * New counts of these posts as they change, at most once an interval per post,
+   * the first message their counts as they stand (`first` says what reading them from
+   * PostgreSQL may spend, for posts Redis does not hold); resolves once changes of them
+   * are heard, or once Redis is found out of reach (they are heard once it is back).
+   * Throws the coded refusal of the first read (RATE_LIMITED) with no stream left behind.
    */
-  watch(postIds: readonly bigint[]): Promise<CountStream>;
+  watch(postIds: readonly bigint[], first?: ColdReads): Promise<CountStream>;
   /** Posts watched by this process, and subscriptions watching them. */
   stats(): { readonly posts: number; readonly streams: number };
   /** Ends every stream. */
@@ -39,8 +38,16 @@ export interface LiveCounts {
 
 export interface LiveCountsOptions {
   readonly changes: CountChanges;
-  /** Reads the counts of posts, in one round trip. */
-  readonly read: (targets: readonly Target[]) => Promise<Counts[]>;
+  /** Reads the counts of posts, in one round trip; `cold` says what reading posts Redis does not hold may spend. */
+  readonly read: (targets: readonly Target[], cold?: ColdReads) => Promise<Counts[]>;
+  /**
+   * Whether a failed listen says Redis is out of reach: its posts are then watched all
+   * the same (their first counts read from PostgreSQL) and listened to again every
+   * `relistenEveryMs` and whenever the subscribing connection is back.
+   */
+  readonly outOfReach?: (error: unknown) => boolean;
+  /** How often posts not listened to yet (Redis out of reach) are tried again; default 1,000 ms. */
+  readonly relistenEveryMs?: number;
   /** The shortest time between two reads (and messages) of one post; default 1,000 ms. */
   readonly intervalMs?: number;
   /** Distinct posts one process watches at most; a subscription past it is refused. */
@@ -71,78 +78,6 @@ const now = () => performance.now();
 /** Posts read in one round trip at most, a feed page's worth. */
 const readSlice = 100;
 
-/** One subscription: the newest counts of each of its posts not yet taken, and when each post was last sent. */
-class Stream implements CountStream {
-  private readonly waiting = new Map<bigint, Counts>();
-  private readonly sentAt = new Map<bigint, number>();
-  /** Per post, the number of the newest read offered: an older read that ends later is dropped. */
-  private readonly offeredRead = new Map<bigint, number>();
-  private wake: (() => void) | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  closed = false;
-
-  constructor(
-    readonly postIds: readonly bigint[],
-    private readonly intervalMs: number,
-    private readonly onClose: (stream: Stream) => void,
-  ) {}
-
-  /** Offers what read number `read` found; counts of an older read than one offered already are not sent. */
-  offer(postId: bigint, counts: Counts, read: number): void {
-    if (this.closed || read < (this.offeredRead.get(postId) ?? 0)) return;
-    this.offeredRead.set(postId, read);
-    this.waiting.set(postId, counts);
-    this.wake?.();
-  }
-
-  /** The next post whose interval since it was last sent has passed, or how long until one's has. */
-  private take(now: number): PostCountsUpdate | number {
-    let soonest = Infinity;
-    for (const [postId, counts] of this.waiting) {
-      const readyAt = (this.sentAt.get(postId) ?? -Infinity) + this.intervalMs;
-      if (readyAt <= now) {
-        this.waiting.delete(postId);
-        this.sentAt.set(postId, now);
-        return { postId, counts };
-      }
-      soonest = Math.min(soonest, readyAt - now);
-    }
-    return soonest;
-  }
-
-  async next(): Promise<IteratorResult<PostCountsUpdate>> {
-    while (!this.closed) {
-      const taken = this.take(now());
-      if (typeof taken !== "number") return { value: taken, done: false };
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-        if (taken !== Infinity) this.timer = setTimeout(resolve, taken);
-      });
-      this.wake = null;
-      if (this.timer) clearTimeout(this.timer);
-      this.timer = null;
-    }
-    return { value: undefined, done: true };
-  }
-
-  async return(): Promise<IteratorResult<PostCountsUpdate>> {
-    this.end();
-    return { value: undefined, done: true };
-  }
-
-  end(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.waiting.clear();
-    this.wake?.();
-    this.onClose(this);
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-}
-
 // eslint-disable-next-line max-lines-per-function -- a service's methods share the watched posts and their streams in one closure; each is short.
 export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
   const { changes, read, maxPosts } = options;
@@ -153,11 +88,41 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
   const due = new Set<bigint>();
   let readScheduled = false;
 
+  /** Posts watched whose changes Redis was out of reach to be listened to. */
+  const unheard = new Set<bigint>();
+  let relisten: NodeJS.Timeout | null = null;
+
   /** The counts of `ids`; after a reconnect every watched post is due at once: read in slices, not one pipeline of all. */
-  async function readCounts(ids: readonly bigint[]): Promise<Counts[]> {
+  async function readCounts(ids: readonly bigint[], cold?: ColdReads): Promise<Counts[]> {
     const counts: Counts[] = [];
-    for (let i = 0; i < ids.length; i += readSlice) counts.push(...(await read(ids.slice(i, i + readSlice).map(post))));
+    for (let i = 0; i < ids.length; i += readSlice) counts.push(...(await read(ids.slice(i, i + readSlice).map(post), cold)));
     return counts;
+  }
+
+  /** Listens to the posts not listened to yet; those Redis still cannot take wait for the next try. */
+  function listenAgain(): void {
+    const ids = [...unheard].filter((id) => watched.has(id));
+    unheard.clear();
+    if (ids.length === 0) return stopRelistening();
+    changes.listen(ids.map(post)).then(
+      // Changes made while nobody listened: each post is read once more.
+      () => ids.forEach((id) => heard(post(id))),
+      (error: unknown) => {
+        for (const id of ids) if (watched.has(id)) unheard.add(id);
+        options.onListenFailure?.(error);
+      },
+    );
+  }
+
+  function stopRelistening(): void {
+    if (relisten) clearInterval(relisten);
+    relisten = null;
+  }
+
+  function keepUnheard(ids: readonly bigint[]): void {
+    for (const id of ids) unheard.add(id);
+    relisten ??= setInterval(listenAgain, options.relistenEveryMs ?? 1_000);
+    relisten.unref();
   }
 
   function schedule(postId: bigint, entry: WatchedPost): void {
@@ -220,6 +185,8 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
 
   function heard(target: Target | null): void {
     if (target === null) {
+      // The subscribing connection is back: posts it could not take before are listened to now.
+      if (unheard.size > 0) listenAgain();
       // The feed may have missed changes (its connection dropped): every post is read again.
       for (const [id, entry] of watched) {
         entry.changed = true;
@@ -251,7 +218,7 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
   }
 
   return {
-    async watch(postIds) {
+    async watch(postIds, first) {
       const ids = [...new Set(postIds)];
       const fresh = ids.filter((id) => !watched.has(id));
       if (watched.size + fresh.length > maxPosts) {
@@ -262,7 +229,15 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
       }
       const stream = new Stream(ids, intervalMs, release);
       streams.add(stream);
-      const listened = fresh.length > 0 ? changes.listen(fresh.map(post)) : Promise.resolve();
+      const listened =
+        fresh.length > 0
+          ? changes.listen(fresh.map(post)).catch((error: unknown) => {
+              if (!options.outOfReach?.(error)) throw error;
+              // Watched all the same: the first counts come from PostgreSQL, changes once Redis is back.
+              keepUnheard(fresh);
+              options.onListenFailure?.(error);
+            })
+          : Promise.resolve();
       // Answered through `listening`; this keeps a failure from counting as unhandled meanwhile.
       listened.catch(() => {});
       const waits = new Set<Promise<void>>();
@@ -301,12 +276,17 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
         return ++entry.reads;
       });
       try {
-        const counts = await readCounts(ids);
+        const counts = await readCounts(ids, first);
         ids.forEach((id, i) => {
           const value = counts[i];
           if (value) stream.offer(id, value, readNumbers[i] as number);
         });
       } catch (error) {
+        // A refusal of the caller's (its budget spent) ends the subscription; a store's failure is read again.
+        if (error instanceof DomainError && error.code !== ErrorCode.SERVICE_UNAVAILABLE) {
+          stream.end();
+          throw error;
+        }
         options.onReadFailure?.(error);
         // Read again as on a change (at once for a post never read), for every stream watching them.
         for (const id of ids) heard(post(id));
@@ -315,6 +295,7 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
     },
     stats: () => ({ posts: watched.size, streams: streams.size }),
     close() {
+      stopRelistening();
       for (const stream of [...streams]) stream.end();
     },
   };

@@ -1,9 +1,9 @@
 // Joining and leaving a target's members: liking and unliking posts and
 // comments, collecting posts, following users. Idempotent, exact, at Redis speed.
-import { badInput, DomainError, ErrorCode, forbidden, notFound, TargetFullError } from "../errors.js";
+import { badInput, DomainError, ErrorCode, forbidden, notFound, TargetFullError, UnavailableError } from "../errors.js";
 import { rebuildRounds, type CounterService } from "./counters.js";
 import type { Counts, MemberPosition, Relation, Target } from "./model/index.js";
-import type { MembershipChange, MembershipStore, MemberPageStore } from "./ports/index.js";
+import type { MembershipChange, MembershipStore, MemberPageStore, Reachability } from "./ports/index.js";
 
 export interface MembershipOutcome {
   readonly changed: boolean;
@@ -49,19 +49,31 @@ export interface MembershipServiceDeps {
   readonly memberships: MembershipStore;
   readonly history: MemberPageStore;
   readonly counters: CounterService;
+  /** Whether Redis answers: while it does not, a change is refused at once rather than after its timeouts. */
+  readonly reachability?: Reachability;
 }
+
+/** How long a client waits before retrying a change refused while Redis is out of reach: about two of its probes. */
+const unreachableRetrySeconds = 2;
 
 const verbs: Record<Relation, string> = { like: "likes", collect: "collects", follow: "followers" };
 
 export function createMembershipService(deps: MembershipServiceDeps): MembershipService {
-  const { memberships, history, counters } = deps;
+  const { memberships, history, counters, reachability } = deps;
 
   async function apply(relation: Relation, target: Target, userId: bigint, join: boolean, answerAtMs: number | undefined): Promise<MembershipOutcome> {
     if (relation === "follow" && target.id === userId) throw badInput("userId", "A user cannot follow themself; pass another user's id.");
+    if (reachability && !reachability.reachable()) {
+      throw new UnavailableError(
+        `Redis, where ${verbs[relation]} are counted, cannot be reached: nothing was done; retry in a few seconds.`,
+        unreachableRetrySeconds,
+      );
+    }
     const run = () => (join ? memberships.add(relation, target, userId, answerAtMs) : memberships.remove(relation, target, userId, answerAtMs));
     const attempt = () =>
       run().catch((error: unknown) => {
         if (error instanceof TargetFullError) throw forbidden(`${target.type} ${target.id} takes no more ${verbs[relation]}: it holds the most a target can.`);
+        reachability?.failed(error);
         throw error;
       });
     let result: MembershipChange = await attempt();

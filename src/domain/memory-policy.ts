@@ -14,8 +14,8 @@
 //
 // Without a maxmemory (0) nothing is refused or evicted.
 import { DomainError, ErrorCode } from "../errors.js";
-import type { LoadAdmission } from "./counters.js";
 import type { MemoryReading, MemoryStore, RebuildStore, SnapshotStore } from "./ports/index.js";
+import type { LoadAdmission } from "./target-loads.js";
 
 export interface MemoryPolicyOptions {
   readonly store: MemoryStore;

@@ -5,7 +5,7 @@
 import { RateLimitedError } from "../errors.js";
 import type { ColdLoad } from "./counters.js";
 import { createLocalBudgets, intervalMicros } from "./local-budgets.js";
-import type { RateBudgetStore } from "./ports/index.js";
+import type { RateBudgetStore, Reachability } from "./ports/index.js";
 
 /** The budgets there are, and whose each is. */
 export const budgetNames = ["userMutations", "ipMutations", "ipSignIns", "usernameLogins", "viewerQueryCost", "ipQueryCost"] as const;
@@ -36,16 +36,16 @@ export const budgets: Readonly<Record<BudgetName, BudgetTraits>> = {
 };
 
 /**
- * What a read pays per target it loads from PostgreSQL because Redis does not hold
+ * What a read pays per target it reads from PostgreSQL because Redis does not hold
  * it, in query-cost units (about the objects a query resolves), whatever the query's
  * own cost: a warm post with its counts costs 2 and is read from Redis in microseconds,
- * while a cold one costs a PostgreSQL statement (counts) or a snapshot transaction and
- * the writes that load it (rebuild). So a crawl of cold posts spends the address's
- * budget (RATE_LIMIT_IP_QUERY_COST a minute: 50,000 cold counts, 5,000 rebuilds), and a
- * signed-in viewer's too, well before it can load the database; feeds of loaded posts
- * pay nothing more.
+ * while a cold one costs its share of a PostgreSQL statement for the page's counts (and
+ * one for the viewer's memberships). So a crawl of cold posts spends the address's
+ * budget (RATE_LIMIT_IP_QUERY_COST a minute: 50,000 cold posts), and a signed-in
+ * viewer's too, well before it can load the database; feeds of loaded posts pay nothing
+ * more. Loading them into Redis afterwards is the warmer's, at its own bounded rate.
  */
-export const coldLoadCost: Readonly<Record<ColdLoad, number>> = { counts: 10, rebuild: 100 };
+export const coldLoadCost: Readonly<Record<ColdLoad, number>> = { counts: 10 };
 
 /** The charges of loading `targets` cold targets, to the address's and the viewer's query-cost budgets. */
 export function coldLoadCharges(load: ColdLoad, targets: number, address: string, userId: bigint | null): Charge[] {
@@ -131,6 +131,10 @@ export interface RateLimitOptions {
   readonly onStoreFailure?: (error: unknown, during: "charge" | "report") => void;
   /** After a failure, how long charges and reports skip the store; default 1 s. */
   readonly retryStoreAfterMs?: number;
+  /** How long a charge waits for the store before it is decided in process memory instead; default 300 ms. */
+  readonly storeWaitMs?: number;
+  /** Whether Redis answers: while it does not, the store's budgets are decided in process memory without asking it. */
+  readonly reachability?: Reachability;
   /** The monotonic clock of the budgets decided in memory, in milliseconds; performance.now() by default. */
   readonly nowMs?: () => number;
 }
@@ -141,15 +145,17 @@ interface PricedCharge extends Charge {
 }
 
 /**
- * Fails open: when the store does not answer, requests go through uncharged by
- * it and the store is left alone for `retryStoreAfterMs`. Budgets protect
- * capacity; a Redis outage already fails likes (they need Redis) and refusing
- * reads and sign-ins too would turn a partial outage into a full one. Scrypt
- * stays bounded by identity.ts's limit on concurrent password work whatever the
- * budgets say. The budgets decided in memory hold on, each process on its own.
+ * Degrades to process memory: when the store does not answer (out of reach, or
+ * slower than `storeWaitMs`), its budgets are decided in this process's memory
+ * instead, each process on its own, and the store is left alone for
+ * `retryStoreAfterMs` after a failure. Budgets protect capacity; a Redis outage
+ * already refuses likes (they need Redis), and refusing reads and sign-ins too
+ * would turn a partial outage into a full one, while letting them all through
+ * would leave passwords unguarded. Scrypt stays bounded by identity.ts's limit on
+ * concurrent password work whatever the budgets say.
  */
 export function createRateLimits(options: RateLimitOptions): RateLimits {
-  const { store, settings, onStoreFailure, retryStoreAfterMs = 1000 } = options;
+  const { store, settings, onStoreFailure, retryStoreAfterMs = 1000, storeWaitMs = 300, reachability } = options;
   const local = createLocalBudgets<BudgetName>({
     periodMs: settings.periodMs,
     maxSubjects: settings.localSubjects,
@@ -158,17 +164,40 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
     retryReportsAfterMs: retryStoreAfterMs,
     ...(options.nowMs && { nowMs: options.nowMs }),
   });
+  // The store's budgets as this process alone sees them, for while the store cannot decide: nothing shared.
+  const fallback = createLocalBudgets<BudgetName>({
+    periodMs: settings.periodMs,
+    maxSubjects: settings.localSubjects,
+    report: async (spendings) => spendings.map(() => 0),
+    ...(options.nowMs && { nowMs: options.nowMs }),
+  });
   let storeSkippedUntil = 0;
 
+  function chargeInMemory(charges: readonly PricedCharge[], budgets: typeof local): BudgetStanding | null {
+    const refused = budgets.charge(charges);
+    if (refused) throw refusal(refused.charge, refused);
+    let standing: BudgetStanding | null = null;
+    for (const { budget, subject, limit } of charges) standing = tighter(standing, standingOf(limit, budgets.aheadMs(budget, subject), settings.periodMs));
+    return standing;
+  }
+
   async function chargeStore(charges: readonly PricedCharge[]): Promise<BudgetStanding | null> {
-    if (charges.length === 0 || Date.now() < storeSkippedUntil) return null;
+    if (charges.length === 0) return null;
+    if (Date.now() < storeSkippedUntil || (reachability && !reachability.reachable())) return chargeInMemory(charges, fallback);
     let answers: { readonly waitMs: number; readonly aheadMs: number }[];
+    const asked = Promise.all(charges.map(({ budget, subject, cost, limit }) => store.charge(budget, subject, cost, limit, settings.periodMs)));
     try {
-      answers = await Promise.all(charges.map(({ budget, subject, cost, limit }) => store.charge(budget, subject, cost, limit, settings.periodMs)));
+      const answered = await withinMs(asked, storeWaitMs);
+      if (answered === null) {
+        asked.catch((error: unknown) => reachability?.failed(error));
+        return chargeInMemory(charges, fallback);
+      }
+      answers = answered;
     } catch (error) {
+      reachability?.failed(error);
       storeSkippedUntil = Date.now() + retryStoreAfterMs;
       onStoreFailure?.(error, "charge");
-      return null;
+      return chargeInMemory(charges, fallback);
     }
     let worst = -1;
     let standing: BudgetStanding | null = null;
@@ -192,14 +221,30 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
         return limit > 0 && cost > 0 ? [{ budget, subject, cost: Math.min(Math.ceil(cost), limit), limit }] : [];
       });
       if (priced.length === 0) return null;
-      const inMemory = priced.filter((c) => budgets[c.budget].decidedIn === "process");
-      const refused = local.charge(inMemory);
-      if (refused) throw refusal(refused.charge, refused);
-      let standing: BudgetStanding | null = null;
-      for (const { budget, subject, limit } of inMemory) standing = tighter(standing, standingOf(limit, local.aheadMs(budget, subject), settings.periodMs));
+      const standing = chargeInMemory(
+        priced.filter((c) => budgets[c.budget].decidedIn === "process"),
+        local,
+      );
       return tighter(standing, await chargeStore(priced.filter((c) => budgets[c.budget].decidedIn === "store")));
     },
   };
+}
+
+/** The promise's value, or null when it has not settled within `ms` (it goes on unheard). */
+function withinMs<T>(promise: Promise<T>, ms: number): Promise<T | null> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => resolve(null), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
 }
 
 const refusal = (

@@ -6,7 +6,7 @@ import type { CounterService } from "./counters.js";
 import { hashPassword, verifyPassword, type Viewer } from "./identity.js";
 import type { KnownUsers } from "./known-users.js";
 import type { User } from "./model/index.js";
-import type { UserAnnouncements, UserStore } from "./ports/index.js";
+import type { Reachability, UserAnnouncements, UserStore } from "./ports/index.js";
 import { checkPlainText } from "./text.js";
 import type { TokenService } from "./tokens.js";
 import type { RateLimits } from "./rate-limits.js";
@@ -71,8 +71,10 @@ export function createUserService(deps: {
   missingTtlMs?: number;
   /** Charges each sign-in attempt to its username's budget before any password work. */
   rateLimits?: RateLimits;
+  /** Whether Redis answers: while it does not, a new user is not announced (other processes look them up once instead). */
+  reachability?: Reachability;
 }): UserService {
-  const { users, tokens, counters, catalog, known, announcements, rateLimits } = deps;
+  const { users, tokens, counters, catalog, known, announcements, rateLimits, reachability } = deps;
   // Users found missing, so a token naming none costs one query per 30 s, not one per request.
   const missing = new LRUCache<bigint, true>({ max: 100_000, ttl: deps.missingTtlMs ?? 30_000 });
   return {
@@ -104,7 +106,12 @@ export function createUserService(deps: {
       known.add(user.id);
       // Awaited: Redis hands the message to every subscriber before it answers, so the other
       // processes have it on its way before the client holds a token to send them.
-      await announcements.announce(user.id).catch((err: unknown) => deps.onAnnounceFailure?.(err));
+      if (!reachability || reachability.reachable()) {
+        await announcements.announce(user.id).catch((err: unknown) => {
+          reachability?.failed(err);
+          deps.onAnnounceFailure?.(err);
+        });
+      }
       await counters.initNew({ type: "user", id: user.id });
       return { token: await tokens.issue(user.id), user };
     },

@@ -3,7 +3,7 @@
 // logged with its cause, never sent with a stack.
 import type { GraphQLFormattedError } from "graphql";
 import type { Logger } from "pino";
-import { DomainError, ErrorCode, RateLimitedError, RequestErrorCode } from "../errors.js";
+import { DomainError, ErrorCode, RateLimitedError, RequestErrorCode, UnavailableError } from "../errors.js";
 import { ApolloServerErrorCode } from "@apollo/server/errors";
 
 /**
@@ -38,6 +38,9 @@ const uncodedApolloErrors = new Map<string, { code: RequestErrorCode; message: s
   ],
 ]);
 
+/** How long a client waits before retrying what a store's outage refused, unless the refusal says. */
+export const unavailableRetrySeconds = 1;
+
 /** The error a resolver threw, under the GraphQLError(s) wrapped around it. */
 function rootCause(error: unknown): unknown {
   let current = error;
@@ -58,7 +61,11 @@ export function createFormatError(logger: Logger, isUnavailable: (error: unknown
         extensions: {
           code: original.code,
           ...(original.field ? { field: original.field } : {}),
-          ...(original instanceof RateLimitedError ? { retryAfterSeconds: original.retryAfterSeconds } : {}),
+          ...(original instanceof RateLimitedError || original instanceof UnavailableError
+            ? { retryAfterSeconds: original.retryAfterSeconds }
+            : original.code === ErrorCode.SERVICE_UNAVAILABLE
+              ? { retryAfterSeconds: unavailableRetrySeconds }
+              : {}),
         },
       };
     }
@@ -76,7 +83,7 @@ export function createFormatError(logger: Logger, isUnavailable: (error: unknown
       return {
         message: "The service could not reach its storage in time; retry shortly.",
         path: formatted.path,
-        extensions: { code: ErrorCode.SERVICE_UNAVAILABLE },
+        extensions: { code: ErrorCode.SERVICE_UNAVAILABLE, retryAfterSeconds: unavailableRetrySeconds },
       };
     }
     logger.error({ err: original, path: formatted.path }, "internal error while answering a request");

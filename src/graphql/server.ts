@@ -20,6 +20,7 @@ import { jitExecution } from "./jit-executor.js";
 import { attachLiveServer, type LiveServer } from "./live-server.js";
 import { requestLimitsPlugin, type RequestLimitsOptions } from "./limits/request-limits-plugin.js";
 import { chargeOperation, rateLimitPlugin } from "./rate-limit-plugin.js";
+import { unavailablePlugin } from "./unavailable-plugin.js";
 import { operationFactsPlugin, type OperationFacts } from "./operation-facts.js";
 import { requestIdOf } from "./request-id.js";
 import { createRequestLog } from "./request-log.js";
@@ -166,6 +167,7 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
       // Budgets are spent by the limits' onCost hook, so only operations the limits let through pay.
       requestLimitsPlugin({ schema, limits: options.limits, onCost: options.onCost ?? chargeOperation }),
       rateLimitPlugin(),
+      unavailablePlugin(),
       operationFactsPlugin((context, facts) => {
         const request = (context as HttpContext)[httpRequest];
         if (request) operations.set(request, facts);

@@ -62,6 +62,7 @@ async function start(waiting: AbortSignal): Promise<void> {
   const tracing = config.tracing ? (await import("../tracing.js")).startTracing({ ...config.tracing, attributes: { "process.pid": process.pid } }) : null;
   if (tracing) shutdown.add("tracing", () => tracing.close());
   const app = compose(config, clients, logger, metrics ? { readinessFailures: metrics.readinessFailures } : {});
+  shutdown.add("the loads into Redis behind reads", () => app.close());
   if (metrics && app.hotCounts) watchHotCounts(metrics.registry, app.hotCounts);
   // Learns in the background which users exist; requests are served meanwhile, their tokens checked as before.
   const directory = app.startUserDirectory();

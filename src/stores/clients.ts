@@ -240,14 +240,21 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     }
     const probes = () => ({
       postgres: () => db.$queryRaw`SELECT 1`,
-      redis: () => redis.ping(),
       ...(rabbit && {
         rabbitmq: async () => {
           if (!rabbit?.ready) throw new Error("not connected");
         },
       }),
     });
+    // Redis out of reach is degraded service, not an outage: reads answer from PostgreSQL and sign-ins
+    // work, so a balancer that took every process out for it would turn it into one.
     const advisories = () => ({
+      redis: () =>
+        redis.ping().then(
+          () => null,
+          (err: unknown) =>
+            `Redis does not answer (${err instanceof Error ? err.message : String(err)}): counts are read from PostgreSQL, and changes that need Redis are refused until it answers`,
+        ),
       ...(watched && {
         rabbitmq: async () => (watched?.ready ? null : "RabbitMQ is not connected: likes wait in the outbox until it is"),
       }),

@@ -5,6 +5,7 @@ import { compose } from "../../src/compose.js";
 import type { Config } from "../../src/config.js";
 import type { Services } from "../../src/domain/services.js";
 import type { MemberIndexLoader } from "../../src/domain/member-indexes.js";
+import type { Warmer } from "../../src/domain/warmer.js";
 import type { DirectoryLoad } from "../../src/domain/user-directory.js";
 import type { ApiMetrics } from "../../src/graphql/api-metrics.js";
 import type { LiveServer } from "../../src/graphql/live-server.js";
@@ -31,6 +32,10 @@ export interface TestApi {
   readonly hotCounts: HotCounts | null;
   /** Loads the member indexes reads find missing (null on a cluster). */
   readonly memberIndexes: MemberIndexLoader | null;
+  /** Loads into Redis the targets reads answered from PostgreSQL. */
+  readonly warmer: Warmer;
+  /** Whether the API last found Redis answering. */
+  redisReachable(): boolean;
   close(): Promise<void>;
 }
 
@@ -87,9 +92,12 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
     knowsUser: (userId) => directory.knows(userId),
     hotCounts: app.hotCounts,
     memberIndexes: app.memberIndexes,
+    warmer: app.warmer,
+    redisReachable: () => app.reachability.reachable(),
     async close() {
       await api.close();
       await directory.close();
+      await app.close();
       await clients.close();
     },
   };

@@ -33,6 +33,13 @@ export async function reconcileOn(stores: Stores, config: Config): Promise<Recon
   }
 }
 
+/** Loads targets into Redis as a write would (a read answers from PostgreSQL and loads nothing itself). */
+export async function loadIntoRedis(services: Services, targets: readonly Target[]): Promise<void> {
+  const found = await Promise.all(targets.map((target) => services.counters.rebuild(target)));
+  const missing = targets.filter((_, i) => !found[i]);
+  if (missing.length > 0) throw new Error(`not in PostgreSQL, so not loaded: ${missing.map((t) => `${t.type} ${t.id}`).join(", ")}`);
+}
+
 /** A reconcile summary's differences when a pass found none. */
 export const noDifferences = noDifferencesFound();
 

@@ -13,6 +13,7 @@ export type * from "./message-bus.js";
 export type * from "./outbox.js";
 export type * from "./rankings.js";
 export type * from "./rate-budgets.js";
+export type * from "./reachability.js";
 export type * from "./rebuild.js";
 export type * from "./reconcile.js";
 export type * from "./relation-history.js";

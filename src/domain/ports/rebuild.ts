@@ -24,12 +24,24 @@ export interface LateViews {
   readonly intoEpoch: bigint;
 }
 
+/** What writing a snapshot did: wrote the target, found it held already, or found the lock gone (nothing written). */
+export type RebuildWrite = "written" | "held" | "lockLost";
+
 export interface RebuildStore {
-  /** Takes the target's rebuild lock; the token to release it, or null when another process holds it. */
-  lock(target: Target, ttlMs: number): Promise<string | null>;
+  /**
+   * Takes the target's rebuild lock for `ttlMs`; the token to release it, or null when another
+   * process holds it. With `token`, the lock is also the caller's when it already holds that token
+   * (an earlier acquire whose answer was lost).
+   */
+  lock(target: Target, ttlMs: number, token?: string): Promise<string | null>;
   unlock(target: Target, token: string): Promise<void>;
-  /** Writes the target from a PostgreSQL snapshot; false when Redis already held it. */
-  write(target: Target, snapshot: TargetSnapshot, authorId: bigint | null): Promise<boolean>;
+  /** Whether Redis holds each target (its counter hash), in order. */
+  held(targets: readonly Target[]): Promise<boolean[]>;
+  /**
+   * Writes the target from a PostgreSQL snapshot under the rebuild lock `token`. The counter
+   * hash, written last, marks it ready: never written once the lock is not the caller's.
+   */
+  write(target: Target, snapshot: TargetSnapshot, authorId: bigint | null, token: string): Promise<RebuildWrite>;
   /**
    * Brings a change PostgreSQL applied late into a rebuilt target. "tooLate": it
    * came after the rebuild window, when Redis no longer knows what superseded it.

@@ -67,12 +67,15 @@ export interface CommittedSince {
 }
 
 export interface SnapshotStore {
-  /** A target's members, counters, lists and applied version, as of one moment, and a new epoch for it. */
-  read(target: Target): Promise<TargetSnapshot>;
-  /** What committed to the target after the snapshot `mark`, whatever its version. */
-  changesSince(target: Target, mark: string): Promise<CommittedSince>;
-  /** The target's derived counters as they stand now, with their sequence numbers. */
-  derived(target: Target): Promise<CounterValue[]>;
+  /**
+   * Targets' members, counters and applied versions as of one moment, in order,
+   * each with a new epoch: one transaction of a few statements whatever their number.
+   */
+  read(targets: readonly Target[]): Promise<TargetSnapshot[]>;
+  /** What committed to each target after the snapshot `mark`, whatever its version, in order. */
+  changesSince(targets: readonly Target[], mark: string): Promise<CommittedSince[]>;
+  /** The targets' derived counters as they stand now, with their sequence numbers. */
+  derived(targets: readonly Target[]): Promise<CounterValue[]>;
   /** The newest version PostgreSQL applied to the target, or the start of its last epoch if later (0 when none). */
   newestVersion(target: Target): Promise<bigint>;
   /** Whether transaction `txid` had committed when the snapshot `mark` was taken. */
@@ -80,10 +83,13 @@ export interface SnapshotStore {
 }
 
 /**
- * Targets' counters as PostgreSQL's `counters` table holds them: what the pipeline
- * committed, in the transaction that wrote the changes' rows. One statement for all.
+ * What PostgreSQL holds of targets Redis does not: the counters the pipeline
+ * committed (in the transaction that wrote the changes' rows) and a user's
+ * memberships. One statement each for a whole page, no transaction, nothing loaded.
  */
-export interface PersistedCounts {
+export interface PersistedViews {
   /** Each target's counts in order; a counter with no row is absent (read as 0). */
-  read(targets: readonly Target[]): Promise<Counts[]>;
+  counts(targets: readonly Target[]): Promise<Counts[]>;
+  /** Per target in order, whether `userId` is a member of each relation asked that its type has. */
+  memberships(userId: bigint, targets: readonly Target[], relations: readonly Relation[]): Promise<Partial<Record<Relation, boolean>>[]>;
 }

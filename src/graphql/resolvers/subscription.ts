@@ -5,6 +5,7 @@ import { parseId } from "../arguments.js";
 import type { CountStream } from "../../domain/live-counts.js";
 import type { Counts, Post } from "../../domain/model/index.js";
 import { badInput, DomainError, ErrorCode, notFound } from "../../errors.js";
+import { coldReadsOf } from "../cold-reads.js";
 import type { Context } from "../context.js";
 import { mapIterator } from "../map-iterator.js";
 
@@ -50,7 +51,8 @@ export const Subscription = {
         if (!row) throw notFound("post", id);
         posts.set(id, row);
       });
-      return asEvents(await live.watch(ids), posts);
+      // The first counts of posts Redis does not hold come from PostgreSQL, paid as a query's would be.
+      return asEvents(await live.watch(ids, coldReadsOf(ctx.services, ctx.viewer, ctx.clientIp, ctx.charged)), posts);
     },
     resolve(event: PostCountsEvent, _: unknown, ctx: Context): Post {
       ctx.loaders.views.set({ type: "post", id: event.post.id }, { counts: event.counts, viewerIn: {} });

@@ -3,14 +3,14 @@ import type { Lease, TickClaims } from "../../domain/ports/index.js";
 import type { RedisClient } from "./client.js";
 
 /**
- * Takes the lock in `key` for `ttlMs` under a new token, or answers null when
- * another holds it. `SET NX GET` answers what the key held: a call that ioredis
- * re-sends after losing its reply finds its own token there and knows it holds
- * the lock, where a plain `SET NX` would answer "taken" and leave the lock held by
- * nobody until it expired (every rebuild of its target failing meanwhile).
+ * Takes the lock in `key` for `ttlMs` under `token` (a new one unless given), or
+ * answers null when another holds it. `SET NX GET` answers what the key held: a
+ * call that ioredis re-sends after losing its reply finds its own token there and
+ * knows it holds the lock, where a plain `SET NX` would answer "taken" and leave
+ * the lock held by nobody until it expired. So does a later call with the token
+ * of an acquire whose answer never came (a timeout: Redis may have taken it).
  */
-export async function acquireLock(redis: RedisClient, key: string, ttlMs: number): Promise<string | null> {
-  const token = randomUUID();
+export async function acquireLock(redis: RedisClient, key: string, ttlMs: number, token: string = randomUUID()): Promise<string | null> {
   const found = await redis.set(key, token, "PX", ttlMs, "NX", "GET");
   return found === null || found === token ? token : null;
 }

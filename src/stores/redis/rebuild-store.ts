@@ -111,13 +111,18 @@ export function createRebuildStore(
   }
 
   return {
-    lock: (target, ttlMs) => acquireLock(redis, keys.rebuildLock(target), ttlMs),
+    lock: (target, ttlMs, token) => acquireLock(redis, keys.rebuildLock(target), ttlMs, token),
     async unlock(target, token) {
       await redis.releaseLock(keys.rebuildLock(target), token);
     },
-    async write(target, snapshot, authorId) {
+    async held(targets) {
+      if (targets.length === 0) return [];
+      const found = await Promise.all(targets.map((t) => redis.exists(keys.counters(t))));
+      return found.map((n) => n === 1);
+    },
+    async write(target, snapshot, authorId, token) {
       // A target Redis holds keeps its shards: the wipe below is for what a partial loss left.
-      if ((await redis.exists(keys.counters(target))) === 1) return false;
+      if ((await redis.exists(keys.counters(target))) === 1) return "held";
       const held = relationsOf(target.type).map((relation) => {
         const members = snapshot.members[relation] ?? [];
         const generation = rebuildGeneration(members, shardCapacity);
@@ -178,10 +183,11 @@ export function createRebuildStore(
       ];
       if (target.type === "post") fields.push(epochViewsField, 0);
       if (authorId !== null) fields.push(authorField, authorId.toString());
-      const [status] = await redis.finishRebuild(keys.counters(target), ...fields);
+      const [status] = await redis.finishRebuild(keys.counters(target), keys.rebuildLock(target), token, ...fields);
       // What a drop left is done with: its later generations are gone and its changes were waited for.
       if (status === ScriptStatus.Applied) await redis.del(keys.dropped(target));
-      if (status === ScriptStatus.Applied || status === ScriptStatus.Unchanged) return status === ScriptStatus.Applied;
+      if (status === ScriptStatus.Applied || status === ScriptStatus.Unchanged) return status === ScriptStatus.Applied ? "written" : "held";
+      if (status === ScriptStatus.LockLost) return "lockLost";
       throw toError("finish-rebuild", status, target);
     },
     async replay({ relation, target, userId, member, version, intoEpoch }) {

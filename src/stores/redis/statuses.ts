@@ -26,6 +26,8 @@ export const ScriptStatus = {
   OverBudget: -8,
   /** A write ran after its deadline (includes/deadline.lua); nothing was written. */
   DeadlinePassed: -9,
+  /** The caller's lock expired or was taken over before the write; nothing was written. */
+  LockLost: -10,
 } as const;
 
 export type ScriptStatus = (typeof ScriptStatus)[keyof typeof ScriptStatus];

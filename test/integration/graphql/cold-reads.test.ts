@@ -1,14 +1,16 @@
-// Reads of targets Redis does not hold are bounded: a process loads a few at a time,
-// each within the request's deadline; anonymous counts come from PostgreSQL without
-// loading anything; and every load is paid from the caller's budget.
+// A read never waits for a target to be loaded into Redis: whatever Redis does not
+// hold is answered from PostgreSQL (counts and the viewer's memberships, two
+// statements for a page), paid from the caller's budget, and handed to the warmer,
+// which loads many targets per PostgreSQL snapshot in the background. Writes still
+// load the target they change, a few at a time per process, each within its deadline.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
-import { createCounterService } from "../../../src/domain/counters.js";
-import { lookupTarget, createCatalog } from "../../../src/domain/catalog.js";
+import { createCatalog, lookupTarget } from "../../../src/domain/catalog.js";
 import type { LikeableTarget, Target } from "../../../src/domain/model/index.js";
 import type { SnapshotStore } from "../../../src/domain/ports/index.js";
-import { createRebuildSlots } from "../../../src/domain/rebuild-slots.js";
-import { DomainError, ErrorCode } from "../../../src/errors.js";
+import { createTargetLoader } from "../../../src/domain/target-loads.js";
+import { createWarmer } from "../../../src/domain/warmer.js";
+import { ErrorCode } from "../../../src/errors.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { createCommentStore } from "../../../src/stores/postgres/comment-store.js";
 import { createPostStore } from "../../../src/stores/postgres/post-store.js";
@@ -29,109 +31,139 @@ let author: TestUser;
 
 useStores((s) => ({ db, redis, author } = s));
 
-const postsQuery = "query($ids: [ID!]!) { posts(ids: $ids) { id counts { likes } } }";
-const likesOf = (response: { data?: { posts: ({ counts: { likes: number } } | null)[] } | null }) => response.data?.posts.map((p) => p?.counts.likes ?? null);
-const heldCounterHashes = async () => (await redis.keys("cnt:*")).length;
-const codeOf = (error: unknown) => (error instanceof DomainError ? error.code : String(error));
+const postsQuery = "query($ids: [ID!]!) { posts(ids: $ids) { id counts { likes } viewerHasLiked } }";
+type PostsAnswer = { posts: ({ counts: { likes: number }; viewerHasLiked: boolean } | null)[] };
+const likesOf = (response: { data?: PostsAnswer | null }) => response.data?.posts.map((p) => p?.counts.likes ?? null);
+const likedOf = (response: { data?: PostsAnswer | null }) => response.data?.posts.map((p) => p?.viewerHasLiked ?? null);
+const held = async (config: Config, targets: readonly Target[]) => createRebuildStore(redis, createRedisKeys(config.redisPartitions)).held(targets);
 
-/** A counter service on the real stores whose snapshots (one per rebuild) report how many run at once. */
-function countedService(config: Config, atOnce: number) {
+/** A loader on the real stores whose snapshots report how many targets each read, and how many ran at once. */
+function countedLoader(config: Config) {
   const keys = createRedisKeys(config.redisPartitions);
   const real = createSnapshotStore(db);
-  const counted = { now: 0, most: 0, taken: 0 };
+  const counted = { now: 0, most: 0, snapshots: [] as number[] };
   const snapshots: SnapshotStore = {
     ...real,
-    async read(target) {
+    async read(targets) {
       counted.most = Math.max(counted.most, ++counted.now);
-      counted.taken++;
+      counted.snapshots.push(targets.length);
       try {
-        return await real.read(target);
+        return await real.read(targets);
       } finally {
         counted.now--;
       }
     },
   };
   const catalog = createCatalog({ users: createUserStore(db), posts: createPostStore(db), comments: createCommentStore(db) });
-  const counters = createCounterService({
-    counterStore: createCounterStore(redis, keys),
+  const loader = createTargetLoader({
     rebuildStore: createRebuildStore(redis, keys),
     snapshots,
+    counterStore: createCounterStore(redis, keys),
     lookup: lookupTarget(catalog),
-    slots: createRebuildSlots({ atOnce, maxWaiting: 256 }),
   });
-  return { counters, counted, rebuilds: createRebuildStore(redis, keys) };
+  return { loader, counted };
 }
 
-describe("rebuilds per process", () => {
-  it("when a viewer reads 100 posts Redis does not hold, then at most the slots' worth are loaded at once, and all are answered", async () => {
+describe("the warmer", () => {
+  it("when reads hand in 250 posts Redis does not hold, then they are loaded a batch per snapshot, one snapshot at a time, and all end in Redis", async () => {
     const config = testConfig();
-    const posts = await createPosts({ db, redis }, config, author.id, 100);
-    const { counters, counted, rebuilds } = countedService(config, 3);
-    for (const post of posts) expect(await rebuilds.evict(post, 0n)).toBe("evicted");
-
-    const views = await counters.view(posts, 7n, undefined, { deadlineAtMs: Date.now() + 30_000 });
-    expect(views.map((v) => v.counts.like)).toEqual(posts.map(() => 0));
-    expect(counted.taken).toBe(100);
-    expect(counted.most).toBeLessThanOrEqual(3);
+    const posts = await createPosts({ db, redis }, config, author.id, 250);
+    await emptyRedis(redis);
+    const { loader, counted } = countedLoader(config);
+    const warmer = createWarmer({ loader, batchSize: 100, perSecond: 10_000 });
+    // Handed in twice, as two readers would: each post waits once.
+    warmer.want(posts);
+    warmer.want(posts.slice(0, 50));
+    await warmer.idle();
+    expect(counted.snapshots).toEqual([100, 100, 50]);
+    expect(counted.most).toBe(1);
+    expect(await held(config, posts)).toEqual(posts.map(() => true));
+    expect(warmer.stats()).toMatchObject({ waiting: 0, loaded: 250, failedBatches: 0 });
   });
 
-  it("when a read's deadline has passed before a slot is free, then SERVICE_UNAVAILABLE and nothing is loaded", async () => {
+  it("when its queue is full, then what it cannot take is dropped and counted, and what it took is loaded", async () => {
     const config = testConfig();
-    const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
-    const { counters, counted, rebuilds } = countedService(config, 1);
-    await rebuilds.evict(post, 0n);
-    await expect(counters.view([post], 7n, undefined, { deadlineAtMs: Date.now() - 1 }).catch(codeOf)).resolves.toBe(ErrorCode.SERVICE_UNAVAILABLE);
-    await expect(counters.rebuild(post, Date.now() - 1).catch(codeOf)).resolves.toBe(ErrorCode.SERVICE_UNAVAILABLE);
-    expect(counted.taken).toBe(0);
+    const posts = await createPosts({ db, redis }, config, author.id, 30);
+    await emptyRedis(redis);
+    const { loader } = countedLoader(config);
+    const warmer = createWarmer({ loader, maxWaiting: 10, batchSize: 10, perSecond: 10_000 });
+    warmer.want(posts);
+    await warmer.idle();
+    expect(warmer.stats()).toMatchObject({ dropped: 20, loaded: 10 });
+    expect((await held(config, posts)).filter(Boolean)).toHaveLength(10);
   });
 });
 
 describe("cold reads through the API", () => {
   let api: TestApi;
-  let viewer: TestUser;
+  let viewers: TestUser[];
 
   beforeAll(async () => {
     api = await startTestApi({ RATE_LIMIT_IP_QUERY_COST: "1000", RATE_LIMIT_VIEWER_QUERY_COST: "3000" });
-    [viewer] = (await createUsers(db, api.config, 1)) as [TestUser];
+    viewers = await createUsers(db, api.config, 3);
   });
   afterAll(() => api.close());
 
-  it("when an anonymous reader asks posts Redis lost, then their counts come exact from PostgreSQL and nothing is loaded into Redis", async () => {
-    const posts = await createPosts({ db, redis }, api.config, author.id, 5);
+  /** Posts whose likes are persisted: post i liked by users 1..3i and by viewers[0] when i is odd. */
+  async function persistedPosts(count: number): Promise<LikeableTarget[]> {
+    const posts = await createPosts({ db, redis }, api.config, author.id, count);
     const pipeline = await startTestPipeline(api.config);
     try {
       for (const [i, post] of posts.entries()) {
         await Promise.all(Array.from({ length: i * 3 }, (_, u) => api.services.memberships.join("like", post, BigInt(u + 1))));
+        if (i % 2 === 1) await api.services.memberships.join("like", post, (viewers[0] as TestUser).id);
       }
       await agreeWithin({ db, redis }, api.config, posts);
     } finally {
       await pipeline.stop();
     }
+    return posts;
+  }
+
+  it("when a viewer reads posts Redis lost, then counts and viewerHasLiked come from PostgreSQL at once, and the warmer loads the posts after the answer", async () => {
+    const posts = await persistedPosts(5);
     const ids = posts.map((p) => p.id.toString());
-    const epochs = () => db.targetEpoch.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } });
-    const epochsBefore = await epochs();
-
     await emptyRedis(redis);
-    const anonymous = await api.gql<{ posts: { counts: { likes: number } }[] }>(postsQuery, { ids });
-    expect(likesOf(anonymous)).toEqual([0, 3, 6, 9, 12]);
-    expect(await heldCounterHashes()).toBe(0);
-    expect(await epochs()).toBe(epochsBefore);
+    const viewer = viewers[0] as TestUser;
 
-    // A viewer needs memberships: the posts are loaded, with the same counts.
-    const signedIn = await api.gql<{ posts: { counts: { likes: number } }[] }>(postsQuery, { ids }, viewer.token);
-    expect(likesOf(signedIn)).toEqual([0, 3, 6, 9, 12]);
-    expect(await heldCounterHashes()).toBe(5);
+    const cold = await api.gql<PostsAnswer>(postsQuery, { ids }, viewer.token);
+    expect(codesOf(cold)).toEqual([]);
+    expect(likesOf(cold)).toEqual([0, 4, 6, 10, 12]);
+    expect(likedOf(cold)).toEqual([false, true, false, true, false]);
+    await api.warmer.idle();
+    expect(await held(api.config, posts)).toEqual(posts.map(() => true));
+    // Warm now, the same answer from Redis.
+    const warm = await api.gql<PostsAnswer>(postsQuery, { ids }, viewer.token);
+    expect(likesOf(warm)).toEqual([0, 4, 6, 10, 12]);
+    expect(likedOf(warm)).toEqual([false, true, false, true, false]);
+  });
+
+  it("when a viewer likes a post Redis does not hold, then the like loads it first and the viewer's next read shows the like", async () => {
+    const [post] = (await createPosts({ db, redis }, api.config, author.id, 1)) as [LikeableTarget];
+    await emptyRedis(redis);
+    const viewer = viewers[1] as TestUser;
+    const ids = [post.id.toString()];
+    expect(likedOf(await api.gql<PostsAnswer>(postsQuery, { ids }, viewer.token))).toEqual([false]);
+    const liked = await api.gql(
+      "mutation($id: ID!) { likePost(postId: $id) { changed post { counts { likes } viewerHasLiked } } }",
+      { id: ids[0] },
+      viewer.token,
+    );
+    expect(liked.data).toEqual({ likePost: { changed: true, post: { counts: { likes: 1 }, viewerHasLiked: true } } });
+    const after = await api.gql<PostsAnswer>(postsQuery, { ids }, viewer.token);
+    expect([likesOf(after), likedOf(after)]).toEqual([[1], [true]]);
   });
 
   it("when an anonymous crawler reads cold posts, then each read pays for them and the crawler runs out of budget; warm posts cost nothing", async () => {
     const posts = await createPosts({ db, redis }, api.config, author.id, 20);
     const ids = posts.map((p) => p.id.toString());
     await emptyRedis(redis);
-    const viewed = await api.gql(postsQuery, { ids }, viewer.token);
-    expect(codesOf(viewed)).toEqual([]);
-    // Loaded now: reading them again and again costs no budget.
+    // Read once, then loaded behind the read: reading them again and again costs no budget.
+    expect(codesOf(await api.gql(postsQuery, { ids }))).toEqual([]);
+    await api.warmer.idle();
     for (let i = 0; i < 12; i++) expect(codesOf(await api.gql(postsQuery, { ids }))).toEqual([]);
 
+    await api.warmer.close();
     await emptyRedis(redis);
     // Until Redis's word of the flush arrives, the process may still answer the counts it holds.
     await eventually(
@@ -143,18 +175,6 @@ describe("cold reads through the API", () => {
     for (let i = 0; i < 5; i++) expect(likesOf(await api.gql(postsQuery, { ids }))).toEqual(posts.map(() => 0));
     const refused = await api.gql(postsQuery, { ids });
     expect(new Set(codesOf(refused))).toEqual(new Set([ErrorCode.RATE_LIMITED]));
-  });
-
-  it("when a viewer's read rebuilds posts, then each rebuild is paid from the viewer's budget", async () => {
-    await emptyRedis(redis);
-    const [other] = (await createUsers(db, api.config, 1)) as [TestUser];
-    const batches = await Promise.all([0, 1].map(() => createPosts({ db, redis }, api.config, author.id, 20)));
-    await emptyRedis(redis);
-    const [first, second] = batches.map((posts) => posts.map((p: Target) => p.id.toString())) as [string[], string[]];
-    // 20 rebuilds cost 2,000 of the viewer's 3,000 units (and of the address's budget, refilled here by the flush).
-    expect(codesOf(await api.gql(postsQuery, { ids: first }, other.token))).toEqual([]);
-    await redis.del(...(await redis.keys("rl:{ipQueryCost*")));
-    const refused = await api.gql(postsQuery, { ids: second }, other.token);
-    expect(new Set(codesOf(refused))).toEqual(new Set([ErrorCode.RATE_LIMITED]));
+    expect(await held(api.config, posts)).toEqual(posts.map(() => false));
   });
 });

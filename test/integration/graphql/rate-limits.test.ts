@@ -355,7 +355,7 @@ describe("query cost budgets and a Redis that does not answer", () => {
     }
   });
 
-  it("when Redis cannot be reached, then charges pass (fail open), mutations pass within the process's own budget, and the failures are reported", async () => {
+  it("when Redis cannot be reached, then its budgets are decided in the process's memory, mutations pass within the process's own budget, and the failures are reported", async () => {
     const redis = createRedisClient({ url: `redis://127.0.0.1:${await freePort()}`, commandTimeoutMs: 200 });
     redis.on("error", () => {}); // refused connections are the point here
     const failures: ("charge" | "report")[] = [];
@@ -371,8 +371,12 @@ describe("query cost budgets and a Redis that does not answer", () => {
       onStoreFailure: (_error, during) => failures.push(during),
     });
     try {
-      for (let i = 0; i < 3; i++) await limits.charge([{ budget: "viewerQueryCost", subject: "1", cost: 1 }]);
+      await limits.charge([{ budget: "viewerQueryCost", subject: "1", cost: 1 }]);
       expect(failures).toContain("charge");
+      // Spent in this process's memory: the budget of 1 refuses the next charge, without waiting for Redis.
+      await expect(limits.charge([{ budget: "viewerQueryCost", subject: "1", cost: 1 }])).rejects.toMatchObject({ code: "RATE_LIMITED" });
+      // Another subject's budget is whole.
+      await limits.charge([{ budget: "viewerQueryCost", subject: "2", cost: 1 }]);
       // Decided in memory: no Redis call waits, every report of the spending fails.
       for (let i = 0; i < 3; i++)
         await limits.charge([

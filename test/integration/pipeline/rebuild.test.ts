@@ -3,8 +3,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
-import { createCounterService } from "../../../src/domain/counters.js";
-import type { LikeableTarget, RelationChange } from "../../../src/domain/model/index.js";
+import type { Services } from "../../../src/domain/services.js";
+import { createTargetLoader } from "../../../src/domain/target-loads.js";
+import type { LikeableTarget, RelationChange, Target } from "../../../src/domain/model/index.js";
 import { createChangePersistence } from "../../../src/domain/persistence.js";
 import type { PersistStore, SnapshotStore } from "../../../src/domain/ports/index.js";
 import { createRelationHistoryStore } from "../../../src/stores/postgres/relation-history-store.js";
@@ -29,6 +30,12 @@ useStores((s) => ({ db, redis, author } = s));
 
 const persistedLikes = (posts: LikeableTarget[]) => db.like.count({ where: { targetType: "post", targetId: { in: posts.map((p) => p.id) } } });
 
+/** The targets' counts once each is loaded into Redis, as a write would load it (a read alone never loads). */
+async function loadedCounts(services: Services, targets: readonly Target[]) {
+  for (const target of targets) expect(await services.counters.rebuild(target)).toBe(true);
+  return services.counters.read(targets);
+}
+
 describe("rebuild from PostgreSQL", () => {
   it("when Redis is flushed with nothing in flight, then counts come back equal, repeated likes change nothing, unlikes count down once, and PostgreSQL follows", async () => {
     const config = testConfig();
@@ -45,7 +52,7 @@ describe("rebuild from PostgreSQL", () => {
       await emptyRedis(redis);
       // Two service instances, as two API processes would be, race to rebuild.
       const other = servicesOn({ db, redis }, config);
-      const counts = await Promise.all([services.counters.read(posts), other.counters.read(posts)]);
+      const counts = await Promise.all([loadedCounts(services, posts), loadedCounts(other, posts)]);
       expect(counts[0].map((c) => c.like)).toEqual(before.map((s) => s.count));
       expect(counts[1].map((c) => c.like)).toEqual(before.map((s) => s.count));
       expect(await redisState(redis, config.redisPartitions, posts)).toEqual(before);
@@ -79,7 +86,7 @@ describe("rebuild from PostgreSQL", () => {
     const rebuilds = createRebuildStore(redis, createRedisKeys(config.redisPartitions));
     expect(await rebuilds.evict(post, 0n)).toBe("kept");
     expect(await rebuilds.evict(post, 1n << 62n)).toBe("evicted");
-    expect((await services.counters.read(posts))[0]?.like).toBe(0);
+    expect((await loadedCounts(services, posts))[0]?.like).toBe(0);
     // After the rebuild, user 2 unlikes (not a member now: no change) and likes again; user 4 likes.
     expect((await services.memberships.join("like", post, 2n)).changed).toBe(true);
     expect((await services.memberships.join("like", post, 4n)).changed).toBe(true);
@@ -153,18 +160,21 @@ describe("rebuild from PostgreSQL", () => {
     // rebuilt hash exists: that lane finds nothing to replay into.
     const snapshots = createSnapshotStore(db);
     const racing: SnapshotStore = {
-      async read(target) {
-        const snapshot = await snapshots.read(target);
+      ...snapshots,
+      async read(targets) {
+        const snapshot = await snapshots.read(targets);
         await persistence.persist([change(post, 2n, true, now - 1_000n)]);
         return snapshot;
       },
-      changesSince: (target, mark) => snapshots.changesSince(target, mark),
-      newestVersion: (target) => snapshots.newestVersion(target),
-      sawCommit: (mark, txid) => snapshots.sawCommit(mark, txid),
-      derived: (target) => snapshots.derived(target),
     };
-    const counters = createCounterService({ counterStore, rebuildStore: rebuilds, snapshots: racing, lookup: async () => ({ authorId: author.id }) });
-    expect((await counters.read([post]))[0]?.like).toBe(2);
+    const loader = createTargetLoader({
+      counterStore,
+      rebuildStore: rebuilds,
+      snapshots: racing,
+      lookup: async (targets) => targets.map(() => ({ authorId: author.id })),
+    });
+    expect(await loader.load([post])).toEqual(["loaded"]);
+    expect((await counterStore.read([post]))[0]?.like).toBe(2);
     await agreeWithin({ db, redis }, config, [post]);
   });
 
@@ -174,14 +184,14 @@ describe("rebuild from PostgreSQL", () => {
     const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
     const { rebuilds, persistence } = lanes(config);
     expect(await rebuilds.drop(post)).toBe("evicted");
-    expect((await services.counters.read([post]))[0]?.like).toBe(0);
+    expect((await loadedCounts(services, [post]))[0]?.like).toBe(0);
     // After the rebuild, user 5 likes and unlikes (both wait in the outbox)...
     expect((await services.memberships.join("like", post, 5n)).changed).toBe(true);
     expect((await services.memberships.leave("like", post, 5n)).changed).toBe(true);
     // ...while their like from before the loss, stamped an hour ahead, reaches PostgreSQL first.
     const ahead = BigInt(Date.now() + 3_600_000) * 1000n;
     await persistence.persist([change(post, 5n, true, ahead)]);
-    expect((await services.counters.read([post]))[0]?.like).toBe(0);
+    expect((await loadedCounts(services, [post]))[0]?.like).toBe(0);
 
     const pipeline = await startTestPipeline(config);
     try {
@@ -270,10 +280,10 @@ describe("rebuild from PostgreSQL", () => {
     // Lane B commits the newer unlike; then the target is lost and rebuilt with both seen.
     await persistence.persist([change(post, 12n, false, now + 1_000n)]);
     expect(await rebuilds.drop(post)).toBe("evicted");
-    expect((await services.counters.read([post]))[0]?.like).toBe(0);
+    expect((await loadedCounts(services, [post]))[0]?.like).toBe(0);
     release();
     await liking;
-    expect((await services.counters.read([post]))[0]?.like).toBe(0);
+    expect((await loadedCounts(services, [post]))[0]?.like).toBe(0);
     await agreeWithin({ db, redis }, config, [post]);
   });
 
@@ -283,13 +293,13 @@ describe("rebuild from PostgreSQL", () => {
     const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
     const { rebuilds, persistence } = lanes(config);
     expect(await rebuilds.drop(post)).toBe("evicted");
-    expect((await services.counters.read([post]))[0]?.like).toBe(0);
+    expect((await loadedCounts(services, [post]))[0]?.like).toBe(0);
     // Made before the rebuild, committed after it by a worker that died before its replay.
     const late = change(post, 13n, true, BigInt(Date.now()) * 1000n - 5_000_000n);
     await createRelationHistoryStore(db).apply([late]);
     // The broker redelivers it: PostgreSQL has it already, Redis does not.
     await persistence.persist([late]);
-    expect((await services.counters.read([post]))[0]?.like).toBe(1);
+    expect((await loadedCounts(services, [post]))[0]?.like).toBe(1);
     await agreeWithin({ db, redis }, config, [post]);
   });
 
@@ -301,8 +311,9 @@ describe("rebuild from PostgreSQL", () => {
     const snapshots = createSnapshotStore(db);
     // The follow commits (and its credit is mirrored, finding no hash) while the fan is being rebuilt.
     const racing: SnapshotStore = {
-      async read(target) {
-        const snapshot = await snapshots.read(target);
+      ...snapshots,
+      async read(targets) {
+        const snapshot = await snapshots.read(targets);
         const follow: RelationChange = {
           kind: "relation",
           relation: "follow",
@@ -316,13 +327,15 @@ describe("rebuild from PostgreSQL", () => {
         await persistence.persist([follow]);
         return snapshot;
       },
-      changesSince: (target, mark) => snapshots.changesSince(target, mark),
-      newestVersion: (target) => snapshots.newestVersion(target),
-      sawCommit: (mark, txid) => snapshots.sawCommit(mark, txid),
-      derived: (target) => snapshots.derived(target),
     };
-    const counters = createCounterService({ counterStore, rebuildStore: rebuilds, snapshots: racing, lookup: async () => ({ authorId: null }) });
-    expect((await counters.read([fanTarget]))[0]?.following).toBe(1);
+    const loader = createTargetLoader({
+      counterStore,
+      rebuildStore: rebuilds,
+      snapshots: racing,
+      lookup: async (targets) => targets.map(() => ({ authorId: null })),
+    });
+    expect(await loader.load([fanTarget])).toEqual(["loaded"]);
+    expect((await counterStore.read([fanTarget]))[0]?.following).toBe(1);
   });
 });
 

@@ -12,7 +12,7 @@ import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { createUsers, emptyRedis, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
-import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
+import { agreeWithin, createPosts, servicesOn, useStores, loadIntoRedis } from "../../support/stores.js";
 
 let db: Database;
 let redis: RedisClient;
@@ -96,8 +96,8 @@ describe("collects, follows and views persisted", () => {
       const posts = await createPosts({ db, redis }, config, author.id, 6);
       const users = await createUsers(db, config, 30);
       const userTargets: Target[] = users.map((u) => ({ type: "user", id: u.id }));
-      // Loaded into Redis first (as a read would), so their credits move there too.
-      await services.counters.read([...userTargets, { type: "user", id: author.id }]);
+      // Loaded into Redis first (as a write or the warmer would), so their credits move there too.
+      await loadIntoRedis(services, [...userTargets, { type: "user", id: author.id }]);
       await burst(services, posts, users);
       await agreeWithin({ db, redis }, config, posts);
       await agreeWithin({ db, redis }, config, posts, 30_000, "collect");
@@ -126,7 +126,7 @@ describe("collects, follows and views persisted", () => {
         ...users.map((u): Target => ({ type: "user", id: u.id })),
         { type: "user", id: author.id },
       ];
-      await services.counters.read(targets);
+      await loadIntoRedis(services, targets);
       await burst(services, posts, users);
       await countersAgree(config, targets);
       const viewer = (users[3] as TestUser).id;
@@ -181,8 +181,8 @@ describe("collects, follows and views persisted", () => {
       }
       dropping = false;
       await drops;
-      // Loaded again by a read, as the next request would.
-      await services.counters.read([...posts, ...followed]);
+      // Loaded again, as the next write (or the warmer, after a read) would.
+      await loadIntoRedis(services, [...posts, ...followed]);
       await agreeWithin({ db, redis }, config, posts, 30_000, "collect");
       await agreeWithin({ db, redis }, config, followed, 30_000, "follow");
       await countersAgree(config, [...posts, ...followed]);
@@ -209,6 +209,7 @@ describe("collects, follows and views persisted", () => {
       const [star, fan] = (await createUsers(db, config, 2)) as [TestUser, TestUser];
       const fanTarget: Target = { type: "user", id: fan.id };
       // The fan's counters are in Redis, so a lost mirror would leave them stale there.
+      await loadIntoRedis(services, [fanTarget]);
       expect((await services.counters.read([fanTarget]))[0]?.following).toBe(0);
       await services.memberships.join("follow", { type: "user", id: star.id }, fan.id);
       await eventually(

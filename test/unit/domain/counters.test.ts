@@ -3,7 +3,9 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { createCounterService } from "../../../src/domain/counters.js";
 import type { Target, TargetView } from "../../../src/domain/model/index.js";
-import type { CounterStore, RebuildStore, SnapshotStore, ViewRequest } from "../../../src/domain/ports/index.js";
+import type { ColdViews } from "../../../src/domain/cold-views.js";
+import type { CounterStore, RebuildStore, ViewRequest } from "../../../src/domain/ports/index.js";
+import type { TargetLoader } from "../../../src/domain/target-loads.js";
 
 describe("anonymous count reads", () => {
   it("when the same posts' counts are asked in one tick, then one store read answers all; asked later, or by a viewer, each reads its own", async () => {
@@ -17,7 +19,7 @@ describe("anonymous count reads", () => {
         return targets.map(() => ({ counts, viewerIn: {} }));
       },
     } as unknown as CounterStore;
-    const counters = createCounterService({ counterStore, rebuildStore: {} as RebuildStore, snapshots: {} as SnapshotStore, lookup: async () => null });
+    const counters = createCounterService({ counterStore, rebuildStore: {} as RebuildStore, loader: {} as TargetLoader, cold: {} as ColdViews });
     const posts: Target[] = [1n, 2n, 3n].map((id) => ({ type: "post", id }));
 
     const together = [counters.view(posts, null), counters.view(posts, null), counters.view(posts, 7n)];

@@ -39,7 +39,7 @@ describe("formatError", () => {
     const { format, logged } = capture(isStoreUnavailable);
     const error = wrap(new Error("Command timed out"));
     const formatted = format({ message: error.message, path: ["likePost"], extensions: { code: "INTERNAL_SERVER_ERROR" } }, error);
-    expect(formatted.extensions).toEqual({ code: "SERVICE_UNAVAILABLE" });
+    expect(formatted.extensions).toEqual({ code: "SERVICE_UNAVAILABLE", retryAfterSeconds: 1 });
     expect(formatted.message).not.toContain("timed out");
     expect(JSON.stringify(logged)).toContain("Command timed out");
     const fault = wrap(new Error("ERR unknown command"));

@@ -179,11 +179,12 @@ describe("scripts on a Redis Cluster", () => {
     // Rebuilt in epoch 4 from a snapshot that held 10 of epoch 3's views; 14 of them reached PostgreSQL late.
     await Promise.all(group.map((t) => rebuilds.drop(t)));
     await Promise.all(
-      group.map((t) =>
+      group.map(async (t) =>
         rebuilds.write(
           t,
           { members: {}, counts: { read: 10 }, seqs: {}, viewTotals: [{ epoch: 3n, total: 10 }], version: 0n, epoch: 4n, mark: "100:100:" },
           8n,
+          (await rebuilds.lock(t, 10_000)) as string,
         ),
       ),
     );
@@ -308,9 +309,10 @@ describe("scripts on a Redis Cluster", () => {
       epoch: 2n,
       mark: "100:100:",
     };
-    expect(await Promise.all(group.map((t) => rebuilds.write(t, snapshot, 8n)))).toEqual(group.map(() => true));
+    expect(await Promise.all(group.map((t, i) => rebuilds.write(t, snapshot, 8n, tokens[i] as string)))).toEqual(group.map(() => "written"));
     await Promise.all(group.map((t, i) => rebuilds.unlock(t, tokens[i] as string)));
-    expect((await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)))).every((token) => token !== null)).toBe(true);
+    const again = await Promise.all(group.map((t) => rebuilds.lock(t, 10_000)));
+    expect(again.every((token) => token !== null)).toBe(true);
 
     const epochStarts = (await rebuilds.rebuilds(group)).map((r) => r?.epochStart);
     expect(epochStarts).toEqual(group.map(() => versionOf(2n, 0n)));
@@ -335,7 +337,9 @@ describe("scripts on a Redis Cluster", () => {
     expect(await reconcile.holds(group)).toEqual(group.map(() => false));
     expect(await Promise.all(group.map((t) => rebuilds.evict(t, 0n)))).toEqual(group.map(() => "absent"));
 
-    expect(await Promise.all(group.map((t) => rebuilds.write(t, { ...snapshot, version: 60n, epoch: 3n }, 8n)))).toEqual(group.map(() => true));
+    expect(await Promise.all(group.map((t, i) => rebuilds.write(t, { ...snapshot, version: 60n, epoch: 3n }, 8n, again[i] as string)))).toEqual(
+      group.map(() => "written"),
+    );
     expect((await createCounterStore(cluster, keys).read(group)).map((c) => c?.like)).toEqual(group.map(() => members.length));
   });
 

@@ -1,6 +1,7 @@
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LikeableTarget, Target, TargetSnapshot } from "../../../../src/domain/model/index.js";
+import type { RebuildStore } from "../../../../src/domain/ports/index.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { parseCounterHash } from "../../../../src/stores/redis/counter-hash.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
@@ -27,6 +28,12 @@ const snapshot = (members: bigint[], version: bigint, epoch: bigint, more: Parti
   ...more,
 });
 
+/** Writes a snapshot under the target's rebuild lock, taken with this file's own token. */
+async function writeLocked(store: RebuildStore, target: Target, written: TargetSnapshot, authorId: bigint | null) {
+  const token = (await store.lock(target, 10_000, "rebuild-store-test")) as string;
+  return store.write(target, written, authorId, token);
+}
+
 beforeAll(async () => {
   redis = await openRedis();
 });
@@ -41,8 +48,8 @@ describe("rebuild store", () => {
     const store = createRebuildStore(redis, keys, 64);
     const collectors = [14n, 27n];
     const written = snapshot(members, 77n, 3n, { members: { like: members, collect: collectors }, counts: { comment: 4, read: 12 }, seqs: { comment: 6n } });
-    expect(await store.write(target, written, 9n)).toBe(true);
-    expect(await store.write(target, snapshot([], 1n, 4n), 9n)).toBe(false);
+    expect(await writeLocked(store, target, written, 9n)).toBe("written");
+    expect(await writeLocked(store, target, snapshot([], 1n, 4n), 9n)).toBe("held");
     const hash = parseCounterHash(await redis.hgetall(keys.counters(target)));
     // The rebuilt target starts its epoch: its version is the epoch's first.
     expect(hash).toMatchObject({
@@ -65,7 +72,7 @@ describe("rebuild store", () => {
     // An index being loaded exists: a rebuild between its read of PostgreSQL and its completion notes the target in it.
     await createMemberIndexStore(redis, indexes).begin("like", "post", loading);
     const store = createRebuildStore(redis, keys);
-    await store.write(target, snapshot([loading, without], 10n, 2n), null);
+    await writeLocked(store, target, snapshot([loading, without], 10n, 2n), null);
     expect(await redis.sismember(indexes.key("like", "post", loading), target.id.toString())).toBe(1);
     // No index is made for a member who has none: its load reads PostgreSQL, which holds the membership.
     expect(await redis.exists(indexes.key("like", "post", without))).toBe(0);
@@ -79,12 +86,13 @@ describe("rebuild store", () => {
     const user: Target = { type: "user", id: nextId++ };
     const store = createRebuildStore(redis, keys);
     expect(
-      await store.write(
+      await writeLocked(
+        store,
         user,
         snapshot([], 0n, 1n, { members: { follow: [3n, 4n, 5n] }, counts: { following: 2, posts: 1 }, seqs: { following: 3n, posts: 1n } }),
         null,
       ),
-    ).toBe(true);
+    ).toBe("written");
     expect(parseCounterHash(await redis.hgetall(keys.counters(user)))).toMatchObject({
       counts: { followers: 3, following: 2, posts: 1 },
       seqs: { following: 3n, posts: 1n },
@@ -95,7 +103,7 @@ describe("rebuild store", () => {
   it("when late changes of one user are replayed out of order, then the newest wins and the target's version stays its epoch's", async () => {
     const target: LikeableTarget = { type: "post", id: nextId++ };
     const store = createRebuildStore(redis, keys);
-    await store.write(target, snapshot([5n], 10n, 2n), null);
+    await writeLocked(store, target, snapshot([5n], 10n, 2n), null);
     expect(await store.rebuilds([target])).toEqual([{ epoch: 2n, epochStart: versionOf(2n, 0n), mark: "100:100:" }]);
     // Made before the rebuild (epoch 1), by a clock far ahead of the rebuilding Redis's.
     const ahead = BigInt(Date.now() + 3_600_000) * 1000n;
@@ -118,7 +126,7 @@ describe("rebuild store", () => {
     const target: LikeableTarget = { type: "post", id: nextId++ };
     const store = createRebuildStore(redis, keys);
     const likes = createMembershipStore(redis, keys);
-    await store.write(target, snapshot([5n], 10n, 2n), null);
+    await writeLocked(store, target, snapshot([5n], 10n, 2n), null);
     const events = async () =>
       (await redis.xrange(keys.outbox(target), "-", "+"))
         .map(([, fields]) => new Map(Array.from({ length: fields.length / 2 }, (_, i): [string, string] => [fields[2 * i] ?? "", fields[2 * i + 1] ?? ""])))
@@ -152,7 +160,7 @@ describe("rebuild store", () => {
     const target: Target = { type: "post", id: nextId++ };
     const store = createRebuildStore(redis, keys);
     // The snapshot held 30 views, 20 of them from epoch 1 (and PostgreSQL's views of epoch 1 were 20 then).
-    await store.write(target, snapshot([], 10n, 2n, { counts: { read: 30 }, viewTotals: [{ epoch: 1n, total: 20 }] }), null);
+    await writeLocked(store, target, snapshot([], 10n, 2n, { counts: { read: 30 }, viewTotals: [{ epoch: 1n, total: 20 }] }), null);
     expect(await store.replayViews({ target, epoch: 1n, total: 18, intoEpoch: 2n })).toBe("unchanged");
     expect(await store.replayViews({ target, epoch: 1n, total: 26, intoEpoch: 2n })).toBe("replayed");
     expect(await store.replayViews({ target, epoch: 1n, total: 25, intoEpoch: 2n })).toBe("unchanged");
@@ -166,7 +174,7 @@ describe("rebuild store", () => {
   it("when a late change arrives after the rebuild window, then it is too late to replay and the target can be dropped whole", async () => {
     const target: LikeableTarget = { type: "post", id: nextId++ };
     const store = createRebuildStore(redis, keys);
-    await store.write(target, snapshot([5n], 10n, 2n), null);
+    await writeLocked(store, target, snapshot([5n], 10n, 2n), null);
     // Rebuilt two hours ago, as far as the window can tell.
     await redis.hset(keys.counters(target), "rb", String((BigInt(Date.now()) - 7_200_000n) * 1000n));
     expect(await store.replay({ relation: "like", target, userId: 8n, member: true, version: versionOf(1n, 5n), intoEpoch: 2n })).toBe("tooLate");
@@ -182,7 +190,7 @@ describe("rebuild store", () => {
     const target: LikeableTarget = { type: "post", id: nextId++ };
     const store = createRebuildStore(redis, keys);
     const likes = createMembershipStore(redis, keys);
-    await store.write(target, snapshot([], 0n, 2n), null);
+    await writeLocked(store, target, snapshot([], 0n, 2n), null);
     for (let u = 1; u <= 10_500; u += 500) {
       await Promise.all(Array.from({ length: 500 }, (_, i) => likes.add("like", target, BigInt(u + i))));
     }

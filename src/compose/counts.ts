@@ -1,0 +1,78 @@
+// The part of the composition root that reads and loads counts: Redis's memory
+// policy, whether Redis answers, the loads of targets from PostgreSQL, the warmer
+// that fills Redis in after reads, and the counter service over them.
+import type { Logger } from "pino";
+import type { Config } from "../config.js";
+import { lookupTarget, type Catalog } from "../domain/catalog.js";
+import { createCounterService, type CounterService } from "../domain/counters.js";
+import { createMemoryPolicy, type MemoryPolicy } from "../domain/memory-policy.js";
+import type { CounterStore, RebuildStore, SnapshotStore } from "../domain/ports/index.js";
+import { createRebuildSlots } from "../domain/rebuild-slots.js";
+import { createTargetLoader } from "../domain/target-loads.js";
+import { createWarmer, type Warmer } from "../domain/warmer.js";
+import type { Database } from "../stores/postgres/database.js";
+import { createPersistedViews } from "../stores/postgres/persisted-views.js";
+import type { RedisClient } from "../stores/redis/client.js";
+import type { RedisKeys } from "../stores/redis/keys.js";
+import { createMemoryStore } from "../stores/redis/memory-store.js";
+import { createReachability, type RedisReachability } from "../stores/redis/reachability.js";
+
+export interface CountsParts {
+  readonly db: Database;
+  readonly redis: RedisClient;
+  readonly keys: RedisKeys;
+  readonly counterStore: CounterStore;
+  readonly rebuilds: RebuildStore;
+  readonly snapshots: SnapshotStore;
+  readonly catalog: Catalog;
+}
+
+export interface ComposedCounts {
+  readonly memory: MemoryPolicy;
+  readonly reachability: RedisReachability;
+  readonly warmer: Warmer;
+  readonly counters: CounterService;
+}
+
+export function composeCounts(config: Config, parts: CountsParts, logger: Logger): ComposedCounts {
+  const { db, redis, keys, counterStore, rebuilds, snapshots, catalog } = parts;
+  // Redis's memory policy (domain/memory-policy.ts): cold targets evicted, then loads refused, as Redis nears its maxmemory.
+  const memory = createMemoryPolicy({
+    store: createMemoryStore(redis, keys),
+    rebuilds,
+    snapshots,
+    onEvicted: (evicted, reading) =>
+      logger.warn(
+        { evicted, usedBytes: reading.usedBytes, maxBytes: reading.maxBytes },
+        "Redis is near its maxmemory: the least recently used targets were evicted",
+      ),
+    onFailure: (err) => logger.warn({ err }, "Redis's memory could not be measured or cold targets evicted; trying again on the next load"),
+  });
+  // Whether Redis answers: while it does not, reads come from PostgreSQL and writes that need it are refused at once.
+  const reachability = createReachability(redis, {
+    onChange: (reachable, cause) =>
+      reachable
+        ? logger.info("Redis answers again: counts are read from it again")
+        : logger.warn({ err: cause }, "Redis cannot be reached: counts are read from PostgreSQL and changes that need Redis are refused until it answers"),
+  });
+  const loader = createTargetLoader({ rebuildStore: rebuilds, snapshots, counterStore, lookup: lookupTarget(catalog) });
+  // Loads what reads answered from PostgreSQL, in the background, a batch per snapshot.
+  const warmer = createWarmer({
+    loader,
+    admit: memory.admit,
+    perSecond: config.warmer.perSecond,
+    batchSize: config.warmer.batchSize,
+    onFailure: (err) => logger.warn({ err }, "targets reads asked for could not be loaded into Redis; reads answer them from PostgreSQL meanwhile"),
+  });
+  const counters = createCounterService({
+    counterStore,
+    rebuildStore: rebuilds,
+    loader,
+    cold: { persisted: createPersistedViews(db), snapshots },
+    warmer,
+    reachability,
+    slots: createRebuildSlots({ atOnce: config.rebuilds.atOnce, maxWaiting: config.rebuilds.maxWaiting }),
+    admitLoad: memory.admit,
+  });
+  return { memory, reachability, warmer, counters };
+}

@@ -1,0 +1,204 @@
+// Loading targets Redis does not hold from PostgreSQL: many at once, from one
+// snapshot. A read never waits for this (counters.ts answers it from PostgreSQL);
+// writes load the target they change, and the warmer (warmer.ts) loads what reads
+// asked for, a batch at a time.
+//
+// Each target is loaded under its rebuild lock, whose lease is the longest a load
+// may take: a load that has not written by then gives up, and the counter hash,
+// written last, is never written once the lock is not the loader's. An acquire
+// whose answer was lost (a timeout: Redis may have taken the lock) is released by
+// its token, and the next load of the target tries the same token, which owns the
+// lock if Redis took it.
+import { setTimeout as sleep } from "node:timers/promises";
+import { randomUUID } from "node:crypto";
+import { LRUCache } from "lru-cache";
+import { targetKey, zeroCounts, type Target, type TargetKey } from "./model/index.js";
+import type { CounterStore, RebuildStore, SnapshotStore } from "./ports/index.js";
+
+/** Whether Redis may take one more target now; throws the coded refusal when it is too near its memory limit. */
+export type LoadAdmission = () => Promise<void>;
+
+/** What PostgreSQL knows of targets: per target in order, whether it exists and who wrote it. */
+export type TargetLookup = (targets: readonly Target[]) => Promise<({ authorId: bigint | null } | null)[]>;
+
+/**
+ * What became of a target a load was asked for: loaded now; held already (or loaded by
+ * another process meanwhile); missing from PostgreSQL; busy (another process holds its
+ * lock and is loading it); dropped again right after (a late change could not be brought
+ * in), to be loaded once more; or abandoned (its load took longer than its lease).
+ */
+export type LoadOutcome = "loaded" | "held" | "missing" | "busy" | "dropped" | "abandoned";
+
+export interface TargetLoader {
+  /**
+   * Loads the targets Redis does not hold from one PostgreSQL snapshot; answers what
+   * became of each, in order. Throws when Redis or PostgreSQL fails; the locks taken are
+   * released first. Never waits for another process's load of a target.
+   */
+  load(targets: readonly Target[]): Promise<LoadOutcome[]>;
+  /** A target just created exists, whatever an earlier load found. */
+  created(target: Target): void;
+}
+
+export interface TargetLoaderOptions {
+  readonly rebuildStore: RebuildStore;
+  readonly snapshots: SnapshotStore;
+  readonly counterStore: Pick<CounterStore, "mirror">;
+  readonly lookup: TargetLookup;
+  /** How long an id found missing in PostgreSQL is answered as missing without asking again; default 30 s. */
+  readonly missingTtlMs?: number;
+  /** The rebuild lock's lease: the longest a load may take; it writes nothing past `leaseMs` less a margin. Default 15 s. */
+  readonly leaseMs?: number;
+  /** How long a load of a dropped target waits for its changes in flight to reach PostgreSQL; default 3 s. */
+  readonly droppedWaitMs?: number;
+}
+
+/** Of the lease, what a load keeps unused before it writes: writes sent before then land well within it. */
+const leaseMarginMs = 5_000;
+
+// eslint-disable-next-line max-lines-per-function -- the load's steps share the locks taken and the missing ids in one closure, each step a function of its own.
+export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
+  const { rebuildStore, snapshots, counterStore, lookup } = options;
+  const leaseMs = options.leaseMs ?? 15_000;
+  const droppedWaitMs = options.droppedWaitMs ?? 3_000;
+  const missing = new LRUCache<TargetKey, true>({ max: 100_000, ttl: options.missingTtlMs ?? 30_000 });
+  // Tokens of acquires whose answer never came: Redis may hold the lock under them.
+  const unanswered = new LRUCache<TargetKey, string>({ max: 10_000, ttl: leaseMs });
+
+  /** Takes each target's lock; the tokens of those taken, null where another process holds it. */
+  async function lockAll(targets: readonly Target[]): Promise<(string | null)[]> {
+    const tokens = targets.map((t) => unanswered.get(targetKey(t)) ?? randomUUID());
+    const settled = await Promise.allSettled(targets.map((t, i) => rebuildStore.lock(t, leaseMs, tokens[i])));
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+    if (!failed) return settled.map((s) => (s as PromiseFulfilledResult<string | null>).value);
+    // Released as soon as possible, by token; a lock taken after that (the acquire landing late) is the next load's.
+    targets.forEach((t, i) => {
+      const outcome = settled[i] as PromiseSettledResult<string | null>;
+      if (outcome.status === "rejected") unanswered.set(targetKey(t), tokens[i]);
+      const token = outcome.status === "fulfilled" ? outcome.value : (tokens[i] as string);
+      if (token) rebuildStore.unlock(t, token).catch(() => {});
+    });
+    throw failed.reason;
+  }
+
+  /**
+   * A target dropped with changes in flight is loaded once PostgreSQL holds the last of
+   * them, or after `droppedWaitMs`: a snapshot without them would answer from an older
+   * state until they are replayed. The replay still covers whatever arrives later.
+   */
+  async function awaitDroppedChanges(target: Target): Promise<void> {
+    const dropped = await rebuildStore.droppedVersion(target);
+    if (dropped === null) return;
+    const until = Date.now() + droppedWaitMs;
+    while ((await snapshots.newestVersion(target)) < dropped && Date.now() < until) await sleep(50);
+  }
+
+  /** Brings in what committed after the snapshot `mark`; false for a target that then had to go again. */
+  async function replayCommittedSince(targets: readonly Target[], mark: string, epochs: readonly bigint[]): Promise<boolean[]> {
+    const committed = await snapshots.changesSince(targets, mark);
+    return Promise.all(
+      targets.map(async (target, i) => {
+        const intoEpoch = epochs[i] as bigint;
+        const since = committed[i] ?? { changes: [], views: [] };
+        let complete = true;
+        try {
+          for (const change of since.changes) {
+            if ((await rebuildStore.replay({ target, ...change, intoEpoch })) === "tooLate") complete = false;
+          }
+          for (const views of since.views) {
+            if (complete && (await rebuildStore.replayViews({ target, ...views, intoEpoch })) === "tooLate") complete = false;
+          }
+        } finally {
+          // A target that cannot be brought up to date goes, to be loaded again whole.
+          if (!complete) await rebuildStore.drop(target);
+        }
+        return complete;
+      }),
+    );
+  }
+
+  /** Loads the locked targets from one snapshot; what became of each. */
+  async function loadLocked(
+    targets: readonly Target[],
+    tokens: readonly string[],
+    authors: readonly (bigint | null)[],
+    startedAt: number,
+  ): Promise<LoadOutcome[]> {
+    await Promise.all(targets.map(awaitDroppedChanges));
+    const found = await snapshots.read(targets);
+    if (Date.now() > startedAt + leaseMs - leaseMarginMs) return targets.map(() => "abandoned");
+    const written = await Promise.all(
+      targets.map((target, i) => {
+        const snapshot = found[i] as (typeof found)[number];
+        return rebuildStore.write(target, { ...snapshot, counts: { ...zeroCounts(target.type), ...snapshot.counts } }, authors[i] ?? null, tokens[i] as string);
+      }),
+    );
+    const outcomes: LoadOutcome[] = written.map((w) => (w === "written" ? "loaded" : w === "held" ? "held" : "abandoned"));
+    const fresh = targets.filter((_, i) => outcomes[i] === "loaded");
+    if (fresh.length === 0) return outcomes;
+    // Changes committed between the snapshot and the hash appearing were not replayed by
+    // the consumer (it found no rebuilt hash): bring them in now. Repeats are harmless.
+    const mark = (found[0] as (typeof found)[number]).mark;
+    const complete = await replayCommittedSince(
+      fresh,
+      mark,
+      targets.flatMap((_, i) => (outcomes[i] === "loaded" ? [(found[i] as (typeof found)[number]).epoch] : [])),
+    );
+    // Derived counters mirrored between the snapshot and the hash appearing found no hash and were left:
+    // mirrored as they stand now (a sequence number keeps an older value from winning).
+    const whole = fresh.filter((_, j) => complete[j]);
+    if (whole.length > 0) await counterStore.mirror(await snapshots.derived(whole));
+    let j = 0;
+    return outcomes.map((outcome) => (outcome === "loaded" ? (complete[j++] ? "loaded" : "dropped") : outcome));
+  }
+
+  return {
+    async load(asked) {
+      const startedAt = Date.now();
+      const outcomes = new Map<TargetKey, LoadOutcome>();
+      const distinct = [...new Map(asked.map((t) => [targetKey(t), t])).values()].filter((t) => !missing.has(targetKey(t)));
+      const authors = await lookup(distinct);
+      const existing = distinct.filter((t, i) => {
+        if (authors[i]) return true;
+        missing.set(targetKey(t), true);
+        return false;
+      });
+      const authorOf = new Map(existing.map((t) => [targetKey(t), authors[distinct.indexOf(t)]?.authorId ?? null]));
+      const held = await rebuildStore.held(existing);
+      const unheld = existing.filter((t, i) => {
+        if (held[i]) outcomes.set(targetKey(t), "held");
+        return !held[i];
+      });
+      const tokens = await lockAll(unheld);
+      const locked = unheld.filter((t, i) => {
+        if (!tokens[i]) outcomes.set(targetKey(t), "busy");
+        else unanswered.delete(targetKey(t));
+        return tokens[i] !== null;
+      });
+      const lockedTokens = tokens.filter((token): token is string => token !== null);
+      try {
+        // Checked again under the locks: the previous holder may have just finished.
+        const heldNow = await rebuildStore.held(locked);
+        const loading = locked.filter((t, i) => {
+          if (heldNow[i]) outcomes.set(targetKey(t), "held");
+          return !heldNow[i];
+        });
+        if (loading.length > 0) {
+          const loaded = await loadLocked(
+            loading,
+            loading.map((t) => lockedTokens[locked.indexOf(t)] as string),
+            loading.map((t) => authorOf.get(targetKey(t)) ?? null),
+            startedAt,
+          );
+          loading.forEach((t, i) => outcomes.set(targetKey(t), loaded[i] as LoadOutcome));
+        }
+      } finally {
+        await Promise.all(locked.map((t, i) => rebuildStore.unlock(t, lockedTokens[i] as string).catch(() => {})));
+      }
+      return asked.map((t) => outcomes.get(targetKey(t)) ?? "missing");
+    },
+    created(target) {
+      missing.delete(targetKey(target));
+    },
+  };
+}

@@ -1,0 +1,64 @@
+// What a read shows of targets Redis does not hold, from PostgreSQL (counters.ts):
+// their counts as `counters` holds them and a viewer's memberships from the
+// relation tables, one statement each for a whole page, no transaction, nothing
+// loaded into Redis.
+import { Prisma } from "../../generated/prisma/client.js";
+import { counterNames, relationsOf, targetKey, type CounterName, type Counts, type Relation, type Target } from "../../domain/model/index.js";
+import type { PersistedViews } from "../../domain/ports/index.js";
+import { selectCounters, type CounterRow } from "./counter-sql.js";
+import type { Database } from "./database.js";
+import { relationTables } from "./relation-tables.js";
+
+/**
+ * One SELECT per relation asked over the targets of the types that have it, joined
+ * by UNION ALL into one statement: each probes the relation's primary key (target,
+ * user) once per target, in the target's own partition.
+ */
+function membershipsQuery(userId: bigint, targets: readonly Target[], relations: readonly Relation[]): Prisma.Sql | null {
+  const parts: Prisma.Sql[] = [];
+  for (const relation of relations) {
+    const ofRelation = targets.filter((t) => relationsOf(t.type).includes(relation));
+    for (const type of new Set(ofRelation.map((t) => t.type))) {
+      const ids = ofRelation.filter((t) => t.type === type).map((t) => t.id.toString());
+      const t = relationTables[relation];
+      parts.push(Prisma.sql`
+        SELECT ${relation}::text AS relation, ${t.targetType("l")} AS target_type, ${t.targetId("l")}::text AS target_id FROM ${t.table} l
+        WHERE ${t.targetType("l")} = ${type} AND ${t.targetId("l")} = ANY(${ids}::text[]::bigint[]) AND ${t.userId("l")} = ${userId}`);
+    }
+  }
+  return parts.length > 0 ? Prisma.join(parts, " UNION ALL ") : null;
+}
+
+export function createPersistedViews(db: Database): PersistedViews {
+  return {
+    async counts(targets) {
+      if (targets.length === 0) return [];
+      const wanted = targets.flatMap((target) => counterNames[target.type].map((name: CounterName) => ({ target, name })));
+      const rows = await db.$queryRaw<CounterRow[]>(selectCounters(wanted));
+      const byTarget = new Map<string, Record<string, number>>();
+      for (const row of rows) {
+        const key = `${row.target_type}:${row.target_id}`;
+        let counts = byTarget.get(key);
+        if (!counts) byTarget.set(key, (counts = {}));
+        counts[row.name] = Number(row.value);
+      }
+      return targets.map((target): Counts => byTarget.get(targetKey(target)) ?? {});
+    },
+    async memberships(userId, targets, relations) {
+      const query = membershipsQuery(userId, targets, relations);
+      const found = new Set<string>();
+      if (query) {
+        for (const row of await db.$queryRaw<{ relation: string; target_type: string; target_id: string }[]>(query)) {
+          found.add(`${row.relation}:${row.target_type}:${row.target_id}`);
+        }
+      }
+      return targets.map((target) => {
+        const viewerIn: Partial<Record<Relation, boolean>> = {};
+        for (const relation of relationsOf(target.type)) {
+          if (relations.includes(relation)) viewerIn[relation] = found.has(`${relation}:${targetKey(target)}`);
+        }
+        return viewerIn;
+      });
+    },
+  };
+}
