@@ -72,6 +72,11 @@ const settings = {
   /** How long a GraphQL request may take before it answers SERVICE_UNAVAILABLE; every store call of the request inherits it. */
   requestDeadlineMs: setting("REQUEST_DEADLINE_MS", positiveInt(1000)),
   /**
+   * The same for operations that only create content or sign in (createPost, createComment, register,
+   * login): PostgreSQL-bound, they may queue for a connection or a password hash under load.
+   */
+  contentDeadlineMs: setting("CONTENT_DEADLINE_MS", positiveInt(5000)),
+  /**
    * "volatile": accept a Redis without AOF or replicas (a restart loses what the outbox holds).
    * Otherwise such a Redis is warned about, and refused when NODE_ENV=production.
    */
@@ -98,6 +103,8 @@ const settings = {
     intervalMs: setting("LIVE_INTERVAL_MS", z.coerce.number().int().min(100).max(60_000).default(1_000)),
     /** WebSocket connections one API process keeps at most; more are refused at the upgrade (HTTP 503). */
     maxConnections: setting("LIVE_MAX_CONNECTIONS", positiveInt(10_000)),
+    /** Subscribe messages one connection may send a second (a burst of as many); more answer RATE_LIMITED. */
+    subscribesPerSecond: setting("LIVE_SUBSCRIBES_PER_SECOND", positiveInt(10)),
     /** Subscriptions one connection may hold at once (each watches at most 100 posts). */
     maxSubscriptions: setting("LIVE_MAX_SUBSCRIPTIONS", positiveInt(10)),
     /** Distinct posts one API process watches at most, over all its subscriptions. */

@@ -7,15 +7,18 @@ import { coldLoadCharges, tighter, type ChargedBudgets } from "../domain/rate-li
 import type { Services } from "../domain/services.js";
 import { addressSubject } from "./client-address.js";
 
+/** `deadline` tells the request's deadline when asked (a content mutation's is set once its operation is known). */
 export function coldReadsOf(
   services: Pick<Services, "rateLimits">,
   viewer: Viewer | null,
   clientIp: string,
   charged: ChargedBudgets,
-  deadlineAtMs?: number,
+  deadline: () => number | undefined = () => undefined,
 ): ColdReads {
   return {
-    ...(deadlineAtMs !== undefined && { deadlineAtMs }),
+    get deadlineAtMs() {
+      return deadline();
+    },
     pay: async (load, targets) => {
       charged.standing = tighter(
         charged.standing,

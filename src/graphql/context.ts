@@ -7,6 +7,8 @@ import { createLoaders, type Loaders } from "./loaders.js";
 
 /** REQUEST_DEADLINE_MS's default. */
 export const defaultRequestDeadlineMs = 1_000;
+/** CONTENT_DEADLINE_MS's default. */
+export const defaultContentDeadlineMs = 5_000;
 
 export interface Context {
   /** Set by register and login for the rest of their request, so the payload reads as the new user. */
@@ -23,12 +25,15 @@ export interface Context {
   /** The request's tightest charged budget, for the response's RateLimit-* headers (rate-limit-plugin.ts). */
   readonly charged: ChargedBudgets;
   /**
-   * When the request answers SERVICE_UNAVAILABLE if it has not answered otherwise
-   * (REQUEST_DEADLINE_MS after its context was made), in milliseconds since the
-   * epoch; writes of the request apply before it or never. A subscription, which
-   * outlives any request and writes nothing, has none.
+   * When the request answers SERVICE_UNAVAILABLE if it has not answered otherwise, in
+   * milliseconds since the epoch: REQUEST_DEADLINE_MS after its context was made, or
+   * CONTENT_DEADLINE_MS for an operation that only writes content or signs in (set once
+   * the operation is known, deadline-plugin.ts). Writes of the request apply before it or
+   * never. A subscription, which outlives any request and writes nothing, has none.
    */
-  readonly deadlineAtMs?: number;
+  deadlineAtMs?: number;
+  /** When the context was made, in milliseconds since the epoch: where its deadlines count from. */
+  readonly startedAtMs?: number;
 }
 
 /** A request's context, from its Authorization header and the client's address, answering within `deadlineMs`. */
@@ -38,7 +43,7 @@ export async function createContext(
   clientIp = "unknown",
   deadlineMs = defaultRequestDeadlineMs,
 ): Promise<Context> {
-  const deadlineAtMs = Date.now() + deadlineMs;
+  const startedAtMs = Date.now();
   let viewer: Viewer | null = null;
   let tokenProblem: string | null = null;
   if (header) {
@@ -52,15 +57,22 @@ export async function createContext(
     }
   }
   const charged: ChargedBudgets = { standing: null };
-  return {
+  const context: Context = {
     viewer,
     tokenProblem,
     clientIp,
-    loaders: createLoaders(services, viewer, coldReadsOf(services, viewer, clientIp, charged, deadlineAtMs)),
+    // Asked when a read runs: by then the operation is known, and with it the deadline.
+    loaders: createLoaders(
+      services,
+      viewer,
+      coldReadsOf(services, viewer, clientIp, charged, () => context.deadlineAtMs),
+    ),
     services,
     charged,
-    deadlineAtMs,
+    deadlineAtMs: startedAtMs + deadlineMs,
+    startedAtMs,
   };
+  return context;
 }
 
 /** The signed-in viewer, or UNAUTHENTICATED. */

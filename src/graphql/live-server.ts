@@ -10,6 +10,7 @@
 // so what one client can hold is at most a message per subscription, plus the
 // newest counts of each of its posts (src/domain/live-counts.ts).
 import { createHash } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import {
@@ -32,7 +33,7 @@ import type { Logger } from "pino";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { Viewer } from "../domain/identity.js";
 import type { Services } from "../domain/services.js";
-import { RequestErrorCode } from "../errors.js";
+import { ErrorCode, RequestErrorCode } from "../errors.js";
 import { createLoaders } from "./loaders.js";
 import { mapIterator } from "./map-iterator.js";
 import { isSameHost } from "./origins.js";
@@ -49,6 +50,8 @@ export interface LiveServerOptions {
   readonly isUnavailable: (error: unknown) => boolean;
   readonly maxConnections: number;
   readonly maxSubscriptions: number;
+  /** Subscribe messages one connection may send a second, in a burst of as many at most; default 10. */
+  readonly subscribesPerSecond?: number;
   readonly sendTimeoutMs: number;
   readonly maxBufferedBytes: number;
   /** How often a connection is pinged; one that does not answer within the same time is dropped. Default 12 s. */
@@ -74,6 +77,8 @@ interface Extra {
   readonly socket: WebSocket;
   readonly request: IncomingMessage;
   viewer: Viewer | null;
+  /** Subscribe messages the connection may still send now, and when that was last worked out (ms, monotonic). */
+  subscribes: { tokens: number; at: number };
 }
 
 /** RFC 6455 "try again later": the close code of a connection the service could not serve for a moment. */
@@ -135,6 +140,16 @@ async function subscribeWithFreshLoaders(args: ExecutionArgs): Promise<AsyncIter
 export function attachLiveServer(http: Server, options: LiveServerOptions): LiveServer {
   const { schema, services, logger, limits } = options;
   const keepAliveMs = options.keepAliveMs ?? 12_000;
+  const subscribesPerSecond = options.subscribesPerSecond ?? 10;
+  /** Takes one subscribe from a connection's bucket (refilled at `subscribesPerSecond`); false when empty. */
+  const takeSubscribe = (bucket: Extra["subscribes"]): boolean => {
+    const now = performance.now();
+    bucket.tokens = Math.min(subscribesPerSecond, bucket.tokens + ((now - bucket.at) / 1000) * subscribesPerSecond);
+    bucket.at = now;
+    if (bucket.tokens < 1) return false;
+    bucket.tokens--;
+    return true;
+  };
   const checkLimits = createRequestLimitsCheck(schema, limits);
   let droppedSlow = 0;
   const formatAll = (errors: readonly GraphQLError[]) => errors.map((error) => options.formatError(error.toJSON(), error));
@@ -163,6 +178,15 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
       }
     },
     onSubscribe(ctx, _id, payload) {
+      // Each subscribe reads its posts' counts (from PostgreSQL where Redis holds none) and listens to
+      // them: a connection may send a bounded number a second, besides what its reads are charged.
+      if (!takeSubscribe(ctx.extra.subscribes)) {
+        return [
+          new GraphQLError(`A connection may send at most ${subscribesPerSecond} subscribe messages a second; retry in a second.`, {
+            extensions: { code: ErrorCode.RATE_LIMITED, retryAfterSeconds: 1 },
+          }),
+        ];
+      }
       if (Object.keys(ctx.subscriptions).length > options.maxSubscriptions) {
         return [
           refusal(`A connection holds at most ${options.maxSubscriptions} subscriptions at once; complete one first.`, RequestErrorCode.TOO_MANY_SUBSCRIPTIONS),
@@ -243,7 +267,7 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
   }
 
   sockets.on("connection", (socket: WebSocket, request: IncomingMessage) => {
-    const extra: Extra = { socket, request, viewer: null };
+    const extra: Extra = { socket, request, viewer: null, subscribes: { tokens: subscribesPerSecond, at: performance.now() } };
     socket.on("error", (err) => logger.debug({ err }, "live connection error"));
     let awaitingPong = false;
     socket.on("pong", () => (awaitingPong = false));

@@ -9,8 +9,9 @@ import Fastify, { type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { Services } from "../domain/services.js";
 import { authenticationPlugin } from "./authentication-plugin.js";
+import { deadlinePlugin } from "./deadline-plugin.js";
 import type { ApiMetrics } from "./api-metrics.js";
-import { createContext, type Context } from "./context.js";
+import { createContext, defaultContentDeadlineMs, type Context } from "./context.js";
 import { createFormatError } from "./format-error.js";
 import { installHttpErrorHandlers } from "./http-errors.js";
 import { originPolicy } from "./origins.js";
@@ -33,6 +34,8 @@ export interface GraphQLServerOptions {
   readonly isUnavailable: (error: unknown) => boolean;
   /** How long a request may take before it answers SERVICE_UNAVAILABLE (REQUEST_DEADLINE_MS); default 1,000 ms. */
   readonly requestDeadlineMs?: number;
+  /** The same for operations that only create content or sign in (CONTENT_DEADLINE_MS); default 5,000 ms. */
+  readonly contentDeadlineMs?: number;
   /** What GET /health/ready reports: 200 when every dependency answers, else 503 naming those that do not. */
   readonly readiness: Readiness;
   /** What one request may ask for (MAX_* settings), checked before anything executes. */
@@ -51,6 +54,7 @@ export interface GraphQLServerOptions {
   readonly plugins?: readonly ApolloServerPlugin<Context>[];
   /** Bounds of subscriptions over WebSocket (LIVE_* settings); served when the services have live counts. */
   readonly live?: {
+    readonly subscribesPerSecond?: number;
     readonly maxConnections: number;
     readonly maxSubscriptions: number;
     readonly sendTimeoutMs: number;
@@ -164,6 +168,7 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
       // Routers see this service's spans through OpenTelemetry instead.
       ApolloServerPluginInlineTraceDisabled(),
       authenticationPlugin(),
+      deadlinePlugin(options.contentDeadlineMs ?? defaultContentDeadlineMs),
       // Budgets are spent by the limits' onCost hook, so only operations the limits let through pay.
       requestLimitsPlugin({ schema, limits: options.limits, onCost: options.onCost ?? chargeOperation }),
       rateLimitPlugin(),

@@ -73,6 +73,7 @@ async function start(waiting: AbortSignal): Promise<void> {
     logger,
     isUnavailable: app.isUnavailable,
     requestDeadlineMs: config.requestDeadlineMs,
+    contentDeadlineMs: config.contentDeadlineMs,
     readiness: app.readiness,
     limits: config.limits,
     trustProxy: config.trustProxy,

@@ -69,6 +69,7 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
     logger,
     isUnavailable: app.isUnavailable,
     requestDeadlineMs: config.requestDeadlineMs,
+    contentDeadlineMs: config.contentDeadlineMs,
     readiness: app.readiness,
     limits: config.limits,
     trustProxy: config.trustProxy,

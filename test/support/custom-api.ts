@@ -54,6 +54,7 @@ export async function startCustomApi(options: CustomApiOptions = {}): Promise<Cu
     logger: silentLogger,
     isUnavailable: app.isUnavailable,
     requestDeadlineMs: config.requestDeadlineMs,
+    contentDeadlineMs: config.contentDeadlineMs,
     readiness: app.readiness,
     limits: config.limits,
     onCost: options.onCost,

@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiMetrics } from "../../../src/graphql/api-metrics.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { codesOf, createUsers, dataOf, openDatabase, type TestUser } from "../../support/env.js";
+import { codesOf, createUsers, dataOf, openDatabase, openRedis, type TestUser } from "../../support/env.js";
+import { createRedisKeys } from "../../../src/stores/redis/keys.js";
+import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { liveClient, type Received } from "../../support/live.js";
 import { eventually } from "../../support/pipeline.js";
 import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
@@ -44,7 +46,8 @@ const watching = (target: TestApi, posts: number) =>
   );
 
 beforeAll(async () => {
-  api = await startTestApi();
+  // These tests send many subscribes in a burst, refused or not; the cap per connection has a test of its own.
+  api = await startTestApi({ LIVE_SUBSCRIBES_PER_SECOND: "1000" });
   db = openDatabase(api.config);
   [author, ...users] = (await createUsers(db, api.config, 41)) as [TestUser, ...TestUser[]];
 });
@@ -332,3 +335,49 @@ describe("a slow subscriber", () => {
     }
   });
 });
+
+describe("subscriptions to cold posts", () => {
+  it("when an anonymous client subscribes over and over to posts Redis does not hold, then none is loaded, each subscribe pays their cold reads until the address's budget refuses, and a connection's burst past its cap is refused", async () => {
+    const crawled = await startTestApi({ RATE_LIMIT_IP_QUERY_COST: "500", LIVE_SUBSCRIBES_PER_SECOND: "3" });
+    const client = liveClient(crawled.url);
+    try {
+      const posts = await Promise.all(Array.from({ length: 20 }, () => newPost("cold")));
+      const targets = posts.map((id) => ({ type: "post" as const, id: BigInt(id) }));
+      const rebuilds = createRebuildStore(await openRedis(), createRedisKeys(crawled.config.redisPartitions));
+      await Promise.all(targets.map((t) => rebuilds.drop(t)));
+      await client.connected;
+      // 20 cold posts cost 200 of the address's 500 units: two subscribes, then a refusal.
+      const codes: (string | undefined)[][] = [];
+      for (let i = 0; i < 3; i++) codes.push((await subscribeOnce(client, posts)).errors.map((e) => e.extensions?.code));
+      expect(codes).toEqual([[], [], ["RATE_LIMITED"]]);
+      expect(await rebuilds.held(targets)).toEqual(targets.map(() => false));
+      expect(crawled.warmer.stats().loaded).toBe(0);
+      // A burst of four subscribes on a new connection: its three a second pass, the fourth is refused before it reads anything.
+      const bursting = liveClient(crawled.url);
+      try {
+        const warm = await newPost("warm");
+        const burst = await Promise.all([0, 1, 2, 3].map(() => subscribeOnce(bursting, [warm])));
+        const refused = burst.filter((r) => r.errors.length > 0);
+        expect(refused.map((r) => r.errors.map((e) => e.extensions?.code))).toEqual([["RATE_LIMITED"]]);
+        expect(refused[0]?.errors[0]?.message).toMatch(/subscribe messages a second/);
+      } finally {
+        await bursting.dispose();
+      }
+    } finally {
+      await client.dispose();
+      await crawled.close();
+    }
+  });
+});
+
+/** Subscribes to `posts`, and answers the first message (or the refusal) once it arrives; the subscription then ends. */
+async function subscribeOnce(client: ReturnType<typeof liveClient>, posts: readonly string[]): Promise<Received<PostCounts>> {
+  const subscription = client.subscribe<PostCounts>(postCounts, { ids: posts });
+  await eventually(
+    async () => subscription.received.length > 0,
+    5_000,
+    () => "no message",
+  );
+  subscription.stop();
+  return subscription.received[0] as Received<PostCounts>;
+}
