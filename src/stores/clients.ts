@@ -8,7 +8,7 @@ import { createDatabase, isPostgresUnavailable, type Database } from "./postgres
 import { createRabbitConnection } from "./rabbitmq/connection.js";
 import { createRedisClient, isRedisUnavailable, type RedisClient } from "./redis/client.js";
 import { createCountInvalidations, type CountInvalidations } from "./redis/count-invalidations.js";
-import { checkDurability, checkRedisVersion } from "./redis/durability.js";
+import { checkDurability, checkMemoryPolicy, checkRedisVersion } from "./redis/durability.js";
 import { checkClockSkew, clockSkewAllowanceMs } from "./redis/write-deadline.js";
 import { countersPrefix } from "./redis/keys.js";
 
@@ -208,6 +208,7 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
       ),
     );
     await checkDurability(redis, { policy: config.redisDurability, refuse: config.production, logger });
+    await checkMemoryPolicy(redis, { refuse: config.production, logger });
     // The relay's reads block, and after an outage one read can return a large backlog that takes
     // longer than a request's timeout to arrive: a timeout there would repeat the same read forever.
     const relayRedis = needs.relay ? await connectRedis(undefined) : null;

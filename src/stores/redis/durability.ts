@@ -81,3 +81,25 @@ export async function checkRedisVersion(redis: RedisClient): Promise<void> {
     );
   }
 }
+
+export class EvictingRedisError extends StartRefusal {
+  override readonly name = "EvictingRedisError";
+}
+
+/**
+ * Checks at start that Redis evicts nothing of its own accord: it holds changes not yet
+ * persisted (the outbox), receipts of writes, rebuild records and half-loaded targets,
+ * and an evicting policy (the default of many managed offerings) would drop any of
+ * them silently. The service keeps Redis under its maxmemory itself (memory-policy.ts).
+ * Refuses to start when `refuse` is set (production), else warns; answers the policies found.
+ */
+export async function checkMemoryPolicy(redis: RedisClient, options: { refuse: boolean; logger: Logger }): Promise<string[]> {
+  const nodes = redis instanceof Cluster ? redis.nodes("master") : [redis];
+  const policies = await Promise.all(nodes.map(async (node) => field(await node.info("memory"), "maxmemory_policy") ?? "unknown"));
+  const evicting = policies.find((policy) => policy !== "noeviction");
+  if (evicting === undefined) return policies;
+  const problem = `Redis's maxmemory-policy is ${evicting}: it may evict changes not yet persisted and half a target. Set maxmemory-policy noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction).`;
+  if (options.refuse) throw new EvictingRedisError(problem);
+  options.logger.warn({ policies }, problem);
+  return policies;
+}

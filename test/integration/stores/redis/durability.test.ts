@@ -1,7 +1,14 @@
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
-import { checkDurability, checkRedisVersion, readDurability, VolatileRedisError } from "../../../../src/stores/redis/durability.js";
+import {
+  checkDurability,
+  checkMemoryPolicy,
+  checkRedisVersion,
+  EvictingRedisError,
+  readDurability,
+  VolatileRedisError,
+} from "../../../../src/stores/redis/durability.js";
 import { openRedis } from "../../../support/env.js";
 
 let redis: RedisClient;
@@ -48,6 +55,25 @@ describe("Redis durability at start", () => {
       expect(quiet.warnings()).toEqual([]);
     } finally {
       await redis.config("SET", "appendonly", "no");
+    }
+  });
+
+  it("when Redis's maxmemory-policy evicts, then production refuses to start naming the fix, and elsewhere it warns; noeviction starts quietly", async () => {
+    const quiet = capture();
+    expect(await checkMemoryPolicy(redis, { refuse: true, logger: quiet.logger })).toEqual(["noeviction"]);
+    expect(quiet.warnings()).toEqual([]);
+    await redis.config("SET", "maxmemory-policy", "volatile-lru");
+    try {
+      await expect(checkMemoryPolicy(redis, { refuse: true, logger: capture().logger })).rejects.toThrow(
+        new EvictingRedisError(
+          "Redis's maxmemory-policy is volatile-lru: it may evict changes not yet persisted and half a target. Set maxmemory-policy noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction).",
+        ),
+      );
+      const development = capture();
+      await checkMemoryPolicy(redis, { refuse: false, logger: development.logger });
+      expect(development.warnings().join()).toMatch(/maxmemory-policy is volatile-lru/);
+    } finally {
+      await redis.config("SET", "maxmemory-policy", "noeviction");
     }
   });
 });
