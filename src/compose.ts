@@ -2,6 +2,7 @@
 // from the clients an entry point opened, and nowhere else.
 import type { Logger } from "pino";
 import { composeCounts } from "./compose/counts.js";
+import type { TargetUses } from "./domain/target-uses.js";
 import type { Warmer } from "./domain/warmer.js";
 import type { Config } from "./config.js";
 import { createCatalog, findOne } from "./domain/catalog.js";
@@ -78,6 +79,8 @@ export interface App {
   readonly warmer: Warmer;
   /** Whether Redis answers, as this process last found. */
   readonly reachability: Reachability;
+  /** The targets this process used, told to Redis's use records every 30 s (eviction goes by them). */
+  readonly uses: TargetUses;
   /** Stops the background loads and the watch on Redis's reachability. */
   close(): Promise<void>;
   /** One full reconcile pass; its repairs are published for a running pipeline to apply. */
@@ -145,7 +148,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const userAnnouncements = createUserAnnouncements(redis, clients.subscriberRedis ?? null, keys);
   const snapshots = createSnapshotStore(db);
   // Counts from Redis, or PostgreSQL where it holds none; Redis filled in behind reads, within its memory policy.
-  const { reachability, warmer, counters } = composeCounts(config, { db, redis, keys, counterStore, rebuilds, snapshots, catalog }, logger);
+  const { reachability, warmer, uses, counters } = composeCounts(config, { db, redis, keys, counterStore, rebuilds, snapshots, catalog }, logger);
   const tokens = createTokenService({
     secret: config.jwtSecret,
     ttlSeconds: config.tokenTtlSeconds,
@@ -277,8 +280,10 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     memberIndexes: memberIndexLoader,
     warmer,
     reachability,
+    uses,
     async close() {
       await warmer.close();
+      await uses.close();
       reachability.close();
     },
     async startPipeline(hooks) {

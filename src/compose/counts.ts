@@ -9,6 +9,7 @@ import { createMemoryPolicy, type MemoryPolicy } from "../domain/memory-policy.j
 import type { CounterStore, RebuildStore, SnapshotStore } from "../domain/ports/index.js";
 import { createRebuildSlots } from "../domain/rebuild-slots.js";
 import { createTargetLoader } from "../domain/target-loads.js";
+import { createTargetUses, type TargetUses } from "../domain/target-uses.js";
 import { createWarmer, type Warmer } from "../domain/warmer.js";
 import type { Database } from "../stores/postgres/database.js";
 import { createPersistedViews } from "../stores/postgres/persisted-views.js";
@@ -16,6 +17,7 @@ import type { RedisClient } from "../stores/redis/client.js";
 import type { RedisKeys } from "../stores/redis/keys.js";
 import { createMemoryStore } from "../stores/redis/memory-store.js";
 import { createReachability, type RedisReachability } from "../stores/redis/reachability.js";
+import { createUseRecords } from "../stores/redis/use-records.js";
 
 export interface CountsParts {
   readonly db: Database;
@@ -31,6 +33,7 @@ export interface ComposedCounts {
   readonly memory: MemoryPolicy;
   readonly reachability: RedisReachability;
   readonly warmer: Warmer;
+  readonly uses: TargetUses;
   readonly counters: CounterService;
 }
 
@@ -64,6 +67,11 @@ export function composeCounts(config: Config, parts: CountsParts, logger: Logger
     batchSize: config.warmer.batchSize,
     onFailure: (err) => logger.warn({ err }, "targets reads asked for could not be loaded into Redis; reads answer them from PostgreSQL meanwhile"),
   });
+  // Reads and changes recorded as uses, so eviction goes by real use (a reconcile pass's reads are not).
+  const uses = createTargetUses({
+    records: createUseRecords(redis, keys),
+    onFailure: (err) => logger.warn({ err }, "uses of targets could not be recorded in Redis; they are recorded at their next use"),
+  });
   const counters = createCounterService({
     counterStore,
     rebuildStore: rebuilds,
@@ -71,8 +79,9 @@ export function composeCounts(config: Config, parts: CountsParts, logger: Logger
     cold: { persisted: createPersistedViews(db), snapshots },
     warmer,
     reachability,
+    uses,
     slots: createRebuildSlots({ atOnce: config.rebuilds.atOnce, maxWaiting: config.rebuilds.maxWaiting }),
     admitLoad: memory.admit,
   });
-  return { memory, reachability, warmer, counters };
+  return { memory, reachability, warmer, uses, counters };
 }

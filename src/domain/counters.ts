@@ -22,6 +22,7 @@ import {
 import type { CounterStore, Reachability, RebuildStore } from "./ports/index.js";
 import { createRebuildSlots, type RebuildSlots } from "./rebuild-slots.js";
 import type { LoadAdmission, TargetLoader } from "./target-loads.js";
+import type { TargetUses } from "./target-uses.js";
 import type { Warmer } from "./warmer.js";
 
 /** What a read of targets Redis does not hold reads from PostgreSQL: their counts (and the viewer's memberships). */
@@ -81,6 +82,8 @@ export interface CounterServiceOptions {
   readonly warmer?: Warmer;
   /** Whether Redis answers; without it Redis is always tried. */
   readonly reachability?: Reachability;
+  /** Where the targets read from Redis (or from counts kept in memory) are noted as used, for eviction. */
+  readonly uses?: TargetUses;
   /** How long a write waits for another process's load of the same target; default 10 s. */
   readonly rebuildWaitMs?: number;
   /** The process's rebuild slots, shared by view flushes and writes; 4 at once and 256 waiting unless given. */
@@ -116,7 +119,7 @@ const redisTooSlow = Symbol("redisTooSlow");
 
 // eslint-disable-next-line max-lines-per-function -- the service's methods share its stores, slots and in-flight loads in one closure; the cold path lives in cold-views.ts.
 export function createCounterService(options: CounterServiceOptions): CounterService {
-  const { counterStore, rebuildStore, loader, warmer, reachability, admitLoad } = options;
+  const { counterStore, rebuildStore, loader, warmer, reachability, admitLoad, uses } = options;
   const waitMs = options.rebuildWaitMs ?? 10_000;
   const reserveMs = options.postgresReserveMs ?? 300;
   const slots = options.slots ?? createRebuildSlots({ atOnce: 4, maxWaiting: 256 });
@@ -275,6 +278,7 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   ): Promise<TargetView[]> {
     const views = await viewFromRedis(targets, viewerId, asked, exact, cold.deadlineAtMs);
     const absent = targets.flatMap((_, i) => (views[i] === null ? [i] : []));
+    uses?.used(absent.length === 0 ? targets : targets.filter((_, i) => views[i] !== null));
     if (absent.length > 0) {
       const coldTargets = absent.map((i) => targets[i] as Target);
       await cold.pay?.("counts", coldTargets.length);

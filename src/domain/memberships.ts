@@ -4,6 +4,7 @@ import { badInput, DomainError, ErrorCode, forbidden, notFound, TargetFullError,
 import { rebuildRounds, type CounterService } from "./counters.js";
 import type { Counts, MemberPosition, Relation, Target } from "./model/index.js";
 import type { MembershipChange, MembershipStore, MemberPageStore, Reachability } from "./ports/index.js";
+import type { TargetUses } from "./target-uses.js";
 
 export interface MembershipOutcome {
   readonly changed: boolean;
@@ -51,6 +52,8 @@ export interface MembershipServiceDeps {
   readonly counters: CounterService;
   /** Whether Redis answers: while it does not, a change is refused at once rather than after its timeouts. */
   readonly reachability?: Reachability;
+  /** Where a changed target is noted as used, for eviction. */
+  readonly uses?: TargetUses;
 }
 
 /** How long a client waits before retrying a change refused while Redis is out of reach: about two of its probes. */
@@ -59,7 +62,7 @@ const unreachableRetrySeconds = 2;
 const verbs: Record<Relation, string> = { like: "likes", collect: "collects", follow: "followers" };
 
 export function createMembershipService(deps: MembershipServiceDeps): MembershipService {
-  const { memberships, history, counters, reachability } = deps;
+  const { memberships, history, counters, reachability, uses } = deps;
 
   async function apply(relation: Relation, target: Target, userId: bigint, join: boolean, answerAtMs: number | undefined): Promise<MembershipOutcome> {
     if (relation === "follow" && target.id === userId) throw badInput("userId", "A user cannot follow themself; pass another user's id.");
@@ -87,6 +90,7 @@ export function createMembershipService(deps: MembershipServiceDeps): Membership
       if (!(await counters.rebuild(target, answerAtMs))) throw notFound(target.type, target.id);
       result = await attempt();
     }
+    uses?.used([target]);
     return { changed: result.changed, counts: result.counts };
   }
 

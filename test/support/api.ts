@@ -5,6 +5,7 @@ import { compose } from "../../src/compose.js";
 import type { Config } from "../../src/config.js";
 import type { Services } from "../../src/domain/services.js";
 import type { MemberIndexLoader } from "../../src/domain/member-indexes.js";
+import type { TargetUses } from "../../src/domain/target-uses.js";
 import type { Warmer } from "../../src/domain/warmer.js";
 import type { DirectoryLoad } from "../../src/domain/user-directory.js";
 import type { ApiMetrics } from "../../src/graphql/api-metrics.js";
@@ -36,6 +37,8 @@ export interface TestApi {
   readonly warmer: Warmer;
   /** Whether the API last found Redis answering. */
   redisReachable(): boolean;
+  /** The targets the API used, told to Redis's use records when flushed. */
+  readonly uses: TargetUses;
   close(): Promise<void>;
 }
 
@@ -95,6 +98,7 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
     memberIndexes: app.memberIndexes,
     warmer: app.warmer,
     redisReachable: () => app.reachability.reachable(),
+    uses: app.uses,
     async close() {
       await api.close();
       await directory.close();

@@ -14,8 +14,18 @@ export interface MemoryStore {
   /** Measures Redis's memory now (INFO memory: one command per node). */
   read(): Promise<MemoryReading>;
   /**
-   * Posts and comments Redis holds, least recently used first: the `count` coldest
-   * of about `sample` counter hashes found by SCAN from where the previous call stopped.
+   * Posts and comments Redis holds, least recently used first (by their use records):
+   * the `count` coldest of about `sample` looked at, from where the previous call stopped.
    */
   coldest(sample: number, count: number): Promise<Target[]>;
+}
+
+/**
+ * When each target Redis holds was last used (read, from Redis or from a process's
+ * memory, or changed), kept apart from the target itself: a reconcile pass reads every
+ * counter hash, and Redis 7.0 has no way to read one without counting it as used.
+ */
+export interface UseRecords {
+  /** Records now as the last use of these targets; one Redis does not hold keeps no record. */
+  touch(targets: readonly Target[]): Promise<void>;
 }

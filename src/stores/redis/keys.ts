@@ -12,6 +12,8 @@
 //   vf:{p}:post:<id>:<sender>      string: the last flush of views the post took from one process, kept 10 min (scripts/record-views.lua)
 //   dr:{p}:<type>:<id>             string: the version a dropped target last stamped (epoch:micros), kept an hour, for its rebuild
 //   rbl:{p}:<type>:<id>            string: lock held by the process rebuilding the target from PostgreSQL
+//   tu:{p}                         sorted set: the targets of partition p Redis holds (members '<type>:<id>'), scored by
+//                                  their last use in Unix seconds (a read or a change, never a reconcile pass's look)
 //   rc:{p}:<operation>             string: the status a write first answered, kept 60 s (scripts/includes/receipts.lua)
 //   ul:{p}:user:<id>:<tag>         sorted set: a user's newest liked (l) or collected (c) posts, scored by time
 //   uh:{p}:user:<id>:<tag>         string: where that list's knowledge ends (scripts/load-list.lua)
@@ -133,6 +135,12 @@ export interface RedisKeys {
   rebuildLock(target: Target): string;
   /** Where reconcile passes note the target in flight, to tell a stuck target. */
   inFlight(target: Target): string;
+  /** The last use of the target: a sorted set of its partition, and the target's member in it. */
+  use(target: Target): { readonly key: string; readonly member: string };
+  /** The sorted set of the last uses of one partition's targets. */
+  usesOf(partition: number): string;
+  /** The target a member of a uses set names, or null. */
+  parseUse(member: string): Target | null;
   /** The lock of the scheduled reconcile pass, so one worker runs it at a time. */
   reconcileLock(): string;
   /** Where the claims of scheduled reconcile ticks go: the tick's time in milliseconds follows. */
@@ -196,6 +204,7 @@ const plainSubject = /^[A-Za-z0-9_.:-]{1,64}$/;
 export const countersPrefix = "cnt:";
 
 const countersKey = /^cnt:\{\d+\}:(post|comment|user):([1-9]\d{0,18})$/;
+const useMember = /^(post|comment|user):([1-9]\d{0,18})$/;
 
 export function createRedisKeys(partitions: number): RedisKeys {
   const outboxOf = (partition: number) => `ob:{${partition}}`;
@@ -217,6 +226,12 @@ export function createRedisKeys(partitions: number): RedisKeys {
     dropped: (target) => base("dr", target),
     receipt: (target, operation) => `rc:{${partitionOf(target)}}:${operation ?? operationId()}`,
     inFlight: (target) => base("rif", target),
+    use: (target) => ({ key: `tu:{${partitionOf(target)}}`, member: `${target.type}:${target.id}` }),
+    usesOf: (partition) => `tu:{${partition}}`,
+    parseUse(member) {
+      const match = useMember.exec(member);
+      return match ? { type: match[1] as TargetType, id: BigInt(match[2] as string) } : null;
+    },
     reconcileLock: () => "reconcile:lock",
     reconcileTickPrefix: () => "reconcile:tick:",
     rateBudget: (budget, subject) =>

@@ -1,5 +1,5 @@
 // Redis's memory, as the service's memory policy sees it (domain/memory-policy.ts):
-// how full it is, and which targets it holds that were used least recently.
+// how full it is, and which targets it holds that were used least recently (use-records.ts).
 import { Cluster, type Redis } from "ioredis";
 import type { Target } from "../../domain/model/index.js";
 import type { MemoryReading, MemoryStore } from "../../domain/ports/index.js";
@@ -19,11 +19,13 @@ export function parseMemoryInfo(info: string): MemoryReading {
 
 const fullness = (r: MemoryReading) => (r.maxBytes > 0 ? r.usedBytes / r.maxBytes : 0);
 
+/** The coldest targets looked at per partition, from the start of its uses set. */
+const perPartition = 8;
+
 export function createMemoryStore(redis: RedisClient, keys: RedisKeys): MemoryStore {
   const masters = (): Redis[] => (redis instanceof Cluster ? redis.nodes("master") : [redis]);
-  // Where the walk for cold targets goes on: a node, and that node's SCAN cursor.
-  let node = 0;
-  let cursor = "0";
+  // Where the walk of the partitions' use records goes on.
+  let partition = 0;
 
   return {
     async read() {
@@ -31,34 +33,23 @@ export function createMemoryStore(redis: RedisClient, keys: RedisKeys): MemorySt
       return readings.reduce((worst, r) => (fullness(r) > fullness(worst) ? r : worst));
     },
     async coldest(sample, count) {
-      const nodes = masters();
-      if (node >= nodes.length) [node, cursor] = [0, "0"];
-      const on = nodes[node] as Redis;
-      // SCAN answers a few keys at the end of a pass: the sample is filled from the next pass, or the coldest
-      // few of a small sample would be taken, however recently used. A node holding fewer than `sample` is sampled
-      // whole; on a cluster the next call samples the next node.
-      const found = new Set<string>();
-      for (let passes = 0; found.size < sample && passes < 2;) {
-        const [next, keysFound] = await on.scan(cursor, "MATCH", keys.countersPattern, "COUNT", sample);
-        for (const key of keysFound) found.add(key);
-        cursor = next;
-        if (next !== "0") continue;
-        passes++;
-        if (nodes.length > 1) {
-          node++;
-          break;
+      // Each partition's least recently used targets, for enough partitions to look at about `sample`.
+      const partitions = Math.min(keys.partitions, Math.max(1, Math.ceil(sample / perPartition)));
+      const from = partition;
+      partition = (partition + partitions) % keys.partitions;
+      const replies = await Promise.all(
+        Array.from({ length: partitions }, (_, i) => redis.zrange(keys.usesOf((from + i) % keys.partitions), "0", String(perPartition - 1), "WITHSCORES")),
+      );
+      const found: [Target, number][] = [];
+      for (const reply of replies) {
+        for (let i = 0; i + 1 < reply.length; i += 2) {
+          const target = keys.parseUse(reply[i] as string);
+          // Users stay, as idle eviction leaves them: their counters are written from other slots (a like credits its author).
+          if (target && target.type !== "user") found.push([target, Number(reply[i + 1])]);
         }
       }
-      // Users stay, as idle eviction leaves them: their counters are written from other slots (a like credits its author).
-      const targets = [...found].flatMap((key) => {
-        const target = keys.parseCounters(key);
-        return target && target.type !== "user" ? [{ key, target }] : [];
-      });
-      // OBJECT IDLETIME reads the key's clock without resetting it (an HGETALL would).
-      const idle = await Promise.all(targets.map(({ key }) => on.object("IDLETIME", key).then(Number, () => 0)));
-      return targets
-        .map(({ target }, i): [Target, number] => [target, idle[i] ?? 0])
-        .sort((a, b) => b[1] - a[1])
+      return found
+        .sort((a, b) => a[1] - b[1])
         .slice(0, count)
         .map(([target]) => target);
     },

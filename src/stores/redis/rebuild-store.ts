@@ -22,6 +22,7 @@ import { perNode } from "./per-node.js";
 import { relationLayouts } from "./relations.js";
 import { epochScale, splitVersion, versionOf } from "../versions.js";
 import { ScriptStatus, toError } from "./statuses.js";
+import { useScore } from "./use-records.js";
 
 /** Generations a target may have grown through and still be evicted or rebuilt over: 1 + 8 + 64 shards. */
 export const evictableGenerations = 2;
@@ -86,15 +87,18 @@ export function createRebuildStore(
     // A drop of a bigger target leaves its later generations to its rebuild (see write).
     const generation = Math.min(newest, evictableGenerations);
     const rest = recordsAndShards(target, generation);
+    const use = keys.use(target);
     const [status] = await redis.evictTarget(
-      2 + rest.length,
+      3 + rest.length,
       keys.counters(target),
       keys.dropped(target),
+      use.key,
       ...rest,
       persisted.epoch.toString(),
       persisted.micros.toString(),
       leaveVersion ? "1" : "0",
       generation,
+      use.member,
       ...generationFields,
     );
     switch (status) {
@@ -147,6 +151,8 @@ export function createRebuildStore(
         const pipeline = redis.pipeline();
         pipeline.del(...recordsAndShards(target, evictableGenerations));
         for (const { shards } of held) for (const [key, members] of shards) pipeline.sadd(key, ...members);
+        // Loaded counts as used: it is the newest target Redis holds.
+        pipeline.zadd(keys.use(target).key, useScore(), keys.use(target).member);
         // The views of earlier epochs the snapshot holds: late ones add only what exceeds these.
         if (snapshot.viewTotals.length > 0) {
           pipeline.hset(keys.viewsReplayed(target), ...snapshot.viewTotals.flatMap((v) => [v.epoch.toString(), String(v.total)]));

@@ -21,6 +21,7 @@ import { epochField, membershipFanout, seqFieldPrefix, versionField, type RedisK
 import { parsePosition as parseListPosition } from "./list-store.js";
 import { relationLayouts, relationOfTag } from "./relations.js";
 import { ScriptStatus, toError } from "./statuses.js";
+import { useScore } from "./use-records.js";
 
 /**
  * How long a pass's note of a target in flight lasts: past a week of daily
@@ -72,15 +73,27 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
     return keys.list(ref.relation, ref.userId).horizon === key ? ref : null;
   };
 
+  /**
+   * How long the target has gone unused, by its use record (use-records.ts): never by the
+   * key's own idle time, which this pass's reads reset. A target loaded before records
+   * were kept gets one now, and is idle from here.
+   */
+  async function idleOf(target: Target): Promise<number> {
+    const { key, member } = keys.use(target);
+    const usedAt = await redis.zscore(key, member);
+    if (usedAt !== null) return Math.max(0, useScore() - Number(usedAt));
+    await redis.zadd(key, "NX", useScore(), member);
+    return 0;
+  }
+
   async function survey(items: readonly RelationTarget[], memberLimit: number): Promise<(RedisTarget | null)[]> {
     return Promise.all(
       items.map(async (item): Promise<RedisTarget | null> => {
         const { relation, target } = item;
         const counters = keys.counters(target);
-        // Idle time first: reading the hash resets it.
-        const idleSeconds = Number(await redis.object("IDLETIME", counters).catch(() => 0));
         const raw = await redis.hgetall(counters);
         if (Object.keys(raw).length === 0) return null;
+        const idleSeconds = await idleOf(target);
         const hash = parseCounterHash(raw);
         const generation = hash.generations[relation];
         const shards = shardsOf(item, generation);

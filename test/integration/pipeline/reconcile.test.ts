@@ -9,6 +9,7 @@ import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys, versionField } from "../../../src/stores/redis/keys.js";
 import { emptyRedis, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
+import { startTestApi } from "../../support/api.js";
 import { agreeWithin, createPosts, noDifferences, reconcileOn, servicesOn, useStores } from "../../support/stores.js";
 
 let db: Database;
@@ -271,6 +272,33 @@ describe("cold targets", () => {
       await agreeWithin({ db, redis }, config, [post]);
     } finally {
       await pipeline.stop();
+    }
+  });
+
+  it("when one post is read (from the process's memory too) and another is not, then passes take out only the unread one once idle past the limit, and their own reads do not count as use", async () => {
+    const config = testConfig({ COLD_TARGET_IDLE_SECONDS: "2" });
+    const api = await startTestApi({ COLD_TARGET_IDLE_SECONDS: "2" });
+    try {
+      const [read, unread] = (await createPosts({ db, redis }, config, author.id, 2)) as [LikeableTarget, LikeableTarget];
+      const held = async () =>
+        Promise.all([read, unread].map((post) => redis.exists(`cnt:{${Number(post.id % BigInt(config.redisPartitions))}}:post:${post.id}`)));
+      const readPost = () => api.gql("query($id: ID!) { post(id: $id) { counts { likes } } }", { id: read.id.toString() });
+      await readPost();
+      await new Promise((r) => setTimeout(r, 1_500));
+      // Read again from the counts the process keeps in memory: Redis sees nothing of it but the use record.
+      await readPost();
+      await api.uses.flush();
+      await reconcile(config);
+      expect(await held()).toEqual([1, 1]);
+      // The pass read both hashes; that is no use: the unread post is idle since it was made, past the limit now.
+      await new Promise((r) => setTimeout(r, 1_800));
+      await reconcile(config);
+      expect(await held()).toEqual([1, 0]);
+      await new Promise((r) => setTimeout(r, 2_500));
+      await reconcile(config);
+      expect(await held()).toEqual([0, 0]);
+    } finally {
+      await api.close();
     }
   });
 });

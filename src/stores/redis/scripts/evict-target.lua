@@ -9,7 +9,8 @@
   Input:
     KEYS[1]       counter hash of the target
     KEYS[2]       where a dropped target leaves the version it last stamped, for its rebuild
-    KEYS[3..n]    the rest to delete: the target's rebuild records and every membership
+    KEYS[3]       the last uses of the target's partition (keys.ts, tu:), whose record of it goes too
+    KEYS[4..n]    the rest to delete: the target's rebuild records and every membership
                   shard of generations 0..ARGV[4] of each of its relations
     ARGV[1], ARGV[2]  epoch and microseconds of the highest version PostgreSQL applied to the target
     ARGV[3]       '0' to evict; '1' to drop: whatever the target holds and however many generations
@@ -17,7 +18,8 @@
                   generation ('epoch:micros:generation'), for its rebuild. Shards past ARGV[4] stay
                   until that rebuild removes them (the key then has no expiry; otherwise an hour).
     ARGV[4]       newest generation the caller passed shards for
-    ARGV[5..]     the counter hash fields holding each relation's newest generation
+    ARGV[5]       the target's member in KEYS[3]
+    ARGV[6..]     the counter hash fields holding each relation's newest generation
 
   Output:
     { APPLIED }              evicted
@@ -32,14 +34,16 @@
 local persistedEpoch = tonumber(ARGV[1])
 local persistedMicros = tonumber(ARGV[2])
 local passedGenerations = tonumber(ARGV[4])
-if not persistedEpoch or not persistedMicros or (ARGV[3] ~= '0' and ARGV[3] ~= '1') or not passedGenerations or #KEYS < 2 then
+if not persistedEpoch or not persistedMicros or (ARGV[3] ~= '0' and ARGV[3] ~= '1') or not passedGenerations or #KEYS < 3 or not ARGV[5] then
   return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
+  -- A record left of a target gone otherwise (a flush of its hash alone) goes with it.
+  redis.call('ZREM', KEYS[3], ARGV[5])
   return { TARGET_ABSENT }
 end
 local generation = 0
-for i = 5, #ARGV do
+for i = 6, #ARGV do
   generation = math.max(generation, tonumber(redis.call('HGET', KEYS[1], ARGV[i]) or '0'))
 end
 local epoch = tonumber(redis.call('HGET', KEYS[1], epochField) or '0')
@@ -59,5 +63,6 @@ else
     return { NOT_PERSISTED }
   end
 end
-redis.call('DEL', KEYS[1], unpack(KEYS, 3))
+redis.call('DEL', KEYS[1], unpack(KEYS, 4))
+redis.call('ZREM', KEYS[3], ARGV[5])
 return { APPLIED }

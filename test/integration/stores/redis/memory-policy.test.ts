@@ -53,13 +53,12 @@ describe("Redis's memory policy", () => {
     const config = testConfig();
     const keys = createRedisKeys(config.redisPartitions);
     const cold = await fakeTargets(8_000_000_000n, 20_000);
-    // OBJECT IDLETIME counts whole seconds.
+    // Use records count whole seconds.
     await sleep(2_100);
     const recent = await fakeTargets(9_000_000_000n, 200);
     const [liked] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
     // No pipeline runs: this like stays in flight, so its post may not leave.
     await servicesOn({ db, redis }, config).memberships.join("like", liked, 5n);
-    await redis.object("IDLETIME", keys.counters(liked));
     const max = await fillTo(0.95);
 
     // Each round takes the coldest tenth of the hashes it samples, as by default. A burst of 50 rounds
