@@ -2,6 +2,7 @@
 // from the clients an entry point opened, and nowhere else.
 import type { Logger } from "pino";
 import { composeCounts } from "./compose/counts.js";
+import { composeRateLimits } from "./compose/rate-limits.js";
 import type { TargetUses } from "./domain/target-uses.js";
 import type { Warmer } from "./domain/warmer.js";
 import type { Config } from "./config.js";
@@ -15,7 +16,6 @@ import { createMembershipService } from "./domain/memberships.js";
 import { createChangePersistence } from "./domain/persistence.js";
 import type { MessageBus, Reachability } from "./domain/ports/index.js";
 import { createRankingRefresher, createRankingService, type RankingRefresher } from "./domain/rankings.js";
-import { createRateLimits } from "./domain/rate-limits.js";
 import { createRepairService } from "./domain/repairs.js";
 import type { Services } from "./domain/services.js";
 import { createTokenService } from "./domain/tokens.js";
@@ -156,29 +156,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     audience: config.jwt.audience,
     clockToleranceSeconds: config.jwt.clockToleranceSeconds,
   });
-  const { rateLimits: limits } = config;
-  const rateLimits = createRateLimits({
-    store: createRateBudgetStore(redis, keys),
-    reachability,
-    settings: {
-      enabled: limits.enabled,
-      periodMs: 60_000,
-      queryCostThreshold: limits.queryCostThreshold,
-      localSubjects: limits.localSubjects,
-      limits: {
-        userMutations: limits.userMutations,
-        ipMutations: limits.ipMutations,
-        ipSignIns: limits.ipSignIns,
-        usernameLogins: limits.usernameLogins,
-        viewerQueryCost: limits.viewerQueryCost,
-        ipQueryCost: limits.ipQueryCost,
-      },
-    },
-    onStoreFailure: (err, during) =>
-      during === "charge"
-        ? logger.warn({ err }, "rate budgets could not be read from Redis; each process decides them alone, in memory, for a second")
-        : logger.warn({ err }, "mutation budgets could not be shared through Redis; each process decides alone for a second"),
-  });
+  const rateLimits = composeRateLimits(config, createRateBudgetStore(redis, keys), reachability, logger);
   const services: Services = {
     catalog,
     counters,
@@ -188,6 +166,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       history,
       counters,
       reachability,
+      uses,
     }),
     lists: createListService({ lists: listStore, history }),
     views: createViewService({

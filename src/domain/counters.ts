@@ -24,6 +24,7 @@ import { createRebuildSlots, type RebuildSlots } from "./rebuild-slots.js";
 import type { LoadAdmission, TargetLoader } from "./target-loads.js";
 import type { TargetUses } from "./target-uses.js";
 import type { Warmer } from "./warmer.js";
+import { tooLate, within } from "./within.js";
 
 /** What a read of targets Redis does not hold reads from PostgreSQL: their counts (and the viewer's memberships). */
 export type ColdLoad = "counts";
@@ -113,9 +114,6 @@ export class RebuildTimeoutError extends DomainError {
 const maxUnmirrored = 100_000;
 /** How often values kept while Redis was out of reach are tried again. */
 const remirrorEveryMs = 1_000;
-
-/** Redis took longer than the read could wait: the read is answered from PostgreSQL. */
-const redisTooSlow = Symbol("redisTooSlow");
 
 // eslint-disable-next-line max-lines-per-function -- the service's methods share its stores, slots and in-flight loads in one closure; the cold path lives in cold-views.ts.
 export function createCounterService(options: CounterServiceOptions): CounterService {
@@ -221,28 +219,6 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     return views;
   }
 
-  /**
-   * Redis's answer, or `redisTooSlow` when it has not come by the time the read must
-   * turn to PostgreSQL to answer within its deadline (a stalled Redis not yet known
-   * out of reach: its own timeout would come after the request's).
-   */
-  function withinReadTime<T>(read: Promise<T>, deadlineAtMs: number | undefined): Promise<T | typeof redisTooSlow> {
-    if (deadlineAtMs === undefined) return read;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => resolve(redisTooSlow), Math.max(0, deadlineAtMs - reserveMs - Date.now()));
-      read.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error instanceof Error ? error : new Error(String(error)));
-        },
-      );
-    });
-  }
-
   /** What Redis holds of the targets (null where it holds none), or all null when it cannot answer in time. */
   async function viewFromRedis(
     targets: readonly Target[],
@@ -255,8 +231,10 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     if (reachability && !reachability.reachable()) return none();
     const reading = viewHeld(targets, viewerId, asked, exact);
     try {
-      const found = await withinReadTime(reading, deadlineAtMs);
-      if (found !== redisTooSlow) return found;
+      // Past this, a stalled Redis not yet known out of reach would make the request miss its deadline
+      // (its own timeout comes after the request's): the read turns to PostgreSQL instead.
+      const found = deadlineAtMs === undefined ? await reading : await within(reading, deadlineAtMs - reserveMs - Date.now());
+      if (found !== tooLate) return found;
       // Far past Redis's usual time: what else this request asks of it (its budgets) goes without waiting,
       // and so do the next requests until a probe hears it again.
       reachability?.silent();

@@ -6,6 +6,7 @@ import { RateLimitedError } from "../errors.js";
 import type { ColdLoad } from "./counters.js";
 import { createLocalBudgets, intervalMicros } from "./local-budgets.js";
 import type { RateBudgetStore, Reachability } from "./ports/index.js";
+import { tooLate, within } from "./within.js";
 
 /** The budgets there are, and whose each is. */
 export const budgetNames = ["userMutations", "ipMutations", "ipSignIns", "usernameLogins", "viewerQueryCost", "ipQueryCost"] as const;
@@ -187,8 +188,8 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
     let answers: { readonly waitMs: number; readonly aheadMs: number }[];
     const asked = Promise.all(charges.map(({ budget, subject, cost, limit }) => store.charge(budget, subject, cost, limit, settings.periodMs)));
     try {
-      const answered = await withinMs(asked, storeWaitMs);
-      if (answered === null) {
+      const answered = await within(asked, storeWaitMs);
+      if (answered === tooLate) {
         asked.catch((error: unknown) => reachability?.failed(error));
         return chargeInMemory(charges, fallback);
       }
@@ -228,23 +229,6 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
       return tighter(standing, await chargeStore(priced.filter((c) => budgets[c.budget].decidedIn === "store")));
     },
   };
-}
-
-/** The promise's value, or null when it has not settled within `ms` (it goes on unheard). */
-function withinMs<T>(promise: Promise<T>, ms: number): Promise<T | null> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => resolve(null), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
 }
 
 const refusal = (

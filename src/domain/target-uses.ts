@@ -38,7 +38,7 @@ export function createTargetUses(options: TargetUsesOptions): TargetUses {
   async function flush(): Promise<void> {
     if (count === 0) return;
     const taken = noted;
-    [noted, count] = [new Map(), 0];
+    [noted, count] = [new Map<TargetType, Set<bigint>>(), 0];
     const targets: Target[] = [];
     for (const [type, ids] of taken) for (const id of ids) targets.push({ type, id });
     try {
