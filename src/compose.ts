@@ -42,7 +42,7 @@ import { isRedisUnavailable } from "./stores/redis/client.js";
 import { createRedisKeys } from "./stores/redis/keys.js";
 import { createLease, createTickClaims } from "./stores/redis/lease-store.js";
 import { createListStore } from "./stores/redis/list-store.js";
-import { createMemberIndexStore, memberIndexesOf } from "./stores/redis/member-index-store.js";
+import { createMemberIndexHolds, createMemberIndexStore, memberIndexesOf } from "./stores/redis/member-index-store.js";
 import { createMembershipStore } from "./stores/redis/membership-store.js";
 import { createMemoryStore } from "./stores/redis/memory-store.js";
 import { createOutboxStore } from "./stores/redis/outbox-store.js";
@@ -279,6 +279,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
             counters: counterStore,
             lists: listStore,
             rankings: rankingStore,
+            ...(memberIndexes && { memberIndexes: createMemberIndexHolds(redis, memberIndexes) }),
             afterCommit: hooks?.afterDatabaseCommit,
             isRedisUnavailable,
           }),

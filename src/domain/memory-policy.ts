@@ -6,7 +6,9 @@
 //
 // - from `evictFrom` of maxmemory, it takes the least recently used posts and
 //   comments out of Redis as idle eviction does (rebuildStore.evict: only targets
-//   whose every change PostgreSQL applied, whole), until Redis is under `evictTo`;
+//   whose every change PostgreSQL applied, whole), and the least recently used
+//   users' member indexes (never one held for a like not yet persisted: its next
+//   read loads it back from PostgreSQL), until Redis is under `evictTo`;
 // - from `refuseFrom`, it loads no target Redis does not hold: a rebuild answers
 //   OVER_CAPACITY. Anonymous counts are still read from PostgreSQL, and targets Redis
 //   holds are read and changed as usual: the memory left above `refuseFrom` is for
@@ -30,8 +32,10 @@ export interface MemoryPolicyOptions {
   /** Counter hashes looked at per eviction round, and the coldest of them evicted; defaults 1,000 and 100. */
   readonly sampleSize?: number;
   readonly evictPerRound?: number;
-  /** Told after each eviction round, and when a reading or a round failed. */
-  readonly onEvicted?: (evicted: number, reading: MemoryReading) => void;
+  /** Member indexes unused this long at least may be reclaimed, in seconds; default 60. */
+  readonly indexIdleSeconds?: number;
+  /** Told after each eviction round (targets evicted, member indexes reclaimed), and when a reading or a round failed. */
+  readonly onEvicted?: (evicted: number, reading: MemoryReading, indexesReclaimed: number) => void;
   readonly onFailure?: (error: unknown) => void;
 }
 
@@ -63,6 +67,7 @@ export function createMemoryPolicy(options: MemoryPolicyOptions): MemoryPolicy {
   const refuseFrom = options.refuseFrom ?? 0.9;
   const sampleSize = options.sampleSize ?? 1_000;
   const evictPerRound = options.evictPerRound ?? 100;
+  const indexIdleSeconds = options.indexIdleSeconds ?? 60;
   let last: MemoryReading | null = null;
   let takenAt = Number.NEGATIVE_INFINITY;
   let measuring: Promise<MemoryReading> | null = null;
@@ -81,8 +86,10 @@ export function createMemoryPolicy(options: MemoryPolicyOptions): MemoryPolicy {
         );
         evicted += outcomes.filter((o) => o === "evicted").length;
       }
-      const reading = await measure();
-      options.onEvicted?.(evicted, reading);
+      let reading = await measure();
+      const reclaimed = over(reading, evictTo) ? await store.reclaimIndexes(sampleSize, evictPerRound, indexIdleSeconds) : 0;
+      if (reclaimed > 0) reading = await measure();
+      options.onEvicted?.(evicted, reading, reclaimed);
       if (!over(reading, evictTo)) return;
     }
   }

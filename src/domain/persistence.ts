@@ -22,6 +22,8 @@
 // - The hot ranking (src/domain/rankings.ts) lives in a slot of its own: it takes the
 //   like counts per time bucket and in all of every post the batch's likes name, as
 //   PostgreSQL committed them, absolute values with sequence numbers.
+// - A user's member index (a standalone Redis's) is held from expiring while it holds a
+//   like PostgreSQL lacks; the batch's changes release what they commit.
 import {
   listedRelations,
   targetKey,
@@ -33,7 +35,7 @@ import {
   type RelationChange,
   type ViewChange,
 } from "./model/index.js";
-import type { CounterStore, ListChange, ListStore, RankingStore, RebuildStore, PersistStore, SnapshotStore } from "./ports/index.js";
+import type { CounterStore, ListChange, ListStore, MemberIndexHolds, RankingStore, RebuildStore, PersistStore, SnapshotStore } from "./ports/index.js";
 
 /**
  * The newest change per (target, relation, user): what a batch must apply. Older
@@ -82,6 +84,8 @@ export interface ChangePersistenceDeps {
   readonly lists: ListStore;
   /** The hot ranking in Redis; without it, batches leave the ranking alone. */
   readonly rankings?: Pick<RankingStore, "mirror">;
+  /** Member indexes held for likes not yet persisted, where Redis keeps them (not on a cluster). */
+  readonly memberIndexes?: MemberIndexHolds;
   /** Runs right after PostgreSQL committed a batch, before Redis hears of it (tests inject crashes here). */
   readonly afterCommit?: (applied: AppliedChanges) => Promise<void>;
   /** Whether an error says Redis did not answer, rather than refused a command. */
@@ -92,7 +96,7 @@ const isListed = (change: RelationChange): change is RelationChange & { relation
   (listedRelations as readonly string[]).includes(change.relation) && change.target.type === "post";
 
 export function createChangePersistence(deps: ChangePersistenceDeps): ChangePersistence {
-  const { history, rebuilds, snapshots, counters, lists, rankings, afterCommit, isRedisUnavailable } = deps;
+  const { history, rebuilds, snapshots, counters, lists, rankings, memberIndexes, afterCommit, isRedisUnavailable } = deps;
   /**
    * Replays into rebuilt targets the committed changes and views their rebuild's
    * snapshot did not see. Given every change that is its pair's newest in
@@ -142,7 +146,8 @@ export function createChangePersistence(deps: ChangePersistenceDeps): ChangePers
 
   return {
     async persist(changes) {
-      const applied = await history.apply(coalesce(changes));
+      const coalesced = coalesce(changes);
+      const applied = await history.apply(coalesced);
       await afterCommit?.(applied);
       // Any failure below fails the batch: its redelivery finds the changes applied and does all of it again.
       const failures = (
@@ -151,6 +156,12 @@ export function createChangePersistence(deps: ChangePersistenceDeps): ChangePers
           replayIntoRebuilt(applied.current, applied.views),
           settleLists(applied.current),
           rankings && (applied.ranked.buckets.length > 0 || applied.ranked.totals.length > 0) ? rankings.mirror(applied.ranked, Date.now()) : undefined,
+          // Every change of the batch, applied or superseded in PostgreSQL: either way its like is no longer only in Redis.
+          memberIndexes?.settle(
+            coalesced.flatMap((c) =>
+              c.kind === "relation" ? [{ relation: c.relation, targetType: c.target.type, userId: c.userId, version: c.version }] : [],
+            ),
+          ),
         ])
       ).flatMap((outcome) => (outcome.status === "rejected" ? [outcome.reason as unknown] : []));
       const refused = failures.find((error) => !isRedisUnavailable(error));

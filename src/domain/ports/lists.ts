@@ -59,6 +59,24 @@ export interface MemberIndexStore {
   complete(relation: Relation, targetType: TargetType, userId: bigint, targetIds: readonly bigint[], overflowed: boolean): Promise<void>;
 }
 
+/** What PostgreSQL committed of a user's memberships of one relation and target type. */
+export interface CommittedMembership {
+  readonly relation: Relation;
+  readonly targetType: TargetType;
+  readonly userId: bigint;
+  /** The change's version. */
+  readonly version: bigint;
+}
+
+/**
+ * Member indexes as the persist consumer sees them: an index held for a like not yet
+ * in PostgreSQL gets its idle expiry back once PostgreSQL committed it (or a later change).
+ */
+export interface MemberIndexHolds {
+  /** Releases what the committed changes settle; repeats and any order are harmless. */
+  settle(committed: readonly CommittedMembership[]): Promise<void>;
+}
+
 export interface ListStore {
   /**
    * Applies changes to a user's list, each only when newer than what the list

@@ -18,6 +18,12 @@ export interface MemoryStore {
    * the `count` coldest of about `sample` looked at, from where the previous call stopped.
    */
   coldest(sample: number, count: number): Promise<Target[]>;
+  /**
+   * Deletes the `count` least recently used of about `sample` users' member indexes unused
+   * for `idleSeconds` at least, never one held for a like not yet persisted; answers how
+   * many went. None where Redis keeps no member indexes (a cluster).
+   */
+  reclaimIndexes(sample: number, count: number, idleSeconds: number): Promise<number>;
 }
 
 /**

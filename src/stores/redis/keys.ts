@@ -159,6 +159,8 @@ export interface RedisKeys {
   outboxes(): string[];
   /** SCAN pattern that matches every counter hash. */
   readonly countersPattern: string;
+  /** SCAN pattern that matches every member index. */
+  readonly memberIndexPattern: string;
   /** The target a counter hash key belongs to, or null for any other key. */
   parseCounters(key: string): Target | null;
   /** The member shard of `userId` in generation `generation`. */
@@ -239,6 +241,7 @@ export function createRedisKeys(partitions: number): RedisKeys {
     rebuildLock: (target) => base("rbl", target),
     outboxes: () => Array.from({ length: partitions }, (_, p) => outboxOf(p)),
     countersPattern: "cnt:*",
+    memberIndexPattern: "um:*",
     parseCounters(key) {
       const match = countersKey.exec(key);
       return match ? { type: match[1] as TargetType, id: BigInt(match[2] as string) } : null;

@@ -2,9 +2,12 @@
 // type, a superset of the targets the user joined, kept in the user's slot so a feed
 // rules out most of its targets with one SMISMEMBER. Only a standalone Redis keeps
 // them: on a cluster a like's script cannot reach the user's slot.
+import { performance } from "node:perf_hooks";
 import { Cluster } from "ioredis";
+import { LRUCache } from "lru-cache";
 import type { Relation, TargetType } from "../../domain/model/index.js";
-import type { MemberIndexStore } from "../../domain/ports/index.js";
+import type { MemberIndexHolds, MemberIndexStore } from "../../domain/ports/index.js";
+import { splitVersion } from "../versions.js";
 import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 import { ScriptStatus, toError } from "./statuses.js";
@@ -16,14 +19,64 @@ import { ScriptStatus, toError } from "./statuses.js";
  */
 export const memberIndexCapacity = 5_000;
 
+/** How long a member index lives unused: includes/member-index.lua's indexIdleMs (a unit test keeps them equal). */
+export const memberIndexIdleMs = 7 * 24 * 3_600_000;
+
+/** How often one process refreshes the expiry of an index its reads use, at most. */
+const refreshEveryMs = 600_000;
+
 /** Where a Redis keeps member indexes, and how big they grow; null on a cluster. */
 export interface MemberIndexes {
   readonly capacity: number;
   key(relation: Relation, targetType: TargetType, userId: bigint): string;
+  /**
+   * Tells that a read used the index: its expiry is set anew, at most once every ten
+   * minutes per process and index, in the background (a failure is left to the next).
+   * `loading`: the index is about to be loaded, which sets its expiry itself.
+   */
+  used(key: string, loading?: boolean): void;
 }
 
 export function memberIndexesOf(redis: RedisClient, keys: RedisKeys, capacity = memberIndexCapacity): MemberIndexes | null {
-  return redis instanceof Cluster ? null : { capacity, key: (relation, targetType, userId) => keys.memberIndex(relation, targetType, userId) };
+  if (redis instanceof Cluster) return null;
+  const refreshed = new LRUCache<string, number>({ max: 100_000 });
+  return {
+    capacity,
+    key: (relation, targetType, userId) => keys.memberIndex(relation, targetType, userId),
+    used(key, loading = false) {
+      const now = performance.now();
+      const at = refreshed.get(key);
+      if (at !== undefined && now - at < refreshEveryMs) return;
+      refreshed.set(key, now);
+      if (loading) return;
+      // As includes/member-index.lua's keepIndex: an idle expiry moves later, a hold for a like not yet persisted stays.
+      Promise.all([redis.pexpire(key, memberIndexIdleMs, "GT"), redis.pexpire(key, memberIndexIdleMs, "NX")]).catch(() => refreshed.delete(key));
+    },
+  };
+}
+
+/** Indexes settled in one script call at most. */
+const settleSlice = 1_000;
+
+/** Releases member indexes held for likes PostgreSQL has now committed (scripts/settle-member-indexes.lua). */
+export function createMemberIndexHolds(redis: RedisClient, indexes: MemberIndexes): MemberIndexHolds {
+  return {
+    async settle(committed) {
+      // The newest committed change per index: it settles every hold up to it.
+      const newest = new Map<string, bigint>();
+      for (const { relation, targetType, userId, version } of committed) {
+        const key = indexes.key(relation, targetType, userId);
+        const ms = splitVersion(version).micros / 1000n;
+        if ((newest.get(key) ?? -1n) < ms) newest.set(key, ms);
+      }
+      const entries = [...newest];
+      for (let i = 0; i < entries.length; i += settleSlice) {
+        const slice = entries.slice(i, i + settleSlice);
+        const [status] = await redis.settleMemberIndexes(slice.length, ...slice.map(([key]) => key), ...slice.map(([, ms]) => ms.toString()));
+        if (status !== ScriptStatus.Applied) throw toError("settle-member-indexes", status, { type: "user", id: committed[0]?.userId ?? 0n });
+      }
+    },
+  };
 }
 
 export function createMemberIndexStore(redis: RedisClient, indexes: MemberIndexes): MemberIndexStore {

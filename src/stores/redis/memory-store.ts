@@ -24,8 +24,9 @@ const perPartition = 8;
 
 export function createMemoryStore(redis: RedisClient, keys: RedisKeys): MemoryStore {
   const masters = (): Redis[] => (redis instanceof Cluster ? redis.nodes("master") : [redis]);
-  // Where the walk of the partitions' use records goes on.
+  // Where the walk of the partitions' use records goes on, and the SCAN over member indexes.
   let partition = 0;
+  let indexCursor = "0";
 
   return {
     async read() {
@@ -52,6 +53,23 @@ export function createMemoryStore(redis: RedisClient, keys: RedisKeys): MemorySt
         .sort((a, b) => a[1] - b[1])
         .slice(0, count)
         .map(([target]) => target);
+    },
+    async reclaimIndexes(sample, count, idleSeconds) {
+      // Member indexes are kept by a standalone Redis only.
+      if (redis instanceof Cluster) return 0;
+      const [next, found] = await redis.scan(indexCursor, "MATCH", keys.memberIndexPattern, "COUNT", sample);
+      indexCursor = next;
+      // OBJECT IDLETIME reads the key's clock without resetting it; only reads and likes use an index.
+      const idle = await Promise.all(found.map((key) => redis.object("IDLETIME", key).then(Number, () => 0)));
+      const idlest = found
+        .map((key, i): [string, number] => [key, idle[i] ?? 0])
+        .filter(([, seconds]) => seconds >= idleSeconds)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, count)
+        .map(([key]) => key);
+      if (idlest.length === 0) return 0;
+      const [, deleted] = await redis.reclaimMemberIndexes(idlest.length, ...idlest);
+      return deleted ?? 0;
     },
   };
 }

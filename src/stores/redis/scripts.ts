@@ -62,6 +62,8 @@ const definitions = {
   beginMemberIndex: { file: "begin-member-index", numberOfKeys: 1, standaloneOnly: true },
   completeMemberIndex: { file: "complete-member-index", numberOfKeys: 1, standaloneOnly: true },
   noteMembers: { file: "note-members", numberOfKeys: undefined, standaloneOnly: true },
+  settleMemberIndexes: { file: "settle-member-indexes", numberOfKeys: undefined, standaloneOnly: true },
+  reclaimMemberIndexes: { file: "reclaim-member-indexes", numberOfKeys: undefined, standaloneOnly: true },
   evictTarget: { file: "evict-target", numberOfKeys: undefined },
   recountMembers: { file: "recount-members", numberOfKeys: undefined },
   readTargets: { file: "read-targets", numberOfKeys: undefined, readOnly: true },
@@ -136,6 +138,10 @@ declare module "ioredis" {
     completeMemberIndex(index: string, capacity: number, over: 0 | 1, ...targetIds: string[]): Result<ScriptReply, Context>;
     /** scripts/note-members.lua. */
     noteMembers(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
+    /** scripts/reclaim-member-indexes.lua: the number of keys, then the keys. */
+    reclaimMemberIndexes(numberOfKeys: number, ...keys: string[]): Result<ScriptReply<number>, Context>;
+    /** scripts/settle-member-indexes.lua: the number of keys, the keys, then a time per key. */
+    settleMemberIndexes(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<number>, Context>;
     /** scripts/evict-target.lua: the number of keys, the keys, then ARGV. */
     evictTarget(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/recount-members.lua: the number of keys, the keys, then ARGV. */

@@ -209,7 +209,10 @@ export function createTargetReader(redis: RedisClient, keys: RedisKeys, options:
     const [status, text, indexStates] = (await send(args)) as [number, string?, string?];
     if (status !== ScriptStatus.Unchanged) throw toError("read-targets", status, targets[0] as Target);
     relations.forEach((relation, j) => {
-      if (indexStates?.[j] === indexMissing) memberIndexes?.missing(relation, targetType as TargetType, viewer as bigint);
+      if (!indexed[j] || !memberIndexes) return;
+      const missing = indexStates?.[j] === indexMissing;
+      if (missing) memberIndexes.missing(relation, targetType as TargetType, viewer as bigint);
+      memberIndexes.indexes.used(memberIndexes.indexes.key(relation, targetType as TargetType, viewer as bigint), missing);
     });
     return decodeTargetLines(text ?? "", targets.length, request.names, relations);
   }

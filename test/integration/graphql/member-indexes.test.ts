@@ -6,8 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys, type RedisKeys } from "../../../src/stores/redis/keys.js";
+import { memberIndexIdleMs } from "../../../src/stores/redis/member-index-store.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
 import { createUsers, dataOf, openDatabase, openRedis, type TestUser } from "../../support/env.js";
+import { startTestPipeline } from "../../support/pipeline.js";
 
 let reader: TestApi;
 let writer: TestApi;
@@ -116,5 +118,51 @@ describe("member indexes", () => {
     expect((await sismembers()) - before).toBeGreaterThanOrEqual(postIds.length);
     expect(feed[2]).toBe(true);
     expect(feed[3]).toBe(true);
+  });
+
+  it("when an index holds a like not yet persisted, then it does not expire until PostgreSQL has the like; unused after that, it expires, and a read renews it", async () => {
+    await expect.poll(indexComplete, { timeout: 10_000 }).toBe(true);
+    const week = memberIndexIdleMs;
+    const held = async () => (await redis.pexpiretime(indexKey())) > 10_000_000_000_000;
+    // A like no pipeline carries yet: the index is held, whatever reads do.
+    const [author] = await createUsers(db, reader.config, 1);
+    const post = dataOf(await writer.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "idle", body: "b") { id } }`, {}, author?.token))
+      .createPost.id;
+    expect(dataOf(await like(writer, post))).toEqual({ likePost: { changed: true } });
+    expect(await held()).toBe(true);
+    const fresh = await startTestApi({ HOT_COUNTS_TARGETS: "0" });
+    try {
+      dataOf(await fresh.gql<Feed>(feedQuery, { ids: postIds }, viewer.token));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await held()).toBe(true);
+
+      // Persisted: the consumer gives the index its idle expiry back.
+      const pipeline = await startTestPipeline(reader.config);
+      try {
+        await expect.poll(held, { timeout: 10_000 }).toBe(false);
+      } finally {
+        await pipeline.stop();
+      }
+      expect(await redis.pttl(indexKey())).toBeGreaterThan(week - 60_000);
+      // A read of a process that did not touch it lately sets the idle expiry anew.
+      await redis.pexpire(indexKey(), 5_000);
+      const another = await startTestApi({ HOT_COUNTS_TARGETS: "0" });
+      try {
+        dataOf(await another.gql<Feed>(feedQuery, { ids: postIds }, viewer.token));
+        await expect.poll(async () => redis.pttl(indexKey()), { timeout: 5_000 }).toBeGreaterThan(week - 60_000);
+      } finally {
+        await another.close();
+      }
+      // Unused past it, Redis lets it go; the next read loads it again from PostgreSQL, which holds the like.
+      await redis.pexpire(indexKey(), 1);
+      await expect.poll(async () => redis.exists(indexKey()), { timeout: 5_000 }).toBe(0);
+      const read = async () => dataOf(await fresh.gql<Feed>(feedQuery, { ids: [post] }, viewer.token)).posts[0]?.viewerHasLiked;
+      expect(await read()).toBe(true);
+      await fresh.memberIndexes?.idle();
+      expect(await indexComplete()).toBe(true);
+      expect(await read()).toBe(true);
+    } finally {
+      await fresh.close();
+    }
   });
 });

@@ -82,9 +82,9 @@ end
 if not addMember(target.key, user, capacity, target.generation, generationField) then
   return { TARGET_FULL }
 end
-recordChange(target, index, 1, KEYS[2], KEYS[3], targetType, targetId, user, '1', tag)
+local micros = recordChange(target, index, 1, KEYS[2], KEYS[3], targetType, targetId, user, '1', tag)
 if memberIndex ~= '' then
-  noteJoined(memberIndex, indexCapacity, targetId)
+  holdIndex(memberIndex, micros, noteJoined(memberIndex, indexCapacity, targetId))
 end
 keepReceipt(receipt, APPLIED)
 return countsReply(APPLIED, target)

@@ -14,4 +14,5 @@
 --@include member-index
 
 redis.call('SADD', KEYS[1], indexLoading)
+keepIndex(KEYS[1])
 return { APPLIED }

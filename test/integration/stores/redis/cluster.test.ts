@@ -545,6 +545,12 @@ describe("scripts on a Redis Cluster", () => {
     const files = scriptFileNames();
     expect([...new Set(scriptFiles.values())].sort()).toEqual(files);
     expect(await scriptsRun(cluster, files)).toEqual(files.filter((file) => !standaloneOnlyScripts.has(file)));
-    expect([...standaloneOnlyScripts].sort()).toEqual(["begin-member-index", "complete-member-index", "note-members"]);
+    expect([...standaloneOnlyScripts].sort()).toEqual([
+      "begin-member-index",
+      "complete-member-index",
+      "note-members",
+      "reclaim-member-indexes",
+      "settle-member-indexes",
+    ]);
   });
 });

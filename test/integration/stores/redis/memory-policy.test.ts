@@ -12,6 +12,7 @@ import { createSnapshotStore } from "../../../../src/stores/postgres/snapshot-st
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
+import { createMemberIndexStore, memberIndexesOf, type MemberIndexes } from "../../../../src/stores/redis/member-index-store.js";
 import { createMemoryStore } from "../../../../src/stores/redis/memory-store.js";
 import { createRebuildStore } from "../../../../src/stores/redis/rebuild-store.js";
 import { startTestApi } from "../../../support/api.js";
@@ -103,5 +104,44 @@ describe("Redis's memory policy", () => {
     } finally {
       await api.close();
     }
+  });
+
+  it("when Redis is still over the mark with no target to evict, then idle member indexes go, but never one held for a like not yet persisted", async () => {
+    await emptyRedis(redis);
+    const config = testConfig();
+    const keys = createRedisKeys(config.redisPartitions);
+    const indexes = memberIndexesOf(redis, keys) as MemberIndexes;
+    const store = createMemberIndexStore(redis, indexes);
+    const users = Array.from({ length: 3_000 }, (_, i) => 8_500_000_000n + BigInt(i));
+    // Loaded indexes of likes PostgreSQL holds (as after a read), 300 posts each, and one a like not yet persisted holds.
+    const liked = Array.from({ length: 300 }, (_, i) => BigInt(i + 1));
+    for (let i = 0; i < users.length; i += 500) {
+      await Promise.all(
+        users.slice(i, i + 500).map(async (user) => {
+          await store.begin("like", "post", user);
+          await store.complete("like", "post", user, liked, false);
+        }),
+      );
+    }
+    const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+    const holder = users[0] as bigint;
+    await servicesOn({ db, redis }, config).memberships.join("like", post, holder);
+    expect(await redis.pexpiretime(indexes.key("like", "post", holder))).toBeGreaterThan(10_000_000_000_000);
+    const max = await fillTo(0.95);
+
+    const policy = createMemoryPolicy({
+      store: createMemoryStore(redis, keys),
+      rebuilds: createRebuildStore(redis, keys),
+      snapshots: createSnapshotStore(db),
+      sampleSize: 4_000,
+      evictPerRound: 1_000,
+      indexIdleSeconds: 0,
+    });
+    await expect(policy.admit().catch(codeOf)).resolves.toBe(ErrorCode.OVER_CAPACITY);
+    await policy.settled();
+    expect(await usedBytes()).toBeLessThan(max * 0.7);
+    const left = await Promise.all(users.map((user) => redis.exists(indexes.key("like", "post", user))));
+    expect(left.filter(Boolean).length).toBeLessThan(users.length / 2);
+    expect(left[0]).toBe(1);
   });
 });

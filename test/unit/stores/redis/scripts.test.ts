@@ -11,6 +11,7 @@ import {
   snapshotMarkField,
   versionField,
 } from "../../../../src/stores/redis/keys.js";
+import { memberIndexIdleMs } from "../../../../src/stores/redis/member-index-store.js";
 import { loadScript } from "../../../../src/stores/redis/scripts.js";
 import { ScriptStatus } from "../../../../src/stores/redis/statuses.js";
 
@@ -54,5 +55,9 @@ describe("Lua scripts", () => {
     const lua = luaLocals(include("statuses"));
     const snake = (name: string) => name.replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
     expect(lua).toEqual(Object.fromEntries(Object.entries(ScriptStatus).map(([name, code]) => [snake(name), String(code)])));
+  });
+
+  it("when a member index's expiry is set, then Lua and the refresh of reads use the same idle time", () => {
+    expect(Number(luaLocals(include("member-index")).indexIdleMs)).toBe(memberIndexIdleMs);
   });
 });

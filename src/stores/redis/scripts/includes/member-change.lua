@@ -59,6 +59,7 @@ end
 
 -- Moves the counter at `index` by `delta`, stamps the target's next version, appends the
 -- change to the outbox and announces it. Notes it in a rebuild window (rebuild-window.lua).
+-- Answers the change's microseconds, as its version stamps them.
 local function recordChange(target, index, delta, outbox, touched, targetType, targetId, user, state, relationTag)
   local now = clockMicros()
   local micros = versionAfter(target.version, now)
@@ -69,6 +70,7 @@ local function recordChange(target, index, delta, outbox, touched, targetType, t
   if rebuiltWithin(target.rebuiltAt, now) then
     noteChange(touched, user, target.epoch, formatMicros(micros))
   end
+  return micros
 end
 
 -- A change that changes nothing answers from a state the rebuild read from
