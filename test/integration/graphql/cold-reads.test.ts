@@ -3,7 +3,7 @@
 // statements for a page), paid from the caller's budget, and handed to the warmer,
 // which loads many targets per PostgreSQL snapshot in the background. Writes still
 // load the target they change, a few at a time per process, each within its deadline.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import { createCatalog, lookupTarget } from "../../../src/domain/catalog.js";
 import type { LikeableTarget, Target } from "../../../src/domain/model/index.js";
@@ -21,7 +21,8 @@ import { createCounterStore } from "../../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { codesOf, createUsers, emptyRedis, testConfig, type TestUser } from "../../support/env.js";
+import { codesOf, createUsers, emptyRedis, openRedis, testConfig, type TestUser } from "../../support/env.js";
+import { startTcpProxy } from "../../support/tcp-proxy.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
 import { agreeWithin, createPosts, useStores } from "../../support/stores.js";
 
@@ -91,6 +92,43 @@ describe("the warmer", () => {
     await warmer.idle();
     expect(warmer.stats()).toMatchObject({ dropped: 20, loaded: 10 });
     expect((await held(config, posts)).filter(Boolean)).toHaveLength(10);
+  });
+});
+
+describe("the loads' locks", () => {
+  it("when the answer to a load's lock is lost (Redis held past the command timeout), then the load fails, and the target's next load takes the lock at once instead of waiting out its lease", async () => {
+    const config = testConfig();
+    const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+    await emptyRedis(redis);
+    const url = new URL(inject("redisUrl"));
+    const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
+    const proxied = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
+    proxied.on("error", () => undefined);
+    try {
+      const keys = createRedisKeys(config.redisPartitions);
+      const catalog = createCatalog({ users: createUserStore(db), posts: createPostStore(db), comments: createCommentStore(db) });
+      // Only the lock's acquire goes through the proxy: its release, sent at once, finds nothing to release.
+      const direct = createRebuildStore(redis, keys);
+      const viaProxy = createRebuildStore(proxied, keys);
+      const loader = createTargetLoader({
+        rebuildStore: { ...direct, lock: (target, ttlMs, token) => viaProxy.lock(target, ttlMs, token) },
+        snapshots: createSnapshotStore(db),
+        counterStore: createCounterStore(redis, keys),
+        lookup: lookupTarget(catalog),
+      });
+      proxy.hold();
+      await expect(loader.load([post])).rejects.toThrow();
+      expect(await redis.exists(keys.rebuildLock(post))).toBe(0);
+      // The held acquire reaches Redis now and takes the lock, for a lease of 15 s.
+      proxy.resume();
+      await expect.poll(() => redis.exists(keys.rebuildLock(post))).toBe(1);
+      expect(await loader.load([post])).toEqual(["loaded"]);
+      expect(await redis.exists(keys.rebuildLock(post))).toBe(0);
+      expect(await held(config, [post])).toEqual([true]);
+    } finally {
+      proxied.disconnect();
+      await proxy.close();
+    }
   });
 });
 
