@@ -148,7 +148,11 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const userAnnouncements = createUserAnnouncements(redis, clients.subscriberRedis ?? null, keys);
   const snapshots = createSnapshotStore(db);
   // Counts from Redis, or PostgreSQL where it holds none; Redis filled in behind reads, within its memory policy.
-  const { reachability, warmer, uses, counters } = composeCounts(config, { db, redis, keys, counterStore, rebuilds, snapshots, catalog }, logger);
+  const { reachability, warmer, uses, counters } = composeCounts(
+    config,
+    { db, redis, keys, counterStore, rebuilds, snapshots, catalog, memberIndexes },
+    logger,
+  );
   const tokens = createTokenService({
     secret: config.jwtSecret,
     ttlSeconds: config.tokenTtlSeconds,

@@ -211,7 +211,7 @@ const settings = {
    * process at most this many a second, this many per PostgreSQL snapshot.
    */
   warmer: {
-    perSecond: setting("WARM_TARGETS_PER_SECOND", positiveInt(1_000)),
+    perSecond: setting("WARM_TARGETS_PER_SECOND", positiveInt(250)),
     batchSize: setting("WARM_BATCH_SIZE", z.coerce.number().int().min(1).max(1_000).default(100)),
   },
   /** Prometheus metrics at http://HOST:METRICS_PORT/metrics; 0 turns them off. */

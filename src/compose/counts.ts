@@ -15,6 +15,7 @@ import type { Database } from "../stores/postgres/database.js";
 import { createPersistedViews } from "../stores/postgres/persisted-views.js";
 import type { RedisClient } from "../stores/redis/client.js";
 import type { RedisKeys } from "../stores/redis/keys.js";
+import { createMemberIndexLookup, type MemberIndexes } from "../stores/redis/member-index-store.js";
 import { createMemoryStore } from "../stores/redis/memory-store.js";
 import { createReachability, type RedisReachability } from "../stores/redis/reachability.js";
 import { createUseRecords } from "../stores/redis/use-records.js";
@@ -27,6 +28,8 @@ export interface CountsParts {
   readonly rebuilds: RebuildStore;
   readonly snapshots: SnapshotStore;
   readonly catalog: Catalog;
+  /** Where this Redis keeps member indexes; null on a cluster. */
+  readonly memberIndexes: MemberIndexes | null;
 }
 
 export interface ComposedCounts {
@@ -38,7 +41,7 @@ export interface ComposedCounts {
 }
 
 export function composeCounts(config: Config, parts: CountsParts, logger: Logger): ComposedCounts {
-  const { db, redis, keys, counterStore, rebuilds, snapshots, catalog } = parts;
+  const { db, redis, keys, counterStore, rebuilds, snapshots, catalog, memberIndexes } = parts;
   // Redis's memory policy (domain/memory-policy.ts): cold targets evicted, then loads refused, as Redis nears its maxmemory.
   const memory = createMemoryPolicy({
     store: createMemoryStore(redis, keys),
@@ -59,10 +62,13 @@ export function composeCounts(config: Config, parts: CountsParts, logger: Logger
         : logger.warn({ err: cause }, "Redis cannot be reached: counts are read from PostgreSQL and changes that need Redis are refused until it answers"),
   });
   const loader = createTargetLoader({ rebuildStore: rebuilds, snapshots, counterStore, lookup: lookupTarget(catalog) });
-  // Loads what reads answered from PostgreSQL, in the background, a batch per snapshot.
+  // Writes' loads of the targets they change, a few at a time per process.
+  const slots = createRebuildSlots({ atOnce: config.rebuilds.atOnce, maxWaiting: config.rebuilds.maxWaiting });
+  // Loads what reads answered from PostgreSQL, in the background, a batch per snapshot, after writes' loads.
   const warmer = createWarmer({
     loader,
     admit: memory.admit,
+    yieldTo: () => slots.running > 0,
     perSecond: config.warmer.perSecond,
     batchSize: config.warmer.batchSize,
     onFailure: (err) => logger.warn({ err }, "targets reads asked for could not be loaded into Redis; reads answer them from PostgreSQL meanwhile"),
@@ -76,11 +82,11 @@ export function composeCounts(config: Config, parts: CountsParts, logger: Logger
     counterStore,
     rebuildStore: rebuilds,
     loader,
-    cold: { persisted: createPersistedViews(db), snapshots },
+    cold: { persisted: createPersistedViews(db), snapshots, ...(memberIndexes && { indexes: createMemberIndexLookup(redis, memberIndexes) }) },
     warmer,
     reachability,
     uses,
-    slots: createRebuildSlots({ atOnce: config.rebuilds.atOnce, maxWaiting: config.rebuilds.maxWaiting }),
+    slots,
     admitLoad: memory.admit,
   });
   return { memory, reachability, warmer, uses, counters };

@@ -12,21 +12,35 @@
 // holds then.
 import { setTimeout as sleep } from "node:timers/promises";
 import { relationsOf, zeroCounts, type Relation, type Target, type TargetView } from "./model/index.js";
-import type { PersistedViews, SnapshotStore } from "./ports/index.js";
+import type { MemberIndexLookup, PersistedViews, SnapshotStore } from "./ports/index.js";
+import { tooLate, within } from "./within.js";
 
 /** Where cold reads find their answers. */
 export interface ColdViews {
   readonly persisted: PersistedViews;
   readonly snapshots: Pick<SnapshotStore, "newestVersion">;
+  /**
+   * Viewers' member indexes, where Redis keeps them: a complete one rules out the targets
+   * its viewer never joined, so PostgreSQL is asked the memberships of the others only.
+   */
+  readonly indexes?: MemberIndexLookup;
+}
+
+/** What Redis says of targets after PostgreSQL was read: its view where it holds one, and whether each was dropped lately. */
+export interface SecondLook {
+  readonly views: readonly (TargetView | null)[];
+  /** The version a target dropped within the last hour had last stamped, or null. */
+  readonly dropped: readonly (bigint | null)[];
 }
 
 export interface ColdReadOptions {
   /** When the read must answer, in milliseconds since the epoch; a dropped target is waited for until shortly before. */
   readonly deadlineAtMs?: number;
-  /** Asks Redis again for targets it may have loaded meanwhile; null while it is out of reach. */
-  readonly again: ((targets: readonly Target[]) => Promise<(TargetView | null)[]>) | null;
-  /** The version a target dropped within the last hour had last stamped, or null. */
-  readonly droppedVersion: (target: Target) => Promise<bigint | null>;
+  /**
+   * Asks Redis again for targets it may have loaded meanwhile, and which were dropped;
+   * null while it is out of reach (and, from the caller, nothing when it is too slow).
+   */
+  readonly again: ((targets: readonly Target[]) => Promise<SecondLook>) | null;
 }
 
 /** How long a read waits at most for a dropped target's changes, when its request sets no deadline. */
@@ -34,17 +48,59 @@ const droppedWaitMs = 3_000;
 /** Of a request's time, what is kept for the last statements after waiting for a dropped target. */
 const answerReserveMs = 200;
 
-/** The views PostgreSQL holds of `targets`, with the viewer's memberships of the relations asked. */
+/**
+ * The viewer's memberships of `relations` per target, in order: each relation's member
+ * index rules out what it can (one command), PostgreSQL answers the rest (one statement).
+ */
+async function membershipsOf(
+  cold: ColdViews,
+  viewerId: bigint,
+  targets: readonly Target[],
+  relations: readonly Relation[],
+  indexesUntilMs: number | null,
+): Promise<Partial<Record<Relation, boolean>>[]> {
+  const ruledOut = new Map<Relation, boolean[]>();
+  const { indexes } = cold;
+  const type = (targets[0] as Target).type;
+  if (indexes && indexesUntilMs !== null && targets.every((t) => t.type === type)) {
+    const ids = targets.map((t) => t.id);
+    // The indexes live in Redis: a slow answer is no answer, and PostgreSQL is asked instead.
+    const asking = Promise.all(relations.map((relation) => indexes.rulesOut(relation, type, viewerId, ids).catch(() => null)));
+    const found = await within(asking, indexesUntilMs - Date.now());
+    relations.forEach((relation, j) => {
+      const answer = found === tooLate ? null : found[j];
+      if (answer) ruledOut.set(relation, answer);
+    });
+  }
+  const open = targets.flatMap((_, i) => (relations.every((r) => ruledOut.get(r)?.[i]) ? [] : [i]));
+  const found =
+    open.length > 0
+      ? await cold.persisted.memberships(
+          viewerId,
+          open.map((i) => targets[i] as Target),
+          relations,
+        )
+      : [];
+  const memberships = targets.map((): Partial<Record<Relation, boolean>> => ({}));
+  open.forEach((i, j) => (memberships[i] = found[j] ?? {}));
+  return memberships;
+}
+
+/**
+ * The views PostgreSQL holds of `targets`, with the viewer's memberships of the relations asked;
+ * member indexes are asked until `indexesUntilMs`, or not at all (null: Redis out of reach).
+ */
 async function fromPostgres(
   cold: ColdViews,
   targets: readonly Target[],
   viewerId: bigint | null,
   asked: readonly Relation[] | undefined,
+  indexesUntilMs: number | null,
 ): Promise<TargetView[]> {
   const relations = [...new Set(targets.flatMap((t) => relationsOf(t.type)))].filter((r) => !asked || asked.includes(r));
   const [counts, memberships] = await Promise.all([
     cold.persisted.counts(targets),
-    viewerId !== null && relations.length > 0 ? cold.persisted.memberships(viewerId, targets, relations) : null,
+    viewerId !== null && relations.length > 0 ? membershipsOf(cold, viewerId, targets, relations, indexesUntilMs) : null,
   ]);
   return targets.map((target, i) => {
     const viewerIn: Partial<Record<Relation, boolean>> = {};
@@ -70,9 +126,11 @@ export async function readCold(
   asked: readonly Relation[] | undefined,
   options: ColdReadOptions,
 ): Promise<TargetView[]> {
-  const views = await fromPostgres(cold, targets, viewerId, asked);
+  // Redis out of reach: no index is asked. Otherwise, at most until shortly before the deadline.
+  const indexesUntilMs = options.again ? (options.deadlineAtMs ?? Date.now() + droppedWaitMs) - answerReserveMs : null;
+  const views = await fromPostgres(cold, targets, viewerId, asked, indexesUntilMs);
   if (!options.again) return views;
-  const [again, dropped] = await Promise.all([options.again(targets), Promise.all(targets.map((t) => options.droppedVersion(t).catch(() => null)))]);
+  const { views: again, dropped } = await options.again(targets);
   const late: number[] = [];
   targets.forEach((_, i) => {
     const held = again[i];
@@ -89,6 +147,7 @@ export async function readCold(
       settled.map((i) => targets[i] as Target),
       viewerId,
       asked,
+      null,
     );
     settled.forEach((i, j) => (views[i] = found[j] as TargetView));
   }

@@ -5,7 +5,7 @@
 // load the target they change first (target-loads.ts).
 import { setTimeout as sleep } from "node:timers/promises";
 import { DomainError, ErrorCode } from "../errors.js";
-import { readCold, type ColdViews } from "./cold-views.js";
+import { readCold, type ColdViews, type SecondLook } from "./cold-views.js";
 import {
   counterNames,
   relationsOf,
@@ -23,6 +23,7 @@ import type { CounterStore, Reachability, RebuildStore } from "./ports/index.js"
 import { createRebuildSlots, type RebuildSlots } from "./rebuild-slots.js";
 import type { LoadAdmission, TargetLoader } from "./target-loads.js";
 import type { TargetUses } from "./target-uses.js";
+import { createUnmirrored } from "./unmirrored.js";
 import type { Warmer } from "./warmer.js";
 import { tooLate, within } from "./within.js";
 
@@ -33,8 +34,11 @@ export type ColdLoad = "counts";
 export interface ColdReads {
   /** When the request answers whatever happens, in milliseconds since the epoch. */
   readonly deadlineAtMs?: number;
-  /** Pays for reading `targets` targets from PostgreSQL before any is read; throws (RATE_LIMITED) when the caller's budget is spent. */
-  readonly pay?: (load: ColdLoad, targets: number) => Promise<void>;
+  /**
+   * Pays for reading `targets` targets from PostgreSQL before any is read; throws (RATE_LIMITED)
+   * when the caller's budget is spent. Waits for a budget's store until `waitUntilMs` at most.
+   */
+  readonly pay?: (load: ColdLoad, targets: number, waitUntilMs?: number) => Promise<void>;
 }
 
 export interface CounterService {
@@ -75,7 +79,7 @@ export interface CounterService {
 
 export interface CounterServiceOptions {
   readonly counterStore: CounterStore;
-  readonly rebuildStore: Pick<RebuildStore, "droppedVersion">;
+  readonly rebuildStore: Pick<RebuildStore, "droppedVersions" | "held">;
   readonly loader: TargetLoader;
   /** What PostgreSQL holds of targets Redis does not (cold-views.ts). */
   readonly cold: ColdViews;
@@ -110,11 +114,6 @@ export class RebuildTimeoutError extends DomainError {
   }
 }
 
-/** Derived counters kept to mirror while Redis is out of reach, at most; past it, the reconcile pass repairs them. */
-const maxUnmirrored = 100_000;
-/** How often values kept while Redis was out of reach are tried again. */
-const remirrorEveryMs = 1_000;
-
 // eslint-disable-next-line max-lines-per-function -- the service's methods share its stores, slots and in-flight loads in one closure; the cold path lives in cold-views.ts.
 export function createCounterService(options: CounterServiceOptions): CounterService {
   const { counterStore, rebuildStore, loader, warmer, reachability, admitLoad, uses } = options;
@@ -122,11 +121,10 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   const reserveMs = options.postgresReserveMs ?? 300;
   const slots = options.slots ?? createRebuildSlots({ atOnce: 4, maxWaiting: 256 });
   const rebuilding = new Map<TargetKey, Promise<boolean>>();
-  const unmirrored = new Map<string, CounterValue>();
-  let remirror: NodeJS.Timeout | null = null;
 
   /** Whether an error says Redis is out of reach (and so the read goes to PostgreSQL). */
   const outOfReach = (error: unknown) => reachability?.failed(error) ?? false;
+  const unmirrored = createUnmirrored({ mirror: (values) => counterStore.mirror(values), reachability, outOfReach });
 
   async function rebuildOnce(target: Target, deadlineAtMs: number): Promise<boolean> {
     const started = Date.now();
@@ -235,14 +233,50 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
       // (its own timeout comes after the request's): the read turns to PostgreSQL instead.
       const found = deadlineAtMs === undefined ? await reading : await within(reading, deadlineAtMs - reserveMs - Date.now());
       if (found !== tooLate) return found;
-      // Far past Redis's usual time: what else this request asks of it (its budgets) goes without waiting,
-      // and so do the next requests until a probe hears it again.
-      reachability?.silent();
       // Whatever it answers later is nobody's; an error it ends with still tells whether Redis is out of reach.
+      // A late answer alone does not: a busy process or Redis is not an unreachable one.
       reading.catch(outOfReach);
       return none();
     } catch (error) {
       if (outOfReach(error)) return none();
+      throw error;
+    }
+  }
+
+  /**
+   * Redis's view of targets read from PostgreSQL, and which were dropped lately; nothing
+   * where Redis cannot say in time. Which it holds now and which were dropped are asked in
+   * one round trip; only those loaded meanwhile (rare) are read whole.
+   */
+  async function secondLook(
+    targets: readonly Target[],
+    viewerId: bigint | null,
+    asked: readonly Relation[] | undefined,
+    exact: boolean,
+    deadlineAtMs: number | undefined,
+  ): Promise<SecondLook> {
+    const nothing: SecondLook = { views: targets.map(() => null), dropped: targets.map(() => null) };
+    try {
+      const presence = Promise.all([rebuildStore.held(targets), rebuildStore.droppedVersions(targets)]);
+      presence.catch(outOfReach);
+      const found = deadlineAtMs === undefined ? await presence : await within(presence, deadlineAtMs - reserveMs - Date.now());
+      if (found === tooLate) return nothing;
+      const [held, dropped] = found;
+      const loaded = targets.flatMap((_, i) => (held[i] ? [i] : []));
+      const views: (TargetView | null)[] = targets.map(() => null);
+      if (loaded.length > 0) {
+        const read = await viewFromRedis(
+          loaded.map((i) => targets[i] as Target),
+          viewerId,
+          asked,
+          exact,
+          deadlineAtMs,
+        );
+        loaded.forEach((i, j) => (views[i] = read[j] ?? null));
+      }
+      return { views, dropped };
+    } catch (error) {
+      if (outOfReach(error)) return nothing;
       throw error;
     }
   }
@@ -259,45 +293,16 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     uses?.used(absent.length === 0 ? targets : targets.filter((_, i) => views[i] !== null));
     if (absent.length > 0) {
       const coldTargets = absent.map((i) => targets[i] as Target);
-      await cold.pay?.("counts", coldTargets.length);
+      await cold.pay?.("counts", coldTargets.length, cold.deadlineAtMs === undefined ? undefined : cold.deadlineAtMs - reserveMs);
       const found = await readCold(options.cold, coldTargets, viewerId, asked, {
         ...(cold.deadlineAtMs !== undefined && { deadlineAtMs: cold.deadlineAtMs }),
-        again: reachability && !reachability.reachable() ? null : (some) => viewFromRedis(some, viewerId, asked, exact, cold.deadlineAtMs),
-        droppedVersion: (target) => rebuildStore.droppedVersion(target),
+        again: reachability && !reachability.reachable() ? null : (some) => secondLook(some, viewerId, asked, exact, cold.deadlineAtMs),
       });
       absent.forEach((i, j) => (views[i] = found[j] ?? null));
       // Live counts read cold posts without loading them: a post is loaded by the change that makes them read again.
       if (!exact) warmer?.want(coldTargets);
     }
     return views.map((v, i) => v ?? { counts: zeroCounts((targets[i] as Target).type), viewerIn: noMemberships((targets[i] as Target).type) });
-  }
-
-  /** Keeps values Redis could not take, the newest of each counter, and tries them again while any wait. */
-  function keepUnmirrored(values: readonly CounterValue[]): void {
-    for (const value of values) {
-      const key = `${targetKey(value.target)}:${value.name}`;
-      const kept = unmirrored.get(key);
-      if (kept && kept.seq >= value.seq) continue;
-      if (!kept && unmirrored.size >= maxUnmirrored) continue;
-      unmirrored.set(key, value);
-    }
-    remirror ??= setInterval(() => {
-      if (reachability && !reachability.reachable()) return;
-      const values = [...unmirrored.values()];
-      counterStore.mirror(values).then(
-        () => {
-          for (const value of values) {
-            const key = `${targetKey(value.target)}:${value.name}`;
-            if (unmirrored.get(key) === value) unmirrored.delete(key);
-          }
-          if (unmirrored.size === 0 && remirror) {
-            clearInterval(remirror);
-            remirror = null;
-          }
-        },
-        (error: unknown) => void outOfReach(error),
-      );
-    }, remirrorEveryMs).unref();
   }
 
   return {
@@ -308,12 +313,12 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     },
     async mirror(values) {
       if (values.length === 0) return;
-      if (reachability && !reachability.reachable()) return keepUnmirrored(values);
+      if (reachability && !reachability.reachable()) return unmirrored.keep(values);
       try {
         await counterStore.mirror(values);
       } catch (error) {
         if (!outOfReach(error)) throw error;
-        keepUnmirrored(values);
+        unmirrored.keep(values);
       }
     },
     async initNew(target, authorId) {

@@ -116,9 +116,10 @@ export interface RateLimits {
    * spent when another is refused: a refused caller loses at most one request's
    * worth. Answers the standing of the charged budget with the fewest units left
    * (null when nothing was charged); a budget decided in memory stands as this
-   * process knows it.
+   * process knows it. A charge waits for the store until `waitUntilMs` (milliseconds
+   * since the epoch) at most, then is decided in process memory.
    */
-  charge(charges: readonly Charge[]): Promise<BudgetStanding | null>;
+  charge(charges: readonly Charge[], waitUntilMs?: number): Promise<BudgetStanding | null>;
 }
 
 export interface RateLimitOptions {
@@ -182,13 +183,14 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
     return standing;
   }
 
-  async function chargeStore(charges: readonly PricedCharge[]): Promise<BudgetStanding | null> {
+  async function chargeStore(charges: readonly PricedCharge[], waitUntilMs: number | undefined): Promise<BudgetStanding | null> {
     if (charges.length === 0) return null;
-    if (Date.now() < storeSkippedUntil || (reachability && !reachability.reachable())) return chargeInMemory(charges, fallback);
+    const waitMs = Math.min(storeWaitMs, (waitUntilMs ?? Number.POSITIVE_INFINITY) - Date.now());
+    if (Date.now() < storeSkippedUntil || (reachability && !reachability.reachable()) || waitMs <= 0) return chargeInMemory(charges, fallback);
     let answers: { readonly waitMs: number; readonly aheadMs: number }[];
     const asked = Promise.all(charges.map(({ budget, subject, cost, limit }) => store.charge(budget, subject, cost, limit, settings.periodMs)));
     try {
-      const answered = await within(asked, storeWaitMs);
+      const answered = await within(asked, waitMs);
       if (answered === tooLate) {
         asked.catch((error: unknown) => reachability?.failed(error));
         return chargeInMemory(charges, fallback);
@@ -214,7 +216,7 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
 
   return {
     queryCostThreshold: settings.queryCostThreshold,
-    async charge(charges) {
+    async charge(charges, waitUntilMs) {
       if (!settings.enabled) return null;
       const priced = charges.flatMap(({ budget, subject, cost }): PricedCharge[] => {
         const limit = settings.limits[budget];
@@ -226,7 +228,13 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
         priced.filter((c) => budgets[c.budget].decidedIn === "process"),
         local,
       );
-      return tighter(standing, await chargeStore(priced.filter((c) => budgets[c.budget].decidedIn === "store")));
+      return tighter(
+        standing,
+        await chargeStore(
+          priced.filter((c) => budgets[c.budget].decidedIn === "store"),
+          waitUntilMs,
+        ),
+      );
     },
   };
 }

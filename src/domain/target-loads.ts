@@ -86,8 +86,7 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
    * them, or after `droppedWaitMs`: a snapshot without them would answer from an older
    * state until they are replayed. The replay still covers whatever arrives later.
    */
-  async function awaitDroppedChanges(target: Target): Promise<void> {
-    const dropped = await rebuildStore.droppedVersion(target);
+  async function awaitDroppedChanges(target: Target, dropped: bigint | null): Promise<void> {
     if (dropped === null) return;
     const until = Date.now() + droppedWaitMs;
     while ((await snapshots.newestVersion(target)) < dropped && Date.now() < until) await sleep(50);
@@ -122,9 +121,10 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
     targets: readonly Target[],
     tokens: readonly string[],
     authors: readonly (bigint | null)[],
+    dropped: readonly (bigint | null)[],
     startedAt: number,
   ): Promise<LoadOutcome[]> {
-    await Promise.all(targets.map(awaitDroppedChanges));
+    await Promise.all(targets.map((target, i) => awaitDroppedChanges(target, dropped[i] ?? null)));
     const found = await snapshots.read(targets);
     if (Date.now() > startedAt + leaseMs - leaseMarginMs) return targets.map(() => "abandoned");
     const written = await Promise.all(
@@ -139,15 +139,18 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
     // Changes committed between the snapshot and the hash appearing were not replayed by
     // the consumer (it found no rebuilt hash): bring them in now. Repeats are harmless.
     const mark = (found[0] as (typeof found)[number]).mark;
-    const complete = await replayCommittedSince(
-      fresh,
-      mark,
-      targets.flatMap((_, i) => (outcomes[i] === "loaded" ? [(found[i] as (typeof found)[number]).epoch] : [])),
-    );
     // Derived counters mirrored between the snapshot and the hash appearing found no hash and were left:
-    // mirrored as they stand now (a sequence number keeps an older value from winning).
-    const whole = fresh.filter((_, j) => complete[j]);
-    if (whole.length > 0) await counterStore.mirror(await snapshots.derived(whole));
+    // mirrored as they stand now (a sequence number keeps an older value from winning). Read beside the
+    // replays: a target a replay takes out again is left alone by the mirror.
+    const [complete, derived] = await Promise.all([
+      replayCommittedSince(
+        fresh,
+        mark,
+        targets.flatMap((_, i) => (outcomes[i] === "loaded" ? [(found[i] as (typeof found)[number]).epoch] : [])),
+      ),
+      snapshots.derived(fresh),
+    ]);
+    if (derived.length > 0) await counterStore.mirror(derived);
     let j = 0;
     return outcomes.map((outcome) => (outcome === "loaded" ? (complete[j++] ? "loaded" : "dropped") : outcome));
   }
@@ -169,7 +172,12 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
         if (held[i]) outcomes.set(targetKey(t), "held");
         return !held[i];
       });
-      const tokens = await lockAll(unheld);
+      // In one round trip: the locks, then (under them: the previous holder may have just finished)
+      // whether Redis holds each target, and what a drop of each left.
+      const claiming = lockAll(unheld);
+      const underLocks = Promise.all([rebuildStore.held(unheld), rebuildStore.droppedVersions(unheld)]);
+      underLocks.catch(() => {});
+      const tokens = await claiming;
       const locked = unheld.filter((t, i) => {
         if (!tokens[i]) outcomes.set(targetKey(t), "busy");
         else unanswered.delete(targetKey(t));
@@ -177,23 +185,24 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
       });
       const lockedTokens = tokens.filter((token): token is string => token !== null);
       try {
-        // Checked again under the locks: the previous holder may have just finished.
-        const heldNow = await rebuildStore.held(locked);
-        const loading = locked.filter((t, i) => {
+        const [heldNow, dropped] = await underLocks;
+        const loading = unheld.flatMap((t, i) => {
+          if (!tokens[i]) return [];
           if (heldNow[i]) outcomes.set(targetKey(t), "held");
-          return !heldNow[i];
+          return heldNow[i] ? [] : [{ target: t, token: tokens[i], dropped: dropped[i] ?? null }];
         });
         if (loading.length > 0) {
           const loaded = await loadLocked(
-            loading,
-            loading.map((t) => lockedTokens[locked.indexOf(t)] as string),
-            loading.map((t) => authorOf.get(targetKey(t)) ?? null),
+            loading.map((l) => l.target),
+            loading.map((l) => l.token),
+            loading.map((l) => authorOf.get(targetKey(l.target)) ?? null),
+            loading.map((l) => l.dropped),
             startedAt,
           );
-          loading.forEach((t, i) => outcomes.set(targetKey(t), loaded[i] as LoadOutcome));
+          loading.forEach((l, i) => outcomes.set(targetKey(l.target), loaded[i] as LoadOutcome));
         }
       } finally {
-        await Promise.all(locked.map((t, i) => rebuildStore.unlock(t, lockedTokens[i] as string).catch(() => {})));
+        await rebuildStore.unlockMany(locked, lockedTokens).catch(() => {});
       }
       return asked.map((t) => outcomes.get(targetKey(t)) ?? "missing");
     },

@@ -32,7 +32,7 @@ export interface WarmerOptions {
   readonly loader: TargetLoader;
   /** Asked before each batch: Redis's memory policy (memory-policy.ts); a refusal rests the warmer as a failed batch does. */
   readonly admit?: LoadAdmission;
-  /** Targets loaded per second at most; default 1,000. */
+  /** Targets loaded per second at most; default 250. */
   readonly perSecond?: number;
   /** Targets per batch (one PostgreSQL snapshot); default 100. */
   readonly batchSize?: number;
@@ -40,12 +40,17 @@ export interface WarmerOptions {
   readonly maxWaiting?: number;
   /** After a failed or refused batch, how long the warmer rests; default 1 s. */
   readonly restMs?: number;
+  /**
+   * Whether loads more urgent than the warmer's are under way (a write waits for its
+   * target): the next batch waits until they are done, checked every 10 ms.
+   */
+  readonly yieldTo?: () => boolean;
   readonly onFailure?: (error: unknown) => void;
 }
 
 export function createWarmer(options: WarmerOptions): Warmer {
   const { loader, admit, onFailure } = options;
-  const perSecond = Math.max(1, options.perSecond ?? 1_000);
+  const perSecond = Math.max(1, options.perSecond ?? 250);
   const batchSize = Math.max(1, options.batchSize ?? 100);
   const maxWaiting = options.maxWaiting ?? 10_000;
   const restMs = options.restMs ?? 1_000;
@@ -79,6 +84,8 @@ export function createWarmer(options: WarmerOptions): Warmer {
         batch.push(target);
         if (batch.length === batchSize) break;
       }
+      // A write waiting for its target's load goes first: it answers a user; the warmer answers nobody.
+      while (options.yieldTo?.() && !closed) await sleep(10);
       const startedAt = performance.now();
       await loadBatch(batch);
       // Paced by what the batch held: the rate bounds PostgreSQL's work, not the batches' count.

@@ -19,10 +19,10 @@ export function coldReadsOf(
     get deadlineAtMs() {
       return deadline();
     },
-    pay: async (load, targets) => {
+    pay: async (load, targets, waitUntilMs) => {
       charged.standing = tighter(
         charged.standing,
-        await services.rateLimits.charge(coldLoadCharges(load, targets, addressSubject(clientIp), viewer?.userId ?? null)),
+        await services.rateLimits.charge(coldLoadCharges(load, targets, addressSubject(clientIp), viewer?.userId ?? null), waitUntilMs),
       );
     },
   };

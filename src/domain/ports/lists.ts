@@ -59,6 +59,15 @@ export interface MemberIndexStore {
   complete(relation: Relation, targetType: TargetType, userId: bigint, targetIds: readonly bigint[], overflowed: boolean): Promise<void>;
 }
 
+/** A user's member index as a read asks it (a standalone Redis's: includes/member-index.lua). */
+export interface MemberIndexLookup {
+  /**
+   * Per target in order, whether the user's member index of the relation rules out their
+   * membership (it is complete and lacks the target); null when the user has no complete index.
+   */
+  rulesOut(relation: Relation, targetType: TargetType, userId: bigint, targetIds: readonly bigint[]): Promise<boolean[] | null>;
+}
+
 /** What PostgreSQL committed of a user's memberships of one relation and target type. */
 export interface CommittedMembership {
   readonly relation: Relation;

@@ -64,4 +64,10 @@ export interface RebuildStore {
   drop(target: Target): Promise<"evicted" | "absent" | "kept">;
   /** The version a target dropped within the last hour had last stamped, or null. */
   droppedVersion(target: Target): Promise<bigint | null>;
+  /** droppedVersion of many targets, in order, in one round trip. */
+  droppedVersions(targets: readonly Target[]): Promise<(bigint | null)[]>;
+  /** lock of many targets, in order, in one round trip; each with its token when given. */
+  lockMany(targets: readonly Target[], ttlMs: number, tokens: readonly string[]): Promise<(string | null)[]>;
+  /** unlock of many targets, in order, in one round trip. */
+  unlockMany(targets: readonly Target[], tokens: readonly string[]): Promise<void>;
 }

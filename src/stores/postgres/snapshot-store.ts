@@ -51,49 +51,55 @@ function byType(targets: readonly Target[]): Map<TargetType, string[]> {
 
 type Tx = Prisma.TransactionClient;
 
-/** Every member of each target, per relation: one aggregated string a target, one statement per relation and type. */
+/** Every member of each target, per relation: one aggregated string a target, in one statement for every relation and type. */
 async function readMembers(tx: Tx, targets: readonly Target[]): Promise<Map<string, Partial<Record<Relation, bigint[]>>>> {
-  const members = new Map<string, Partial<Record<Relation, bigint[]>>>(targets.map((t) => [keyOf(t.type, t.id.toString()), {}]));
+  const members = new Map<string, Partial<Record<Relation, bigint[]>>>();
+  const parts: Prisma.Sql[] = [];
   for (const [type, ids] of byType(targets)) {
     for (const relation of relationsOf(type)) {
+      for (const id of ids) {
+        const entry = members.get(keyOf(type, id)) ?? {};
+        entry[relation] = [];
+        members.set(keyOf(type, id), entry);
+      }
       const t = relationTables[relation];
       // One aggregated string rather than a row object per member: a hot target has tens of thousands.
-      const rows = await tx.$queryRaw<{ target_id: string; users: string }[]>`
-        SELECT ${t.targetId("l")}::text AS target_id, string_agg(${t.userId("l")}::text, ',') AS users FROM ${t.table} l
-        WHERE ${t.targetType("l")} = ${type} AND ${t.targetId("l")} = ANY(${ids}::text[]::bigint[])
-        GROUP BY ${t.targetId("l")}`;
-      const found = new Map(rows.map((row) => [row.target_id, row.users]));
-      for (const id of ids) {
-        const entry = members.get(keyOf(type, id)) as Partial<Record<Relation, bigint[]>>;
-        const users = found.get(id);
-        entry[relation] = users ? users.split(",").map(BigInt) : [];
-      }
+      parts.push(Prisma.sql`
+        SELECT ${relation}::text AS relation, ${type}::text AS target_type, ${t.targetId("l")}::text AS target_id, string_agg(${t.userId("l")}::text, ',') AS users
+        FROM ${t.table} l WHERE ${t.targetType("l")} = ${type} AND ${t.targetId("l")} = ANY(${ids}::text[]::bigint[])
+        GROUP BY ${t.targetId("l")}`);
     }
+  }
+  if (parts.length === 0) return members;
+  const rows = await tx.$queryRaw<{ relation: Relation; target_type: string; target_id: string; users: string }[]>(Prisma.join(parts, " UNION ALL "));
+  for (const row of rows) {
+    const entry = members.get(keyOf(row.target_type, row.target_id));
+    if (entry) entry[row.relation] = row.users.split(",").map(BigInt);
   }
   return members;
 }
 
-/** Each target's newest applied version, and a new epoch above every epoch PostgreSQL has seen for it. */
+/**
+ * Each target's newest applied version, and a new epoch above every epoch PostgreSQL has
+ * seen for it (changes still in flight carry at most the previous one: the new one outranks
+ * them all), in one statement.
+ */
 async function newEpochs(tx: Tx, targets: readonly Target[]): Promise<Map<string, { version: bigint; epoch: bigint }>> {
-  const rows = await tx.$queryRaw<{ target_type: string; target_id: string; version: string }[]>`
-    SELECT t.target_type, t.target_id::text AS target_id, GREATEST(
-      (SELECT COALESCE(max(version), 0) FROM relation_versions r WHERE r.target_type = t.target_type AND r.target_id = t.target_id),
-      (SELECT COALESCE(max(version), 0) FROM view_totals v WHERE v.target_type = t.target_type AND v.target_id = t.target_id))::text AS version
-    FROM ${targetsTable(targets)}`;
-  const versions = new Map(rows.map((row) => [keyOf(row.target_type, row.target_id), BigInt(row.version)]));
-  const floors = targets.map((t) => ((versions.get(keyOf(t.type, t.id.toString())) ?? 0n) / epochScale + 1n).toString());
-  // Changes still in flight carry at most the previous epoch: the new one outranks them all.
-  const epochs = await tx.$queryRaw<{ target_type: string; target_id: string; epoch: string }[]>`
-    INSERT INTO target_epochs (target_type, target_id, epoch)
-    SELECT * FROM unnest(${targets.map((t) => t.type)}::text[], ${targets.map((t) => t.id.toString())}::text[]::bigint[], ${floors}::text[]::bigint[])
-    ON CONFLICT (target_type, target_id) DO UPDATE SET epoch = GREATEST(target_epochs.epoch + 1, EXCLUDED.epoch)
-    RETURNING target_type, target_id::text AS target_id, epoch::text AS epoch`;
-  const result = new Map<string, { version: bigint; epoch: bigint }>();
-  for (const row of epochs) {
-    const key = keyOf(row.target_type, row.target_id);
-    result.set(key, { version: versions.get(key) ?? 0n, epoch: BigInt(row.epoch) });
-  }
-  return result;
+  const rows = await tx.$queryRaw<{ target_type: string; target_id: string; version: string; epoch: string }[]>`
+    WITH v AS (
+      SELECT t.target_type, t.target_id, GREATEST(
+        (SELECT COALESCE(max(version), 0) FROM relation_versions r WHERE r.target_type = t.target_type AND r.target_id = t.target_id),
+        (SELECT COALESCE(max(version), 0) FROM view_totals w WHERE w.target_type = t.target_type AND w.target_id = t.target_id)) AS version
+      FROM ${targetsTable(targets)}
+    ), e AS (
+      INSERT INTO target_epochs (target_type, target_id, epoch)
+      SELECT target_type, target_id, floor(version / ${epochScale.toString()}::numeric)::bigint + 1 FROM v
+      ON CONFLICT (target_type, target_id) DO UPDATE SET epoch = GREATEST(target_epochs.epoch + 1, EXCLUDED.epoch)
+      RETURNING target_type, target_id, epoch
+    )
+    SELECT v.target_type, v.target_id::text AS target_id, v.version::text AS version, e.epoch::text AS epoch
+    FROM v JOIN e ON e.target_type = v.target_type AND e.target_id = v.target_id`;
+  return new Map(rows.map((row) => [keyOf(row.target_type, row.target_id), { version: BigInt(row.version), epoch: BigInt(row.epoch) }]));
 }
 
 /** The snapshots of `targets` (in order, repeats allowed) read in `tx`; `distinct` holds each once. */

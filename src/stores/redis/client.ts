@@ -206,6 +206,22 @@ export function isRedisUnavailable(error: unknown): boolean {
   );
 }
 
+/**
+ * Whether an error says Redis itself could not be reached or did not answer at all
+ * (refused, reset, closed, silent past the command timeout), as opposed to an answer
+ * that refused the command: a write past its deadline, OOM, a slot moving. Only the
+ * former makes reads go to PostgreSQL without asking (reachability.ts).
+ */
+export function isRedisOutOfReach(error: unknown): boolean {
+  if (!(error instanceof Error) || !isRedisUnavailable(error)) return false;
+  return !(
+    error.name === "WriteDeadlinePassedError" ||
+    error.message.startsWith("OOM ") ||
+    error.message.startsWith("TRYAGAIN") ||
+    error.message.startsWith("Too many Cluster redirections")
+  );
+}
+
 /** What both a client and a pipeline can be sent. */
 interface Sender {
   hgetall(key: string): unknown;
@@ -231,6 +247,20 @@ export function inTickPipeline(redis: Redis, add: PipelineCommands): Promise<unk
   let tick = tickPipelines.get(redis);
   if (!tick) tickPipelines.set(redis, (tick = new TickPipeline(redis)));
   return tick.run(add);
+}
+
+/**
+ * Sends a command per item in one round trip: in the tick's pipeline on a standalone
+ * Redis, each on its own on a cluster (ioredis's auto-pipelining groups a tick's
+ * commands per node). Without it, each call is a socket write of its own: 100 GETs
+ * were about a third of a cold feed's API CPU, measured with a CPU profile.
+ */
+export async function inOneTrip<T>(redis: RedisClient, items: readonly T[], send: (to: ChainableCommander | Cluster, item: T) => unknown): Promise<unknown[]> {
+  if (items.length === 0) return [];
+  if (redis instanceof Cluster) return Promise.all(items.map((item) => send(redis, item)));
+  return inTickPipeline(redis, (pipeline) => {
+    for (const item of items) send(pipeline, item);
+  });
 }
 
 /**

@@ -5,6 +5,7 @@
 // the node holding the target, not to every node as a plain PUBLISH would.
 import type { CountChanges } from "../../domain/ports/index.js";
 import type { Target } from "../../domain/model/index.js";
+import { Cluster } from "ioredis";
 import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 
@@ -24,12 +25,19 @@ export function createCountChanges(subscriber: RedisClient, keys: RedisKeys): Co
   const resync = () => handler(null);
   subscriber.on("ready", resync);
   subscriber.on("subscribersReady", resync);
-  // One channel a command: on a cluster the channels of one SSUBSCRIBE must share a slot.
-  const each = (targets: readonly Target[], command: (channel: string) => Promise<unknown>) =>
-    Promise.all(targets.map((target) => command(keys.counters(target)))).then(() => undefined);
+  // One command for the channels of one partition (one slot: what a cluster requires of one SSUBSCRIBE),
+  // and for all of them on a standalone Redis: a subscription of 100 posts is one command, not 100.
+  const grouped = (targets: readonly Target[], command: (channels: string[]) => Promise<unknown>) => {
+    const groups = new Map<number, string[]>();
+    for (const target of targets) {
+      const group = subscriber instanceof Cluster ? keys.partitionOf(target) : 0;
+      groups.set(group, [...(groups.get(group) ?? []), keys.counters(target)]);
+    }
+    return Promise.all([...groups.values()].map(command)).then(() => undefined);
+  };
   return {
-    listen: (targets) => each(targets, (channel) => subscriber.ssubscribe(channel)),
-    ignore: (targets) => each(targets, (channel) => subscriber.sunsubscribe(channel)),
+    listen: (targets) => grouped(targets, (channels) => subscriber.ssubscribe(...channels)),
+    ignore: (targets) => grouped(targets, (channels) => subscriber.sunsubscribe(...channels)),
     onChange(next) {
       handler = next;
     },

@@ -6,9 +6,9 @@ import { performance } from "node:perf_hooks";
 import { Cluster } from "ioredis";
 import { LRUCache } from "lru-cache";
 import type { Relation, TargetType } from "../../domain/model/index.js";
-import type { MemberIndexHolds, MemberIndexStore } from "../../domain/ports/index.js";
+import type { MemberIndexHolds, MemberIndexLookup, MemberIndexStore } from "../../domain/ports/index.js";
 import { splitVersion } from "../versions.js";
-import type { RedisClient } from "./client.js";
+import { inOneTrip, type RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 import { ScriptStatus, toError } from "./statuses.js";
 
@@ -51,6 +51,25 @@ export function memberIndexesOf(redis: RedisClient, keys: RedisKeys, capacity = 
       if (loading) return;
       // As includes/member-index.lua's keepIndex: an idle expiry moves later, a hold for a like not yet persisted stays.
       Promise.all([redis.pexpire(key, memberIndexIdleMs, "GT"), redis.pexpire(key, memberIndexIdleMs, "NX")]).catch(() => refreshed.delete(key));
+    },
+  };
+}
+
+/** includes/member-index.lua's marks (a unit test keeps them equal): complete, and overflowed. */
+export const indexCompleteMark = "0";
+export const indexOverflowedMark = "-1";
+
+/** What a read asks of a user's member index: which targets it rules out. */
+export function createMemberIndexLookup(redis: RedisClient, indexes: MemberIndexes): MemberIndexLookup {
+  return {
+    async rulesOut(relation, targetType, userId, targetIds) {
+      const key = indexes.key(relation, targetType, userId);
+      const [found] = (await inOneTrip(redis, [key], (to) => to.smismember(key, indexCompleteMark, indexOverflowedMark, ...targetIds.map(String)))) as [
+        number[],
+      ];
+      if (found[0] !== 1 || found[1] === 1) return null;
+      indexes.used(key);
+      return targetIds.map((_, i) => found[i + 2] === 0);
     },
   };
 }

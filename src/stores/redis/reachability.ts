@@ -3,7 +3,7 @@
 // every `probeEveryMs` (or the client's own reconnection) tells when it answers
 // again. Reads meanwhile go to PostgreSQL without waiting for Redis's timeouts.
 import type { Reachability } from "../../domain/ports/index.js";
-import { isRedisUnavailable, type RedisClient } from "./client.js";
+import { isRedisOutOfReach, isRedisUnavailable, type RedisClient } from "./client.js";
 
 export interface RedisReachability extends Reachability {
   /** Stops probing. */
@@ -64,12 +64,8 @@ function watchReachability(redis: RedisClient, options: ReachabilityOptions): Re
   return {
     reachable: () => reachable,
     failed(error) {
-      if (!isRedisUnavailable(error)) return false;
-      lost(error);
-      return true;
-    },
-    silent() {
-      lost(new Error("Redis did not answer a read within the time its request could wait"));
+      if (isRedisOutOfReach(error)) lost(error);
+      return isRedisUnavailable(error);
     },
     close() {
       if (probe) clearInterval(probe);

@@ -1,9 +1,10 @@
 // Puts a target back into Redis from what PostgreSQL holds, and brings late
 // changes into a rebuilt target (scripts/replay-change.lua, scripts/replay-views.lua).
+import { Cluster } from "ioredis";
 import { acquireLock } from "./lease-store.js";
 import { relations, relationsOf, type Target } from "../../domain/model/index.js";
 import type { RebuildMark, RebuildStore } from "../../domain/ports/index.js";
-import { pipelineReplies, type RedisClient } from "./client.js";
+import { inOneTrip, pipelineReplies, type RedisClient } from "./client.js";
 import {
   authorField,
   defaultShardCapacity,
@@ -21,7 +22,7 @@ import { memberIndexesOf, type MemberIndexes } from "./member-index-store.js";
 import { perNode } from "./per-node.js";
 import { relationLayouts } from "./relations.js";
 import { epochScale, splitVersion, versionOf } from "../versions.js";
-import { ScriptStatus, toError } from "./statuses.js";
+import { ScriptStatus, toError, type ScriptReply } from "./statuses.js";
 import { useScore } from "./use-records.js";
 
 /** Generations a target may have grown through and still be evicted or rebuilt over: 1 + 8 + 64 shards. */
@@ -49,6 +50,12 @@ export function rebuildGeneration(members: readonly bigint[], capacity: number):
     if (fits) return g;
   }
   throw new Error(`${members.length} members do not fit the membership shards of one target.`);
+}
+
+/** The version a dropped target's record holds ('epoch:micros:generation'), or null for none. */
+function droppedOf(left: string | null): bigint | null {
+  const [epoch, micros] = left?.split(":") ?? [];
+  return epoch && micros ? versionOf(BigInt(epoch), BigInt(micros)) : null;
 }
 
 /** What a replay script's status says of the replay. */
@@ -120,13 +127,32 @@ export function createRebuildStore(
       await redis.releaseLock(keys.rebuildLock(target), token);
     },
     async held(targets) {
-      if (targets.length === 0) return [];
-      const found = await Promise.all(targets.map((t) => redis.exists(keys.counters(t))));
+      const found = await inOneTrip(redis, targets, (to, t) => to.exists(keys.counters(t)));
       return found.map((n) => n === 1);
     },
+    async lockMany(targets, ttlMs, tokens) {
+      const asked = targets.map((t, i) => [t, tokens[i] as string] as const);
+      const found = await inOneTrip(redis, asked, (to, [t, token]) => to.set(keys.rebuildLock(t), token, "PX", ttlMs, "NX", "GET"));
+      return found.map((held, i) => (held === null || held === tokens[i] ? (tokens[i] as string) : null));
+    },
+    async unlockMany(targets, tokens) {
+      const asked = targets.map((t, i) => [t, tokens[i] as string] as const);
+      await inOneTrip(redis, asked, (to, [t, token]) => to.releaseLock(keys.rebuildLock(t), token));
+    },
+    async droppedVersions(targets) {
+      if (targets.length === 0) return [];
+      // One MGET on a standalone Redis; on a cluster the keys span slots, so one GET each, grouped per node.
+      const left =
+        redis instanceof Cluster ? await inOneTrip(redis, targets, (to, t) => to.get(keys.dropped(t))) : await redis.mget(targets.map((t) => keys.dropped(t)));
+      return left.map((value) => droppedOf(value as string | null));
+    },
     async write(target, snapshot, authorId, token) {
+      const [exists, droppedLeft] = (await pipelineReplies(redis.pipeline().exists(keys.counters(target)).get(keys.dropped(target)).exec())) as [
+        number,
+        string | null,
+      ];
       // A target Redis holds keeps its shards: the wipe below is for what a partial loss left.
-      if ((await redis.exists(keys.counters(target))) === 1) return "held";
+      if (exists === 1) return "held";
       const held = relationsOf(target.type).map((relation) => {
         const members = snapshot.members[relation] ?? [];
         const generation = rebuildGeneration(members, shardCapacity);
@@ -137,36 +163,35 @@ export function createRebuildStore(
         }
         return { relation, members, generation, shards };
       });
-      // All in one slot, so one pipeline works on a cluster too.
-      // Shards a partial loss may have left behind (a hash lost alone) go first: stale members would otherwise count twice.
       // A dropped big target left the generations past what a drop removes.
-      const droppedGeneration = Number((await redis.get(keys.dropped(target)))?.split(":")[2] ?? 0);
+      const droppedGeneration = Number(droppedLeft?.split(":")[2] ?? 0);
       for (const relation of relationsOf(target.type)) {
         for (let g = evictableGenerations + 1; g <= droppedGeneration; g++) {
           const later = keys.generationShards(relation, target, g);
           for (let i = 0; i < later.length; i += 1_000) await redis.del(...later.slice(i, i + 1_000));
         }
       }
-      {
-        const pipeline = redis.pipeline();
-        pipeline.del(...recordsAndShards(target, evictableGenerations));
-        for (const { shards } of held) for (const [key, members] of shards) pipeline.sadd(key, ...members);
-        // Loaded counts as used: it is the newest target Redis holds.
-        pipeline.zadd(keys.use(target).key, useScore(), keys.use(target).member);
-        // The views of earlier epochs the snapshot holds: late ones add only what exceeds these.
-        if (snapshot.viewTotals.length > 0) {
-          pipeline.hset(keys.viewsReplayed(target), ...snapshot.viewTotals.flatMap((v) => [v.epoch.toString(), String(v.total)]));
-          // Outlasts the window, which opens a little after this write: a replay inside it must find what the post holds.
-          pipeline.pexpire(keys.viewsReplayed(target), rebuildWindowMs + 60_000);
-        }
-        await pipelineReplies(pipeline.exec());
+      // One round trip, in order: the target's keys (one slot, so one pipeline works on a cluster too),
+      // its members' notes in their indexes (a standalone Redis's), and last the counter hash.
+      const pipeline = redis.pipeline();
+      // Shards a partial loss may have left behind (a hash lost alone) go first: stale members would otherwise count twice.
+      pipeline.del(...recordsAndShards(target, evictableGenerations));
+      for (const { shards } of held) for (const [key, members] of shards) pipeline.sadd(key, ...members);
+      // Loaded counts as used: it is the newest target Redis holds.
+      pipeline.zadd(keys.use(target).key, useScore(), keys.use(target).member);
+      // The views of earlier epochs the snapshot holds: late ones add only what exceeds these.
+      if (snapshot.viewTotals.length > 0) {
+        pipeline.hset(keys.viewsReplayed(target), ...snapshot.viewTotals.flatMap((v) => [v.epoch.toString(), String(v.total)]));
+        // Outlasts the window, which opens a little after this write: a replay inside it must find what the post holds.
+        pipeline.pexpire(keys.viewsReplayed(target), rebuildWindowMs + 60_000);
       }
+      let notes = 0;
       if (memberIndexes) {
         for (const { relation, members } of held) {
           for (let i = 0; i < members.length; i += 1_000) {
             const indexes = members.slice(i, i + 1_000).map((member) => memberIndexes.key(relation, target.type, member));
-            const [status] = await redis.noteMembers(indexes.length, ...indexes, target.id.toString(), memberIndexes.capacity);
-            if (status !== ScriptStatus.Applied) throw toError("note-members", status, target);
+            pipeline.noteMembers(indexes.length, ...indexes, target.id.toString(), memberIndexes.capacity);
+            notes++;
           }
         }
       }
@@ -189,9 +214,12 @@ export function createRebuildStore(
       ];
       if (target.type === "post") fields.push(epochViewsField, 0);
       if (authorId !== null) fields.push(authorField, authorId.toString());
-      const [status] = await redis.finishRebuild(keys.counters(target), keys.rebuildLock(target), token, ...fields);
-      // What a drop left is done with: its later generations are gone and its changes were waited for.
-      if (status === ScriptStatus.Applied) await redis.del(keys.dropped(target));
+      pipeline.finishRebuild(keys.counters(target), keys.rebuildLock(target), keys.dropped(target), token, ...fields);
+      const replies = (await pipelineReplies(pipeline.exec())) as ScriptReply[];
+      for (const [status] of replies.slice(replies.length - 1 - notes, replies.length - 1)) {
+        if (status !== ScriptStatus.Applied) throw toError("note-members", status, target);
+      }
+      const [status] = replies.at(-1) as ScriptReply;
       if (status === ScriptStatus.Applied || status === ScriptStatus.Unchanged) return status === ScriptStatus.Applied ? "written" : "held";
       if (status === ScriptStatus.LockLost) return "lockLost";
       throw toError("finish-rebuild", status, target);
@@ -228,9 +256,7 @@ export function createRebuildStore(
     // Above every epoch a version can name, so the version check never keeps the target.
     drop: (target) => evict(target, { epoch: 2n ** 52n, micros: 0n }, true),
     async droppedVersion(target) {
-      const left = await redis.get(keys.dropped(target));
-      const [epoch, micros] = left?.split(":") ?? [];
-      return epoch && micros ? versionOf(BigInt(epoch), BigInt(micros)) : null;
+      return droppedOf(await redis.get(keys.dropped(target)));
     },
     async rebuilds(targets) {
       const marks = new Map<Target, RebuildMark | null>();

@@ -54,7 +54,7 @@ const definitions = {
   recordViews: { file: "record-views", numberOfKeys: 3 },
   replayChange: { file: "replay-change", numberOfKeys: membershipKeys },
   replayViews: { file: "replay-views", numberOfKeys: 2 },
-  finishRebuild: { file: "finish-rebuild", numberOfKeys: 2 },
+  finishRebuild: { file: "finish-rebuild", numberOfKeys: 3 },
   releaseLock: { file: "release-lock", numberOfKeys: 1 },
   applyListChanges: { file: "apply-list-changes", numberOfKeys: undefined },
   loadList: { file: "load-list", numberOfKeys: 3 },
@@ -126,8 +126,8 @@ declare module "ioredis" {
     replayChange(counters: string, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/replay-views.lua: the counter hash, the views replayed per epoch, then epoch, total and the rebuild's epoch. */
     replayViews(counters: string, replayed: string, epoch: string, total: number, intoEpoch: string): Result<ScriptReply, Context>;
-    /** scripts/finish-rebuild.lua: the counter hash, the rebuild lock, the lock's token, then fields and values. */
-    finishRebuild(key: string, lock: string, token: string, ...fieldsAndValues: (string | number)[]): Result<ScriptReply, Context>;
+    /** scripts/finish-rebuild.lua: the counter hash, the rebuild lock, the drop's record, the lock's token, then fields and values. */
+    finishRebuild(key: string, lock: string, dropped: string, token: string, ...fieldsAndValues: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/apply-list-changes.lua: the number of keys, the keys, then ARGV. */
     applyListChanges(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<string>, Context>;
     /** scripts/load-list.lua: entries, horizon, recent changes, then ARGV. */

@@ -8,6 +8,7 @@ import { startTestApi, type TestApi } from "../../support/api.js";
 import { codesOf, createUsers, dataOf, openDatabase, openRedis, type TestUser } from "../../support/env.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
+import { addressSubject } from "../../../src/graphql/client-address.js";
 import { liveClient, type Received } from "../../support/live.js";
 import { eventually } from "../../support/pipeline.js";
 import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
@@ -340,11 +341,15 @@ describe("subscriptions to cold posts", () => {
   it("when an anonymous client subscribes over and over to posts Redis does not hold, then none is loaded, each subscribe pays their cold reads until the address's budget refuses, and a connection's burst past its cap is refused", async () => {
     const crawled = await startTestApi({ RATE_LIMIT_IP_QUERY_COST: "500", LIVE_SUBSCRIBES_PER_SECOND: "3" });
     const client = liveClient(crawled.url);
+    const redis = await openRedis();
     try {
       const posts = await Promise.all(Array.from({ length: 20 }, () => newPost("cold")));
       const targets = posts.map((id) => ({ type: "post" as const, id: BigInt(id) }));
-      const rebuilds = createRebuildStore(await openRedis(), createRedisKeys(crawled.config.redisPartitions));
+      const keys = createRedisKeys(crawled.config.redisPartitions);
+      const rebuilds = createRebuildStore(redis, keys);
       await Promise.all(targets.map((t) => rebuilds.drop(t)));
+      // The address's budget starts full: earlier files spent it from the same address, under other limits.
+      await Promise.all(["127.0.0.1", "::ffff:127.0.0.1", "::1"].map((ip) => redis.del(keys.rateBudget("ipQueryCost", addressSubject(ip)))));
       await client.connected;
       // 20 cold posts cost 200 of the address's 500 units: two subscribes, then a refusal.
       const codes: (string | undefined)[][] = [];
@@ -364,6 +369,7 @@ describe("subscriptions to cold posts", () => {
         await bursting.dispose();
       }
     } finally {
+      redis.disconnect();
       await client.dispose();
       await crawled.close();
     }

@@ -8,6 +8,7 @@
   Input:
     KEYS[1]      counter hash of the target
     KEYS[2]      the target's rebuild lock
+    KEYS[3]      where a drop of the target left its last version: done with once the target is back
     ARGV[1]      the caller's lock token
     ARGV[2..]    field, value, field, value, ... (at least one pair, numeric values)
 
@@ -33,4 +34,5 @@ if redis.call('GET', KEYS[2]) ~= ARGV[1] then
 end
 local now = redis.call('TIME')
 redis.call('HSET', KEYS[1], rebuiltAtField, string.format('%.0f', tonumber(now[1]) * 1000000 + tonumber(now[2])), unpack(fields))
+redis.call('DEL', KEYS[3])
 return { APPLIED }
