@@ -32,6 +32,8 @@ export interface FaultContext {
   readonly cast: Cast;
   /** Unique to this run of the case: a prefix for names the case makes. */
   readonly tag: string;
+  /** The service's JWT_SECRET: a case signs tokens for users it wrote to PostgreSQL itself. */
+  readonly jwtSecret: string;
   /** The running load; there is none yet while the case prepares. */
   readonly load: LoadRun;
   /** The running processes by role; `restart` starts one again as it was started and waits until it works. */

@@ -212,6 +212,7 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
       httpBase: `http://127.0.0.1:${apiPort}`,
       cast,
       tag,
+      jwtSecret,
       get load(): LoadRun {
         if (!load) throw new Error("the load has not started yet");
         return load;
