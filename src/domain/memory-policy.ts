@@ -7,8 +7,9 @@
 // - from `evictFrom` of maxmemory, it takes the least recently used posts and
 //   comments out of Redis as idle eviction does (rebuildStore.evict: only targets
 //   whose every change PostgreSQL applied, whole), and the least recently used
-//   users' member indexes (never one held for a like not yet persisted: its next
-//   read loads it back from PostgreSQL), until Redis is under `evictTo`;
+//   users' member indexes (a user's next read loads theirs back from PostgreSQL,
+//   with the likes not yet persisted from the user's pending record), until Redis
+//   is under `evictTo`;
 // - from `refuseFrom`, it loads no target Redis does not hold: a rebuild answers
 //   OVER_CAPACITY. Anonymous counts are still read from PostgreSQL, and targets Redis
 //   holds are read and changed as usual: the memory left above `refuseFrom` is for

@@ -159,7 +159,7 @@ export function createChangePersistence(deps: ChangePersistenceDeps): ChangePers
           // Every change of the batch, applied or superseded in PostgreSQL: either way its like is no longer only in Redis.
           memberIndexes?.settle(
             coalesced.flatMap((c) =>
-              c.kind === "relation" ? [{ relation: c.relation, targetType: c.target.type, userId: c.userId, version: c.version }] : [],
+              c.kind === "relation" ? [{ relation: c.relation, targetType: c.target.type, targetId: c.target.id, userId: c.userId, version: c.version }] : [],
             ),
           ),
         ])

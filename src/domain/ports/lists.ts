@@ -68,21 +68,22 @@ export interface MemberIndexLookup {
   rulesOut(relation: Relation, targetType: TargetType, userId: bigint, targetIds: readonly bigint[]): Promise<boolean[] | null>;
 }
 
-/** What PostgreSQL committed of a user's memberships of one relation and target type. */
+/** A change of a user's membership of a target PostgreSQL has committed. */
 export interface CommittedMembership {
   readonly relation: Relation;
   readonly targetType: TargetType;
+  readonly targetId: bigint;
   readonly userId: bigint;
   /** The change's version. */
   readonly version: bigint;
 }
 
 /**
- * Member indexes as the persist consumer sees them: an index held for a like not yet
- * in PostgreSQL gets its idle expiry back once PostgreSQL committed it (or a later change).
+ * Member indexes as the persist consumer sees them: each records the likes noted in it
+ * that PostgreSQL does not hold yet, so that a reload of the index misses none.
  */
 export interface MemberIndexHolds {
-  /** Releases what the committed changes settle; repeats and any order are harmless. */
+  /** Forgets the likes the committed changes settle (each, or a later change of its pair); repeats and any order are harmless. */
   settle(committed: readonly CommittedMembership[]): Promise<void>;
 }
 

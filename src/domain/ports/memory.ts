@@ -20,8 +20,9 @@ export interface MemoryStore {
   coldest(sample: number, count: number): Promise<Target[]>;
   /**
    * Deletes the `count` least recently used of about `sample` users' member indexes unused
-   * for `idleSeconds` at least, never one held for a like not yet persisted; answers how
-   * many went. None where Redis keeps no member indexes (a cluster).
+   * for `idleSeconds` at least; answers how many went. A user's pending record (the likes
+   * not yet persisted) is kept, so the index's next load is whole. None where Redis keeps
+   * no member indexes (a cluster).
    */
   reclaimIndexes(sample: number, count: number, idleSeconds: number): Promise<number>;
 }

@@ -22,6 +22,7 @@
 //   um:{p}:user:<id>:<tag>:<type>  set: ids of the targets of one type a user joined in one relation, a superset of
 //                                  their memberships, with marks 0 (complete) and -1 (overflowed); standalone only
 //                                  (scripts/includes/member-index.lua)
+//   up:{p}:user:<id>:<tag>:<type>  hash: that index's likes not yet in PostgreSQL, target id to version (epoch:micros)
 //   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
 //   reconcile:tick:<ms>            string: a scheduled reconcile tick, claimed by the worker that runs its pass
 //   rif:{p}:<type>:<id>            string: versions at which reconcile passes found the target in flight, and how many in a row
@@ -175,6 +176,8 @@ export interface RedisKeys {
   list(relation: ListedRelation, userId: bigint): { readonly entries: string; readonly horizon: string; readonly recent: string; readonly lock: string };
   /** The targets of one type a user joined in one relation (scripts/includes/member-index.lua). */
   memberIndex(relation: Relation, targetType: TargetType, userId: bigint): string;
+  /** That index's pending record: the likes noted in it PostgreSQL does not hold yet. */
+  memberPending(relation: Relation, targetType: TargetType, userId: bigint): string;
   /** The hot ranking's keys, all in one slot. */
   readonly ranking: RankingKeys;
   /** The sharded pub/sub channel on which each new user's id is announced to every API process. */
@@ -267,6 +270,7 @@ export function createRedisKeys(partitions: number): RedisKeys {
       };
     },
     memberIndex: (relation, targetType, userId) => `${base("um", { type: "user", id: userId })}:${relationLayouts[relation].tag}:${targetType}`,
+    memberPending: (relation, targetType, userId) => `${base("up", { type: "user", id: userId })}:${relationLayouts[relation].tag}:${targetType}`,
     ranking: rankingKeys,
     userAnnouncements: "users:registered",
   };

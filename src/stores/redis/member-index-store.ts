@@ -29,6 +29,8 @@ const refreshEveryMs = 600_000;
 export interface MemberIndexes {
   readonly capacity: number;
   key(relation: Relation, targetType: TargetType, userId: bigint): string;
+  /** The index's pending record: the likes noted in it that PostgreSQL does not hold yet. */
+  pendingKey(relation: Relation, targetType: TargetType, userId: bigint): string;
   /**
    * Tells that a read used the index: its expiry is set anew, at most once every ten
    * minutes per process and index, in the background (a failure is left to the next).
@@ -43,19 +45,19 @@ export function memberIndexesOf(redis: RedisClient, keys: RedisKeys, capacity = 
   return {
     capacity,
     key: (relation, targetType, userId) => keys.memberIndex(relation, targetType, userId),
+    pendingKey: (relation, targetType, userId) => keys.memberPending(relation, targetType, userId),
     used(key, loading = false) {
       const now = performance.now();
       const at = refreshed.get(key);
       if (at !== undefined && now - at < refreshEveryMs) return;
       refreshed.set(key, now);
       if (loading) return;
-      // As includes/member-index.lua's keepIndex: an idle expiry moves later, a hold for a like not yet persisted stays.
-      Promise.all([redis.pexpire(key, memberIndexIdleMs, "GT"), redis.pexpire(key, memberIndexIdleMs, "NX")]).catch(() => refreshed.delete(key));
+      redis.pexpire(key, memberIndexIdleMs).catch(() => refreshed.delete(key));
     },
   };
 }
 
-/** includes/member-index.lua's marks (a unit test keeps them equal): complete, and overflowed. */
+/** includes/member-index.lua's marks: complete, and overflowed. */
 export const indexCompleteMark = "0";
 export const indexOverflowedMark = "-1";
 
@@ -77,21 +79,20 @@ export function createMemberIndexLookup(redis: RedisClient, indexes: MemberIndex
 /** Indexes settled in one script call at most. */
 const settleSlice = 1_000;
 
-/** Releases member indexes held for likes PostgreSQL has now committed (scripts/settle-member-indexes.lua). */
+/** Removes from users' pending records the likes PostgreSQL has now committed (scripts/settle-member-indexes.lua). */
 export function createMemberIndexHolds(redis: RedisClient, indexes: MemberIndexes): MemberIndexHolds {
   return {
     async settle(committed) {
-      // The newest committed change per index: it settles every hold up to it.
-      const newest = new Map<string, bigint>();
-      for (const { relation, targetType, userId, version } of committed) {
-        const key = indexes.key(relation, targetType, userId);
-        const ms = splitVersion(version).micros / 1000n;
-        if ((newest.get(key) ?? -1n) < ms) newest.set(key, ms);
-      }
-      const entries = [...newest];
-      for (let i = 0; i < entries.length; i += settleSlice) {
-        const slice = entries.slice(i, i + settleSlice);
-        const [status] = await redis.settleMemberIndexes(slice.length, ...slice.map(([key]) => key), ...slice.map(([, ms]) => ms.toString()));
+      for (let i = 0; i < committed.length; i += settleSlice) {
+        const slice = committed.slice(i, i + settleSlice);
+        const [status] = await redis.settleMemberIndexes(
+          slice.length,
+          ...slice.map((c) => indexes.pendingKey(c.relation, c.targetType, c.userId)),
+          ...slice.flatMap((c) => {
+            const { epoch, micros } = splitVersion(c.version);
+            return [c.targetId.toString(), epoch.toString(), micros.toString()];
+          }),
+        );
         if (status !== ScriptStatus.Applied) throw toError("settle-member-indexes", status, { type: "user", id: committed[0]?.userId ?? 0n });
       }
     },
@@ -107,7 +108,13 @@ export function createMemberIndexStore(redis: RedisClient, indexes: MemberIndexe
     },
     async complete(relation, targetType, userId, targetIds, overflowed) {
       const key = indexes.key(relation, targetType, userId);
-      const [status] = await redis.completeMemberIndex(key, indexes.capacity, overflowed ? 1 : 0, ...targetIds.map(String));
+      const [status] = await redis.completeMemberIndex(
+        key,
+        indexes.pendingKey(relation, targetType, userId),
+        indexes.capacity,
+        overflowed ? 1 : 0,
+        ...targetIds.map(String),
+      );
       if (status !== ScriptStatus.Applied) throw toError("complete-member-index", status, { type: "user", id: userId });
     },
   };

@@ -98,6 +98,7 @@ export function createMembershipStore(
         tag,
         generationField,
         memberIndexes?.key(relation, target.type, userId) ?? "",
+        memberIndexes?.pendingKey(relation, target.type, userId) ?? "",
         memberIndexes?.capacity ?? 1,
         deadlineMs,
         ...counterNames[target.type],

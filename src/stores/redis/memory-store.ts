@@ -67,9 +67,7 @@ export function createMemoryStore(redis: RedisClient, keys: RedisKeys): MemorySt
         .sort((a, b) => b[1] - a[1])
         .slice(0, count)
         .map(([key]) => key);
-      if (idlest.length === 0) return 0;
-      const [, deleted] = await redis.reclaimMemberIndexes(idlest.length, ...idlest);
-      return deleted ?? 0;
+      return idlest.length === 0 ? 0 : redis.del(...idlest);
     },
   };
 }

@@ -60,10 +60,9 @@ const definitions = {
   loadList: { file: "load-list", numberOfKeys: 3 },
   // Member indexes live in users' slots, which a like's script cannot reach on a cluster: standalone only.
   beginMemberIndex: { file: "begin-member-index", numberOfKeys: 1, standaloneOnly: true },
-  completeMemberIndex: { file: "complete-member-index", numberOfKeys: 1, standaloneOnly: true },
+  completeMemberIndex: { file: "complete-member-index", numberOfKeys: 2, standaloneOnly: true },
   noteMembers: { file: "note-members", numberOfKeys: undefined, standaloneOnly: true },
   settleMemberIndexes: { file: "settle-member-indexes", numberOfKeys: undefined, standaloneOnly: true },
-  reclaimMemberIndexes: { file: "reclaim-member-indexes", numberOfKeys: undefined, standaloneOnly: true },
   evictTarget: { file: "evict-target", numberOfKeys: undefined },
   recountMembers: { file: "recount-members", numberOfKeys: undefined },
   readTargets: { file: "read-targets", numberOfKeys: undefined, readOnly: true },
@@ -135,12 +134,10 @@ declare module "ioredis" {
     /** scripts/begin-member-index.lua. */
     beginMemberIndex(index: string): Result<ScriptReply, Context>;
     /** scripts/complete-member-index.lua. */
-    completeMemberIndex(index: string, capacity: number, over: 0 | 1, ...targetIds: string[]): Result<ScriptReply, Context>;
+    completeMemberIndex(index: string, pending: string, capacity: number, over: 0 | 1, ...targetIds: string[]): Result<ScriptReply, Context>;
     /** scripts/note-members.lua. */
     noteMembers(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
-    /** scripts/reclaim-member-indexes.lua: the number of keys, then the keys. */
-    reclaimMemberIndexes(numberOfKeys: number, ...keys: string[]): Result<ScriptReply<number>, Context>;
-    /** scripts/settle-member-indexes.lua: the number of keys, the keys, then a time per key. */
+    /** scripts/settle-member-indexes.lua: the number of keys, the keys, then a target, epoch and microseconds per key. */
     settleMemberIndexes(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<number>, Context>;
     /** scripts/evict-target.lua: the number of keys, the keys, then ARGV. */
     evictTarget(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;

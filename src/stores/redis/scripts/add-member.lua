@@ -17,19 +17,20 @@
     KEYS[5..n]    the user's membership shard in generations 0..n-5
     ARGV[1]       user id
     ARGV[2]       shard capacity (members)
-    ARGV[3]       counter field to increment ('like', 'collect', 'followers'); one of ARGV[8..]
+    ARGV[3]       counter field to increment ('like', 'collect', 'followers'); one of ARGV[12..]
     ARGV[4]       target type, for the event
     ARGV[5]       target id, for the event
     ARGV[6]       relation tag, for the event ('l', 'c', 'f')
     ARGV[7]       counter hash field of the relation's newest generation
     ARGV[8]       the user's member index of the relation and the target's type
                   (includes/member-index.lua), or '' where Redis keeps none (a cluster)
-    ARGV[9]       the member index's capacity
-    ARGV[10]      the call's deadline, in milliseconds of Redis's clock (includes/deadline.lua)
-    ARGV[11..]    the counters of the target's type to answer, its first counter first
+    ARGV[9]       the user's pending record of that index (likes not yet persisted), or ''
+    ARGV[10]      the member index's capacity
+    ARGV[11]      the call's deadline, in milliseconds of Redis's clock (includes/deadline.lua)
+    ARGV[12..]    the counters of the target's type to answer, its first counter first
 
   Output:
-    { APPLIED, c1, … }     added; c = each counter named in ARGV[8..] after the change (nil where absent)
+    { APPLIED, c1, … }     added; c = each counter named in ARGV[12..] after the change (nil where absent)
     { UNCHANGED, c1, … }   already a member, nothing changed, appended or announced (in a rebuild
                            window the state answered is noted: includes/member-change.lua)
     { TARGET_ABSENT }      the target's counter hash is not in Redis
@@ -52,11 +53,11 @@
 local user = ARGV[1]
 local capacity = tonumber(ARGV[2])
 local counter, targetType, targetId, tag, generationField = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local memberIndex, indexCapacity, deadline = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
-local names = { unpack(ARGV, 11) }
+local memberIndex, pending, indexCapacity, deadline = ARGV[8], ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
+local names = { unpack(ARGV, 12) }
 local index = counterIndex(names, counter)
 if not isUserId(user) or not capacity or capacity < 1 or not index or not targetType or not targetId or not tag or not generationField
-  or not memberIndex or not indexCapacity or indexCapacity < 1 or not deadline then
+  or not memberIndex or not pending or (memberIndex == '') ~= (pending == '') or not indexCapacity or indexCapacity < 1 or not deadline then
   return { INVALID_ARGUMENTS }
 end
 local target = readTarget(KEYS[1], names, generationField)
@@ -84,7 +85,8 @@ if not addMember(target.key, user, capacity, target.generation, generationField)
 end
 local micros = recordChange(target, index, 1, KEYS[2], KEYS[3], targetType, targetId, user, '1', tag)
 if memberIndex ~= '' then
-  holdIndex(memberIndex, micros, noteJoined(memberIndex, indexCapacity, targetId))
+  noteJoined(memberIndex, indexCapacity, targetId)
+  notePending(pending, targetId, target.epoch, micros)
 end
 keepReceipt(receipt, APPLIED)
 return countsReply(APPLIED, target)

@@ -14,5 +14,5 @@
 --@include member-index
 
 redis.call('SADD', KEYS[1], indexLoading)
-keepIndex(KEYS[1])
+redis.call('PEXPIRE', KEYS[1], indexIdleMs)
 return { APPLIED }

@@ -1,12 +1,14 @@
 --[[
   Completes a user's member index (includes/member-index.lua) with the
-  memberships PostgreSQL holds, read after the load began (begin-member-index.lua):
-  what the index noted meanwhile stays, so the union holds every membership,
-  whether it reached PostgreSQL before the read or was noted since (by its add,
-  its replay or its target's rebuild).
+  memberships PostgreSQL holds, read after the load began (begin-member-index.lua),
+  and the likes the user's pending record holds (made, not yet persisted): what
+  the index noted meanwhile stays, so the union holds every membership, whether
+  it reached PostgreSQL before the read, is still on its way to it, or was noted
+  since (by its add, its replay or its target's rebuild).
 
   Input:
     KEYS[1]   the member index
+    KEYS[2]   its user's pending record: likes noted and not yet in PostgreSQL, added too
     ARGV[1]   its capacity
     ARGV[2]   1 when PostgreSQL holds more memberships than the capacity, else 0
     ARGV[3..] the ids of the targets PostgreSQL holds the user a member of
@@ -29,6 +31,11 @@ if over == '0' then
   for from = 3, #ARGV, 1000 do
     redis.call('SADD', index, unpack(ARGV, from, math.min(#ARGV, from + 999)))
   end
+end
+-- Likes not yet in PostgreSQL: the read above missed them, and their note may have gone with an earlier index.
+local pending = redis.call('HKEYS', KEYS[2])
+for from = 1, #pending, 1000 do
+  redis.call('SADD', index, unpack(pending, from, math.min(#pending, from + 999)))
 end
 redis.call('SREM', index, indexLoading)
 -- The marks aside, at most the capacity.

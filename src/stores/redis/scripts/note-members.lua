@@ -26,7 +26,6 @@ end
 for i = 1, #KEYS do
   if redis.call('EXISTS', KEYS[i]) == 1 then
     noteJoined(KEYS[i], capacity, targetId)
-    keepIndex(KEYS[i])
   end
 end
 return { APPLIED }

@@ -93,7 +93,6 @@ if ARGV[2] == '1' and not shard then
   -- The like's own note may be lost with the last second of writes Redis lost: note it again.
   if memberIndex ~= '' then
     noteJoined(memberIndex, indexCapacity, targetId)
-    keepIndex(memberIndex)
   end
   status = APPLIED
 elseif ARGV[2] == '0' and shard then

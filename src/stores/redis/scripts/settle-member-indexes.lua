@@ -1,35 +1,39 @@
 #!lua flags=allow-cross-slot-keys
 --[[
-  Gives member indexes held for likes not yet persisted (includes/member-index.lua,
-  holdIndex) their idle expiry back, once PostgreSQL committed a change of the
-  index's user at least as new as the like that holds it. An index held by a
-  newer like, still on its way, stays held.
+  Removes from users' pending records (includes/member-index.lua) the likes
+  PostgreSQL has now committed: a target whose recorded like is not newer than
+  the change of the pair PostgreSQL committed (the like itself, or a later
+  unlike that superseded it). A newer like of the same target stays, whatever
+  order batches commit in.
 
   Input:
-    KEYS[1..n]   member indexes
-    ARGV[i]      for KEYS[i], the time (ms, as versions stamp it) of the newest change of the
-                 index's user and relation PostgreSQL just committed
+    KEYS[i]      a user's pending record
+    ARGV[3i-2]   a target of it PostgreSQL committed a change of
+    ARGV[3i-1]   that change's epoch
+    ARGV[3i]     that change's microseconds
 
   Output:
-    { APPLIED, settled }   settled: how many indexes got their idle expiry back
+    { APPLIED, removed }
     { INVALID_ARGUMENTS }
 ]]
 --@include statuses
---@include member-index
 
-if #ARGV ~= #KEYS then
+if #ARGV ~= 3 * #KEYS then
   return { INVALID_ARGUMENTS }
 end
-local settled = 0
+local removed = 0
 for i = 1, #KEYS do
-  local committed = tonumber(ARGV[i])
-  if not committed then
+  local target, epoch, micros = ARGV[3 * i - 2], tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
+  if not epoch or not micros then
     return { INVALID_ARGUMENTS }
   end
-  local at = redis.call('PEXPIRETIME', KEYS[i])
-  if at > indexPendingOffset and at - indexPendingOffset <= committed then
-    redis.call('PEXPIRE', KEYS[i], indexIdleMs)
-    settled = settled + 1
+  local noted = redis.call('HGET', KEYS[i], target)
+  if noted then
+    local e, m = string.match(noted, '^(%d+):(%d+)$')
+    e, m = tonumber(e), tonumber(m)
+    if not e or e < epoch or (e == epoch and m <= micros) then
+      removed = removed + redis.call('HDEL', KEYS[i], target)
+    end
   end
 end
-return { APPLIED, settled }
+return { APPLIED, removed }

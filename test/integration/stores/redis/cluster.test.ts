@@ -545,12 +545,6 @@ describe("scripts on a Redis Cluster", () => {
     const files = scriptFileNames();
     expect([...new Set(scriptFiles.values())].sort()).toEqual(files);
     expect(await scriptsRun(cluster, files)).toEqual(files.filter((file) => !standaloneOnlyScripts.has(file)));
-    expect([...standaloneOnlyScripts].sort()).toEqual([
-      "begin-member-index",
-      "complete-member-index",
-      "note-members",
-      "reclaim-member-indexes",
-      "settle-member-indexes",
-    ]);
+    expect([...standaloneOnlyScripts].sort()).toEqual(["begin-member-index", "complete-member-index", "note-members", "settle-member-indexes"]);
   });
 });

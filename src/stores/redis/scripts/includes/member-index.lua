@@ -18,15 +18,14 @@
   a cluster, so only a standalone Redis keeps them.
 
   An index expires once unused for `indexIdleMs` (member-index-store.ts's
-  memberIndexIdleMs, kept equal by a unit test); gone, it is loaded again from
-  PostgreSQL on its next read. It must never go while it holds a membership
-  PostgreSQL lacks, which that load would miss: a like noting its target holds
-  the index (holdIndex: its expiry moves `indexPendingOffset` ms past the like's
-  time, so far ahead it also says which like), and the persist consumer gives it
-  back its idle expiry once PostgreSQL committed that like or a later change of
-  the user (settle-member-indexes.lua). Everything else that uses the index
-  (reads, loads, notes of memberships PostgreSQL holds) only moves an idle expiry
-  later (keepIndex), never a held one.
+  memberIndexIdleMs, kept equal by a unit test): every note of a target, load and
+  read sets its expiry anew; gone (or deleted by the memory policy near maxmemory),
+  it is loaded again from PostgreSQL on its next read. That load would miss a
+  like PostgreSQL does not hold yet, so each like also records its target in the
+  user's pending record (keys.ts, up:), a hash of target to the like's version,
+  which no expiry takes: a load adds what it holds (complete-member-index.lua),
+  and the persist consumer removes each target once PostgreSQL committed that
+  like or a later change of the pair (settle-member-indexes.lua).
 ]]
 
 local indexComplete = '0'
@@ -35,37 +34,19 @@ local indexOverflowed = '-1'
 local indexLoading = '-2'
 -- How long an index lives unused: 7 days.
 local indexIdleMs = 604800000
--- Added to a like's time (ms) to hold the index: far past any idle expiry, so an expiry above it is a hold.
-local indexPendingOffset = 10000000000000
 
--- Notes a target the user just joined in their index (KEYS-free: the key is the caller's);
--- answers whether the index is new (this note made it).
+-- Notes a target the user just joined in their index (KEYS-free: the key is the caller's),
+-- and sets its expiry anew.
 local function noteJoined(index, capacity, targetId)
-  local size = redis.call('SCARD', index)
-  if size < capacity then
+  if redis.call('SCARD', index) < capacity then
     redis.call('SADD', index, targetId)
   else
     redis.call('SADD', index, indexOverflowed)
   end
-  return size == 0
+  redis.call('PEXPIRE', index, indexIdleMs)
 end
 
--- Holds the index for a like made at `micros` not yet persisted: it expires no sooner
--- than the consumer settles that like, or a later one (never moved back to an earlier
--- like). `new`: noteJoined just made the index (no expiry yet, which GT would leave so).
--- An index from before expiries keeps having none until a read gives it one.
-local function holdIndex(index, micros, new)
-  local at = math.floor(micros / 1000) + indexPendingOffset
-  if new then
-    redis.call('PEXPIREAT', index, at)
-  else
-    redis.call('PEXPIREAT', index, at, 'GT')
-  end
-end
-
--- Moves an idle index's expiry to `indexIdleMs` from now; a held one (a like not yet
--- persisted) keeps its hold, and one without an expiry (from before expiries) gets one.
-local function keepIndex(index)
-  redis.call('PEXPIRE', index, indexIdleMs, 'GT')
-  redis.call('PEXPIRE', index, indexIdleMs, 'NX')
+-- Records a like of `targetId` not yet persisted, at version epoch:micros, in the user's pending record.
+local function notePending(pending, targetId, epoch, micros)
+  redis.call('HSET', pending, targetId, string.format('%.0f:%.0f', tonumber(epoch), micros))
 end
