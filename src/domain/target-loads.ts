@@ -13,7 +13,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { randomUUID } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { targetKey, zeroCounts, type Target, type TargetKey } from "./model/index.js";
-import type { CounterStore, RebuildStore, SnapshotStore } from "./ports/index.js";
+import type { CommittedSince, CounterStore, RebuildStore, SnapshotStore } from "./ports/index.js";
 
 /** Whether Redis may take one more target now; throws the coded refusal when it is too near its memory limit. */
 export type LoadAdmission = () => Promise<void>;
@@ -67,7 +67,12 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
 
   /** Takes each target's lock; the tokens of those taken, null where another process holds it. */
   async function lockAll(targets: readonly Target[]): Promise<(string | null)[]> {
-    const tokens = targets.map((t) => unanswered.get(targetKey(t)) ?? randomUUID());
+    // Taken out of `unanswered` as it is tried: two loads of this process never share a token (both would own the lock).
+    const tokens = targets.map((t) => {
+      const token = unanswered.get(targetKey(t));
+      unanswered.delete(targetKey(t));
+      return token ?? randomUUID();
+    });
     const settled = await Promise.allSettled(targets.map((t, i) => rebuildStore.lock(t, leaseMs, tokens[i])));
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
     if (!failed) return settled.map((s) => (s as PromiseFulfilledResult<string | null>).value);
@@ -92,28 +97,39 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
     while ((await snapshots.newestVersion(target)) < dropped && Date.now() < until) await sleep(50);
   }
 
-  /** Brings in what committed after the snapshot `mark`; false for a target that then had to go again. */
+  /**
+   * Brings in what committed after the snapshot `mark`; false for a target that then had to
+   * go again. A target not brought up to date (too late, or a failure on the way) goes, to be
+   * loaded again whole: left, it would answer without those changes until reconcile.
+   */
   async function replayCommittedSince(targets: readonly Target[], mark: string, epochs: readonly bigint[]): Promise<boolean[]> {
-    const committed = await snapshots.changesSince(targets, mark);
-    return Promise.all(
-      targets.map(async (target, i) => {
-        const intoEpoch = epochs[i] as bigint;
-        const since = committed[i] ?? { changes: [], views: [] };
-        let complete = true;
-        try {
-          for (const change of since.changes) {
-            if ((await rebuildStore.replay({ target, ...change, intoEpoch })) === "tooLate") complete = false;
-          }
-          for (const views of since.views) {
-            if (complete && (await rebuildStore.replayViews({ target, ...views, intoEpoch })) === "tooLate") complete = false;
-          }
-        } finally {
-          // A target that cannot be brought up to date goes, to be loaded again whole.
-          if (!complete) await rebuildStore.drop(target);
-        }
-        return complete;
-      }),
-    );
+    let committed: CommittedSince[];
+    try {
+      committed = await snapshots.changesSince(targets, mark);
+    } catch (error) {
+      await Promise.allSettled(targets.map((target) => rebuildStore.drop(target)));
+      throw error;
+    }
+    const replayed = await Promise.allSettled(targets.map((target, i) => replayInto(target, epochs[i] as bigint, committed[i])));
+    const failed = replayed.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
+    return replayed.map((r) => (r as PromiseFulfilledResult<boolean>).value);
+  }
+
+  async function replayInto(target: Target, intoEpoch: bigint, since: CommittedSince = { changes: [], views: [] }): Promise<boolean> {
+    let complete = false;
+    try {
+      for (const change of since.changes) {
+        if ((await rebuildStore.replay({ target, ...change, intoEpoch })) === "tooLate") return false;
+      }
+      for (const views of since.views) {
+        if ((await rebuildStore.replayViews({ target, ...views, intoEpoch })) === "tooLate") return false;
+      }
+      complete = true;
+      return true;
+    } finally {
+      if (!complete) await rebuildStore.drop(target);
+    }
   }
 
   /** Loads the locked targets from one snapshot; what became of each. */
@@ -127,15 +143,24 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
     await Promise.all(targets.map((target, i) => awaitDroppedChanges(target, dropped[i] ?? null)));
     const found = await snapshots.read(targets);
     if (Date.now() > startedAt + leaseMs - leaseMarginMs) return targets.map(() => "abandoned");
-    const written = await Promise.all(
+    // Settled each: a target whose write failed may still have been written (its reply lost),
+    // so it goes again below; the others are brought up to date before the failure is thrown.
+    const written = await Promise.allSettled(
       targets.map((target, i) => {
         const snapshot = found[i] as (typeof found)[number];
         return rebuildStore.write(target, { ...snapshot, counts: { ...zeroCounts(target.type), ...snapshot.counts } }, authors[i] ?? null, tokens[i] as string);
       }),
     );
-    const outcomes: LoadOutcome[] = written.map((w) => (w === "written" ? "loaded" : w === "held" ? "held" : "abandoned"));
+    const outcomes: LoadOutcome[] = written.map((w) =>
+      w.status === "rejected" ? "abandoned" : w.value === "written" ? "loaded" : w.value === "held" ? "held" : "abandoned",
+    );
+    const failedWrite = written.find((w): w is PromiseRejectedResult => w.status === "rejected");
+    if (failedWrite) await Promise.allSettled(targets.flatMap((target, i) => (written[i]?.status === "rejected" ? [rebuildStore.drop(target)] : [])));
     const fresh = targets.filter((_, i) => outcomes[i] === "loaded");
-    if (fresh.length === 0) return outcomes;
+    if (fresh.length === 0) {
+      if (failedWrite) throw failedWrite.reason;
+      return outcomes;
+    }
     // Changes committed between the snapshot and the hash appearing were not replayed by
     // the consumer (it found no rebuilt hash): bring them in now. Repeats are harmless.
     const mark = (found[0] as (typeof found)[number]).mark;
@@ -151,6 +176,7 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
       snapshots.derived(fresh),
     ]);
     if (derived.length > 0) await counterStore.mirror(derived);
+    if (failedWrite) throw failedWrite.reason;
     let j = 0;
     return outcomes.map((outcome) => (outcome === "loaded" ? (complete[j++] ? "loaded" : "dropped") : outcome));
   }
@@ -180,7 +206,6 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
       const tokens = await claiming;
       const locked = unheld.filter((t, i) => {
         if (!tokens[i]) outcomes.set(targetKey(t), "busy");
-        else unanswered.delete(targetKey(t));
         return tokens[i] !== null;
       });
       const lockedTokens = tokens.filter((token): token is string => token !== null);

@@ -1,7 +1,7 @@
 // Losing Redis's data neither loses nor doubles a like: targets are rebuilt from
 // PostgreSQL, and changes still in flight are neither lost nor counted twice.
 import { setTimeout as sleep } from "node:timers/promises";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import type { Services } from "../../../src/domain/services.js";
 import { createTargetLoader } from "../../../src/domain/target-loads.js";
@@ -18,7 +18,8 @@ import { isRedisUnavailable, type RedisClient } from "../../../src/stores/redis/
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { redisState } from "../../support/agreement.js";
-import { createUsers, emptyRedis, testConfig, type TestUser } from "../../support/env.js";
+import { createUsers, emptyRedis, openRedis, testConfig, type TestUser } from "../../support/env.js";
+import { startTcpProxy } from "../../support/tcp-proxy.js";
 import { startTestPipeline } from "../../support/pipeline.js";
 import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
 
@@ -176,6 +177,55 @@ describe("rebuild from PostgreSQL", () => {
     expect(await loader.load([post])).toEqual(["loaded"]);
     expect((await counterStore.read([post]))[0]?.like).toBe(2);
     await agreeWithin({ db, redis }, config, [post]);
+  });
+
+  it("when a load's write reaches Redis but its answer is lost, then the load fails, the other targets still get the changes committed after their snapshot, and the lost one goes", async () => {
+    const config = testConfig();
+    const [post, lost] = (await createPosts({ db, redis }, config, author.id, 2)) as [LikeableTarget, LikeableTarget];
+    const { rebuilds, persistence, counterStore } = lanes(config);
+    expect([await rebuilds.drop(post), await rebuilds.drop(lost)]).toEqual(["evicted", "evicted"]);
+    // A like of each commits after the snapshot, before the hashes exist.
+    const snapshots = createSnapshotStore(db);
+    const now = BigInt(Date.now()) * 1000n;
+    const racing: SnapshotStore = {
+      ...snapshots,
+      async read(targets) {
+        const snapshot = await snapshots.read(targets);
+        await persistence.persist([change(post, 3n, true, now), change(lost, 3n, true, now)]);
+        return snapshot;
+      },
+    };
+    // The lost target's write goes through a proxy that drops Redis's replies: it applies, its answer never comes.
+    const url = new URL(inject("redisUrl"));
+    const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
+    const proxied = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
+    proxied.on("error", () => undefined);
+    try {
+      const viaProxy = createRebuildStore(proxied, createRedisKeys(config.redisPartitions));
+      await viaProxy.held([lost]);
+      proxy.dropReplies();
+      const loader = createTargetLoader({
+        counterStore,
+        rebuildStore: { ...rebuilds, write: (target, ...rest) => (target.id === lost.id ? viaProxy : rebuilds).write(target, ...rest) },
+        snapshots: racing,
+        lookup: async (targets) => targets.map(() => ({ authorId: author.id })),
+      });
+      await expect(loader.load([post, lost])).rejects.toThrow();
+      expect((await counterStore.read([post]))[0]?.like).toBe(1);
+      expect(await rebuilds.held([post, lost])).toEqual([true, false]);
+      // Its next load brings it back whole.
+      const again = createTargetLoader({
+        counterStore,
+        rebuildStore: rebuilds,
+        snapshots,
+        lookup: async (targets) => targets.map(() => ({ authorId: author.id })),
+      });
+      expect(await again.load([lost])).toEqual(["loaded"]);
+      await agreeWithin({ db, redis }, config, [post, lost]);
+    } finally {
+      proxied.disconnect();
+      await proxy.close();
+    }
   });
 
   it("when changes stamped by a clock ahead of the rebuilding Redis are still in flight, then changes made after the rebuild still win in PostgreSQL", async () => {
