@@ -17,6 +17,7 @@
 //
 // Without a maxmemory (0) nothing is refused or evicted.
 import { DomainError, ErrorCode } from "../errors.js";
+import type { Target } from "./model/index.js";
 import type { MemoryReading, MemoryStore, RebuildStore, SnapshotStore } from "./ports/index.js";
 import type { LoadAdmission } from "./target-loads.js";
 
@@ -79,14 +80,16 @@ export function createMemoryPolicy(options: MemoryPolicyOptions): MemoryPolicy {
   async function evictRounds(): Promise<void> {
     for (let round = 0; round < maxRounds; round++) {
       let evicted = 0;
+      const kept: Target[] = [];
       const coldest = await store.coldest(sampleSize, evictPerRound);
       // A few at a time: each asks PostgreSQL for the target's applied version, on connections reads need too.
       for (let i = 0; i < coldest.length; i += evictionsAtOnce) {
-        const outcomes = await Promise.all(
-          coldest.slice(i, i + evictionsAtOnce).map(async (target) => rebuilds.evict(target, await snapshots.newestVersion(target))),
-        );
+        const slice = coldest.slice(i, i + evictionsAtOnce);
+        const outcomes = await Promise.all(slice.map(async (target) => rebuilds.evict(target, await snapshots.newestVersion(target))));
         evicted += outcomes.filter((o) => o === "evicted").length;
+        kept.push(...slice.filter((_, j) => outcomes[j] === "kept"));
       }
+      if (kept.length > 0) await store.passOver(kept);
       let reading = await measure();
       const reclaimed = over(reading, evictTo) ? await store.reclaimIndexes(sampleSize, evictPerRound, indexIdleSeconds) : 0;
       if (reclaimed > 0) reading = await measure();

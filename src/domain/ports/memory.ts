@@ -19,6 +19,12 @@ export interface MemoryStore {
    */
   coldest(sample: number, count: number): Promise<Target[]>;
   /**
+   * Moves targets eviction had to keep (changes not yet persisted, or too big to evict) to
+   * the back of the coldest, as if used now: the next rounds look past them instead of at
+   * them again.
+   */
+  passOver(targets: readonly Target[]): Promise<void>;
+  /**
    * Deletes the `count` least recently used of about `sample` users' member indexes unused
    * for `idleSeconds` at least; answers how many went. A user's pending record (the likes
    * not yet persisted) is kept, so the index's next load is whole. None where Redis keeps

@@ -10,7 +10,7 @@ import type { Fill, HotCounts, HotTarget } from "./hot-counts.js";
 import { authorField, type RedisKeys } from "./keys.js";
 import { perNode } from "./per-node.js";
 import { ScriptStatus, toError } from "./statuses.js";
-import { useScore } from "./use-records.js";
+import { keepsUseRecord, useScore } from "./use-records.js";
 import { createTargetReader, type NodeOf, type Read, type TargetReaderOptions } from "./target-reader.js";
 
 export interface CounterStoreOptions {
@@ -224,7 +224,7 @@ export function createCounterStore(redis: RedisClient, keys: RedisKeys, options:
       const fields: (string | number)[] = Object.entries(counts).flat();
       if (authorId !== undefined) fields.push(authorField, authorId.toString());
       const [status] = await redis.initCounters(keys.counters(target), ...fields);
-      if (status === ScriptStatus.Applied) await redis.zadd(keys.use(target).key, "NX", useScore(), keys.use(target).member);
+      if (status === ScriptStatus.Applied && keepsUseRecord(target)) await redis.zadd(keys.use(target).key, "NX", useScore(), keys.use(target).member);
       if (status === ScriptStatus.Applied || status === ScriptStatus.Unchanged) return status === ScriptStatus.Applied;
       throw toError("init-counters", status, target);
     },

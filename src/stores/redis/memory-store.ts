@@ -5,6 +5,7 @@ import type { Target } from "../../domain/model/index.js";
 import type { MemoryReading, MemoryStore } from "../../domain/ports/index.js";
 import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
+import { keepsUseRecord, useScore } from "./use-records.js";
 
 const field = (info: string, name: string): string | undefined => new RegExp(`^${name}:(.*?)\\r?$`, "m").exec(info)?.[1];
 
@@ -42,17 +43,24 @@ export function createMemoryStore(redis: RedisClient, keys: RedisKeys): MemorySt
         Array.from({ length: partitions }, (_, i) => redis.zrange(keys.usesOf((from + i) % keys.partitions), "0", String(perPartition - 1), "WITHSCORES")),
       );
       const found: [Target, number][] = [];
-      for (const reply of replies) {
+      const stray: Promise<number>[] = [];
+      replies.forEach((reply, p) => {
         for (let i = 0; i + 1 < reply.length; i += 2) {
           const target = keys.parseUse(reply[i] as string);
-          // Users stay, as idle eviction leaves them: their counters are written from other slots (a like credits its author).
-          if (target && target.type !== "user") found.push([target, Number(reply[i + 1])]);
+          if (target && keepsUseRecord(target)) found.push([target, Number(reply[i + 1])]);
+          // A record no target should have (a user's, from an earlier version) would stay at the front for good.
+          else stray.push(redis.zrem(keys.usesOf((from + p) % keys.partitions), reply[i] as string));
         }
-      }
+      });
+      await Promise.all(stray);
       return found
         .sort((a, b) => a[1] - b[1])
         .slice(0, count)
         .map(([target]) => target);
+    },
+    async passOver(targets) {
+      const now = useScore();
+      await Promise.all(targets.filter(keepsUseRecord).map((target) => redis.zadd(keys.use(target).key, "XX", "GT", now, keys.use(target).member)));
     },
     async reclaimIndexes(sample, count, idleSeconds) {
       // Member indexes are kept by a standalone Redis only.

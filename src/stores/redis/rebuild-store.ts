@@ -23,7 +23,7 @@ import { perNode } from "./per-node.js";
 import { relationLayouts } from "./relations.js";
 import { epochScale, splitVersion, versionOf } from "../versions.js";
 import { ScriptStatus, toError, type ScriptReply } from "./statuses.js";
-import { useScore } from "./use-records.js";
+import { keepsUseRecord, useScore } from "./use-records.js";
 
 /** Generations a target may have grown through and still be evicted or rebuilt over: 1 + 8 + 64 shards. */
 export const evictableGenerations = 2;
@@ -178,7 +178,7 @@ export function createRebuildStore(
       pipeline.del(...recordsAndShards(target, evictableGenerations));
       for (const { shards } of held) for (const [key, members] of shards) pipeline.sadd(key, ...members);
       // Loaded counts as used: it is the newest target Redis holds.
-      pipeline.zadd(keys.use(target).key, useScore(), keys.use(target).member);
+      if (keepsUseRecord(target)) pipeline.zadd(keys.use(target).key, useScore(), keys.use(target).member);
       // The views of earlier epochs the snapshot holds: late ones add only what exceeds these.
       if (snapshot.viewTotals.length > 0) {
         pipeline.hset(keys.viewsReplayed(target), ...snapshot.viewTotals.flatMap((v) => [v.epoch.toString(), String(v.total)]));

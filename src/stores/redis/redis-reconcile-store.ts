@@ -21,7 +21,7 @@ import { epochField, membershipFanout, seqFieldPrefix, versionField, type RedisK
 import { parsePosition as parseListPosition } from "./list-store.js";
 import { relationLayouts, relationOfTag } from "./relations.js";
 import { ScriptStatus, toError } from "./statuses.js";
-import { useScore } from "./use-records.js";
+import { keepsUseRecord, useScore } from "./use-records.js";
 
 /**
  * How long a pass's note of a target in flight lasts: past a week of daily
@@ -79,6 +79,7 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
    * were kept gets one now, and is idle from here.
    */
   async function idleOf(target: Target): Promise<number> {
+    if (!keepsUseRecord(target)) return 0;
     const { key, member } = keys.use(target);
     const usedAt = await redis.zscore(key, member);
     if (usedAt !== null) return Math.max(0, useScore() - Number(usedAt));
