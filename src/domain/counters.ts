@@ -119,6 +119,8 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   const { counterStore, rebuildStore, loader, warmer, reachability, admitLoad, uses } = options;
   const waitMs = options.rebuildWaitMs ?? 10_000;
   const reserveMs = options.postgresReserveMs ?? 300;
+  // The least a read waits for Redis, however near its deadline (a healthy Redis answers in a millisecond or two).
+  const minRedisWaitMs = 100;
   const slots = options.slots ?? createRebuildSlots({ atOnce: 4, maxWaiting: 256 });
   const rebuilding = new Map<TargetKey, Promise<boolean>>();
 
@@ -217,28 +219,32 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     return views;
   }
 
-  /** What Redis holds of the targets (null where it holds none), or all null when it cannot answer in time. */
+  /**
+   * What Redis holds of the targets (null where it holds none); `answered` false (all null)
+   * when it is out of reach or cannot answer in time.
+   */
   async function viewFromRedis(
     targets: readonly Target[],
     viewerId: bigint | null,
     asked: readonly Relation[] | undefined,
     exact: boolean,
     deadlineAtMs: number | undefined,
-  ): Promise<(TargetView | null)[]> {
-    const none = () => targets.map(() => null);
-    if (reachability && !reachability.reachable()) return none();
+  ): Promise<{ views: (TargetView | null)[]; answered: boolean }> {
+    const none = { views: targets.map(() => null), answered: false };
+    if (reachability && !reachability.reachable()) return none;
     const reading = viewHeld(targets, viewerId, asked, exact);
     try {
       // Past this, a stalled Redis not yet known out of reach would make the request miss its deadline
-      // (its own timeout comes after the request's): the read turns to PostgreSQL instead.
-      const found = deadlineAtMs === undefined ? await reading : await within(reading, deadlineAtMs - reserveMs - Date.now());
-      if (found !== tooLate) return found;
+      // (its own timeout comes after the request's): the read turns to PostgreSQL instead. Never less
+      // than `minRedisWaitMs`: a request already late would otherwise send every read to PostgreSQL.
+      const found = deadlineAtMs === undefined ? await reading : await within(reading, Math.max(minRedisWaitMs, deadlineAtMs - reserveMs - Date.now()));
+      if (found !== tooLate) return { views: found, answered: true };
       // Whatever it answers later is nobody's; an error it ends with still tells whether Redis is out of reach.
       // A late answer alone does not: a busy process or Redis is not an unreachable one.
       reading.catch(outOfReach);
-      return none();
+      return none;
     } catch (error) {
-      if (outOfReach(error)) return none();
+      if (outOfReach(error)) return none;
       throw error;
     }
   }
@@ -272,7 +278,7 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
           exact,
           deadlineAtMs,
         );
-        loaded.forEach((i, j) => (views[i] = read[j] ?? null));
+        loaded.forEach((i, j) => (views[i] = read.views[j] ?? null));
       }
       return { views, dropped };
     } catch (error) {
@@ -288,7 +294,7 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
     exact: boolean,
     cold: ColdReads,
   ): Promise<TargetView[]> {
-    const views = await viewFromRedis(targets, viewerId, asked, exact, cold.deadlineAtMs);
+    const { views, answered } = await viewFromRedis(targets, viewerId, asked, exact, cold.deadlineAtMs);
     const absent = targets.flatMap((_, i) => (views[i] === null ? [i] : []));
     uses?.used(absent.length === 0 ? targets : targets.filter((_, i) => views[i] !== null));
     if (absent.length > 0) {
@@ -296,7 +302,8 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
       await cold.pay?.("counts", coldTargets.length, cold.deadlineAtMs === undefined ? undefined : cold.deadlineAtMs - reserveMs);
       const found = await readCold(options.cold, coldTargets, viewerId, asked, {
         ...(cold.deadlineAtMs !== undefined && { deadlineAtMs: cold.deadlineAtMs }),
-        again: reachability && !reachability.reachable() ? null : (some) => secondLook(some, viewerId, asked, exact, cold.deadlineAtMs),
+        // Redis out of reach, or too slow to answer the first look: no member index, no second look.
+        again: !answered ? null : (some) => secondLook(some, viewerId, asked, exact, cold.deadlineAtMs),
       });
       absent.forEach((i, j) => (views[i] = found[j] ?? null));
       // Live counts read cold posts without loading them: a post is loaded by the change that makes them read again.
