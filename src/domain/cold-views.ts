@@ -18,7 +18,7 @@ import { tooLate, within } from "./within.js";
 /** Where cold reads find their answers. */
 export interface ColdViews {
   readonly persisted: PersistedViews;
-  readonly snapshots: Pick<SnapshotStore, "newestVersion">;
+  readonly snapshots: Pick<SnapshotStore, "newestChange">;
   /**
    * Viewers' member indexes, where Redis keeps them: a complete one rules out the targets
    * its viewer never joined, so PostgreSQL is asked the memberships of the others only.
@@ -112,7 +112,7 @@ async function fromPostgres(
 /** Waits until PostgreSQL holds a dropped target's last change, or until `untilMs`; whether it does. */
 async function caughtUp(cold: ColdViews, target: Target, dropped: bigint, untilMs: number): Promise<boolean> {
   for (;;) {
-    if ((await cold.snapshots.newestVersion(target)) >= dropped) return true;
+    if ((await cold.snapshots.newestChange(target)) >= dropped) return true;
     if (Date.now() + 50 >= untilMs) return false;
     await sleep(50);
   }

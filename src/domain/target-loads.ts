@@ -94,7 +94,7 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
   async function awaitDroppedChanges(target: Target, dropped: bigint | null): Promise<void> {
     if (dropped === null) return;
     const until = Date.now() + droppedWaitMs;
-    while ((await snapshots.newestVersion(target)) < dropped && Date.now() < until) await sleep(50);
+    while ((await snapshots.newestChange(target)) < dropped && Date.now() < until) await sleep(50);
   }
 
   /**

@@ -62,7 +62,7 @@ export interface RebuildStore {
   evict(target: Target, persistedVersion: bigint): Promise<"evicted" | "absent" | "kept">;
   /** Takes a target out of Redis whole whatever it holds, to come back by a rebuild (changes in flight are replayed into it). */
   drop(target: Target): Promise<"evicted" | "absent" | "kept">;
-  /** The version a target dropped within the last hour had last stamped, or null. */
+  /** The version a target dropped within the last hour had last stamped, or null (also when it stamped none since its load). */
   droppedVersion(target: Target): Promise<bigint | null>;
   /** droppedVersion of many targets, in order, in one round trip. */
   droppedVersions(targets: readonly Target[]): Promise<(bigint | null)[]>;

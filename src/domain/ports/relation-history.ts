@@ -78,6 +78,11 @@ export interface SnapshotStore {
   derived(targets: readonly Target[]): Promise<CounterValue[]>;
   /** The newest version PostgreSQL applied to the target, or the start of its last epoch if later (0 when none). */
   newestVersion(target: Target): Promise<bigint>;
+  /**
+   * The version of the newest change PostgreSQL applied to the target (0 when none): what
+   * a wait for changes in flight compares with, since a load's new epoch says nothing of them.
+   */
+  newestChange(target: Target): Promise<bigint>;
   /** Whether transaction `txid` had committed when the snapshot `mark` was taken. */
   sawCommit(mark: string, txid: bigint): boolean;
 }

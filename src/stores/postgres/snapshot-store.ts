@@ -183,6 +183,10 @@ export function createSnapshotStore(db: Database): SnapshotStore {
       const rows = await db.$queryRaw<CounterRow[]>(selectCounters(wanted));
       return rows.map(toCounterValue);
     },
+    async newestChange(target) {
+      const [newest] = await db.$queryRaw<{ v: string }[]>`SELECT ${newestChange(target)}::text AS v`;
+      return BigInt(newest?.v ?? "0");
+    },
     async newestVersion(target) {
       const [newest] = await db.$queryRaw<{ v: string }[]>`
         SELECT GREATEST(

@@ -52,10 +52,14 @@ export function rebuildGeneration(members: readonly bigint[], capacity: number):
   throw new Error(`${members.length} members do not fit the membership shards of one target.`);
 }
 
-/** The version a dropped target's record holds ('epoch:micros:generation'), or null for none. */
+/**
+ * The version a dropped target's record holds ('epoch:micros:generation'), or null for none;
+ * null too for a target that stamped no change since its load (micros 0): none of its changes
+ * can be in flight.
+ */
 function droppedOf(left: string | null): bigint | null {
   const [epoch, micros] = left?.split(":") ?? [];
-  return epoch && micros ? versionOf(BigInt(epoch), BigInt(micros)) : null;
+  return epoch && micros && micros !== "0" ? versionOf(BigInt(epoch), BigInt(micros)) : null;
 }
 
 /** What a replay script's status says of the replay. */
@@ -142,8 +146,12 @@ export function createRebuildStore(
     async droppedVersions(targets) {
       if (targets.length === 0) return [];
       // One MGET on a standalone Redis; on a cluster the keys span slots, so one GET each, grouped per node.
+      // Either way in the tick's pipeline, after an EXISTS the caller asked just before (held): a target
+      // dropped between the two is then found dropped, never missed by both.
       const left =
-        redis instanceof Cluster ? await inOneTrip(redis, targets, (to, t) => to.get(keys.dropped(t))) : await redis.mget(targets.map((t) => keys.dropped(t)));
+        redis instanceof Cluster
+          ? await inOneTrip(redis, targets, (to, t) => to.get(keys.dropped(t)))
+          : (((await inOneTrip(redis, [targets], (to, all) => to.mget(all.map((t) => keys.dropped(t)))))[0] ?? []) as unknown[]);
       return left.map((value) => droppedOf(value as string | null));
     },
     async write(target, snapshot, authorId, token) {

@@ -296,6 +296,25 @@ describe("rebuild from PostgreSQL", () => {
     }
   });
 
+  it("when a target is dropped with a change in flight and a load that failed opened a new epoch, then a read still waits for the change", async () => {
+    const config = testConfig({ PERSIST_LINGER_MS: "300" });
+    const services = servicesOn({ db, redis }, config);
+    const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+    const { rebuilds } = lanes(config);
+    const pipeline = await startTestPipeline(config);
+    try {
+      expect((await services.memberships.join("like", post, 12n)).changed).toBe(true);
+      expect(await rebuilds.drop(post)).toBe("evicted");
+      // A load's snapshot opens the next epoch in PostgreSQL; the load goes no further.
+      await createSnapshotStore(db).read([post]);
+      // The like is still lingering in a batch: the read answers from PostgreSQL once it is there.
+      const [view] = await services.counters.view([post], 12n, ["like"], { deadlineAtMs: Date.now() + 5_000 });
+      expect(view).toMatchObject({ counts: { like: 1 }, viewerIn: { like: true } });
+    } finally {
+      await pipeline.stop();
+    }
+  });
+
   it("when a lane's replay is delayed past a rebuild whose snapshot holds a newer change of the pair, then the older change is not put back", async () => {
     const config = testConfig();
     const services = servicesOn({ db, redis }, config);
