@@ -68,7 +68,7 @@ export function composeCounts(config: Config, parts: CountsParts, logger: Logger
   const warmer = createWarmer({
     loader,
     admit: memory.admit,
-    yieldTo: () => slots.running > 0,
+    yieldTo: () => slots.running > 0 || !reachability.reachable(),
     perSecond: config.warmer.perSecond,
     batchSize: config.warmer.batchSize,
     onFailure: (err) => logger.warn({ err }, "targets reads asked for could not be loaded into Redis; reads answer them from PostgreSQL meanwhile"),

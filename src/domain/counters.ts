@@ -307,7 +307,8 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
       });
       absent.forEach((i, j) => (views[i] = found[j] ?? null));
       // Live counts read cold posts without loading them: a post is loaded by the change that makes them read again.
-      if (!exact) warmer?.want(coldTargets);
+      // Nor is one loaded while Redis is out of reach or too slow to answer: the next read hands it in again.
+      if (!exact && answered) warmer?.want(coldTargets);
     }
     return views.map((v, i) => v ?? { counts: zeroCounts((targets[i] as Target).type), viewerIn: noMemberships((targets[i] as Target).type) });
   }

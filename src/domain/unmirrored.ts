@@ -25,21 +25,26 @@ export function createUnmirrored(options: UnmirroredOptions): Unmirrored {
   const max = options.max ?? 100_000;
   const kept = new Map<string, CounterValue>();
   let timer: NodeJS.Timeout | null = null;
+  // One mirror at a time: a slow Redis would otherwise get the whole set again every tick.
+  let mirroring = false;
   const keyOf = (value: CounterValue) => `${targetKey(value.target)}:${value.name}`;
 
   const tryAgain = () => {
-    if (reachability && !reachability.reachable()) return;
+    if (mirroring || (reachability && !reachability.reachable())) return;
+    mirroring = true;
     const values = [...kept.values()];
-    mirror(values).then(
-      () => {
-        for (const value of values) if (kept.get(keyOf(value)) === value) kept.delete(keyOf(value));
-        if (kept.size === 0 && timer) {
-          clearInterval(timer);
-          timer = null;
-        }
-      },
-      (error: unknown) => void outOfReach(error),
-    );
+    mirror(values)
+      .then(
+        () => {
+          for (const value of values) if (kept.get(keyOf(value)) === value) kept.delete(keyOf(value));
+          if (kept.size === 0 && timer) {
+            clearInterval(timer);
+            timer = null;
+          }
+        },
+        (error: unknown) => void outOfReach(error),
+      )
+      .finally(() => (mirroring = false));
   };
 
   return {

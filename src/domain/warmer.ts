@@ -41,8 +41,9 @@ export interface WarmerOptions {
   /** After a failed or refused batch, how long the warmer rests; default 1 s. */
   readonly restMs?: number;
   /**
-   * Whether loads more urgent than the warmer's are under way (a write waits for its
-   * target): the next batch waits until they are done, checked every 10 ms.
+   * Whether the next batch should wait, checked every 10 ms until it need not: loads more
+   * urgent than the warmer's are under way (a write waits for its target), or Redis is out
+   * of reach (a batch could only fail, after costing PostgreSQL its lookups).
    */
   readonly yieldTo?: () => boolean;
   readonly onFailure?: (error: unknown) => void;
@@ -85,6 +86,7 @@ export function createWarmer(options: WarmerOptions): Warmer {
         if (batch.length === batchSize) break;
       }
       // A write waiting for its target's load goes first: it answers a user; the warmer answers nobody.
+      // Redis out of reach: the batch waits for it rather than failing.
       while (options.yieldTo?.() && !closed) await sleep(10);
       const startedAt = performance.now();
       await loadBatch(batch);

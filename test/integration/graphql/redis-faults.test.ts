@@ -263,6 +263,9 @@ describe("Redis refusing connections", () => {
     expect(read.user.viewerFollows).toBe(true);
     expect(read.user.counts.followers).toBeGreaterThanOrEqual(1);
     expect(read._entities).toEqual([{ id: liked, counts: { likes: 1 }, viewerHasLiked: true }]);
+    // Nothing is handed to the warmer while Redis is out of reach: a load could only fail.
+    await degraded.warmer.idle();
+    expect(degraded.warmer.stats()).toMatchObject({ waiting: 0, loaded: 0, failedBatches: 0 });
   });
 
   it("when users register and sign in, then both work", async () => {
