@@ -1,26 +1,12 @@
 // Prometheus metrics of the counts an API process keeps in memory: how often a
 // target was answered from them, how often Redis told of a write that dropped
 // one, how many are held, and how stale at most what they answered was.
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { Gauge, Histogram, type Registry } from "prom-client";
+import { totalCounter } from "./metric-totals.js";
 import type { HotCounts } from "./stores/redis/hot-counts.js";
 
 /** Seconds: the confirmation's age at rest is the listeners' ping interval (20 ms); the bound is 100 ms. */
 const ageBuckets = [0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1];
-
-/** A counter that reports a total the process keeps itself, read at each scrape. */
-function totalCounter(registry: Registry, name: string, help: string, read: () => number): void {
-  let reported = 0;
-  new Counter({
-    name,
-    help,
-    registers: [registry],
-    collect() {
-      const total = read();
-      this.inc(total - reported);
-      reported = total;
-    },
-  });
-}
 
 export function watchHotCounts(registry: Registry, hotCounts: HotCounts): void {
   totalCounter(registry, "likes_hot_counts_hits_total", "Targets whose counts were answered from this process's memory", () => hotCounts.stats().hits);

@@ -6,6 +6,7 @@ import { compose } from "../compose.js";
 import { configWarnings } from "../config-warnings.js";
 import { createApiMetrics } from "../graphql/api-metrics.js";
 import { serveGraphQL } from "../graphql/server.js";
+import { watchColdReads } from "../cold-reads-metrics.js";
 import { watchHotCounts } from "../hot-counts-metrics.js";
 import { createLogger } from "../logger.js";
 import { answerMetricsRequests, serveMetrics } from "../metrics-endpoint.js";
@@ -64,6 +65,7 @@ async function start(waiting: AbortSignal): Promise<void> {
   const app = compose(config, clients, logger, metrics ? { readinessFailures: metrics.readinessFailures } : {});
   shutdown.add("the loads into Redis behind reads", () => app.close());
   if (metrics && app.hotCounts) watchHotCounts(metrics.registry, app.hotCounts);
+  if (metrics) watchColdReads(metrics.registry, app.reachability, app.warmer);
   // Learns in the background which users exist; requests are served meanwhile, their tokens checked as before.
   const directory = app.startUserDirectory();
   shutdown.add("the user directory", () => directory.close());

@@ -58,8 +58,10 @@ describe("the metrics of the dashboard and the alert rules", () => {
   it("when the processes are scraped, then the labelled counters the alerts watch show their series at 0 before anything happened", async () => {
     if (!api || !worker) throw new Error("the processes did not start");
     const [apiText, workerText] = [await scrape(api), await scrape(worker)];
-    expect(apiText).toMatch(/^likes_readiness_checks_failed_total\{check="redis",effect="unavailable"\} 0$/m);
+    expect(apiText).toMatch(/^likes_readiness_checks_failed_total\{check="redis",effect="degraded"\} 0$/m);
     expect(apiText).toMatch(/^likes_readiness_checks_failed_total\{check="postgres",effect="unavailable"\} 0$/m);
+    expect(apiText).toMatch(/^likes_redis_reachable 1$/m);
+    expect(apiText).toMatch(/^likes_warmer_failed_batches_total 0$/m);
     expect(workerText).toMatch(/^likes_reconcile_differences_total\{kind="missingInDatabase"\} 0$/m);
     expect(workerText).toMatch(/^likes_reconcile_passes_total\{outcome="failed"\} 0$/m);
     expect(workerText).toMatch(/^likes_changes_persisted_total\{relation="like",action="add"\} 0$/m);

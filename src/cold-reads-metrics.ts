@@ -1,0 +1,39 @@
+// Prometheus metrics of reads Redis cannot serve: whether this process reaches Redis
+// (while it does not, reads answer from PostgreSQL and likes are refused), and how
+// the warmer fills back in what reads answered from PostgreSQL.
+import { Gauge, type Registry } from "prom-client";
+import type { Reachability } from "./domain/ports/index.js";
+import type { Warmer } from "./domain/warmer.js";
+import { totalCounter } from "./metric-totals.js";
+
+export function watchColdReads(registry: Registry, reachability: Reachability, warmer: Warmer): void {
+  new Gauge({
+    name: "likes_redis_reachable",
+    help: "1 while this process reaches Redis; 0 while it does not, reads answering from PostgreSQL and likes refused",
+    registers: [registry],
+    collect() {
+      this.set(reachability.reachable() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: "likes_warmer_waiting",
+    help: "Targets reads answered from PostgreSQL, waiting to be loaded into Redis",
+    registers: [registry],
+    collect() {
+      this.set(warmer.stats().waiting);
+    },
+  });
+  totalCounter(registry, "likes_warmer_loaded_total", "Targets the warmer loaded into Redis", () => warmer.stats().loaded);
+  totalCounter(
+    registry,
+    "likes_warmer_dropped_total",
+    "Targets handed to the warmer while its queue was full, left to their next read",
+    () => warmer.stats().dropped,
+  );
+  totalCounter(
+    registry,
+    "likes_warmer_failed_batches_total",
+    "Warmer batches that failed or were refused (Redis near its maxmemory)",
+    () => warmer.stats().failedBatches,
+  );
+}
