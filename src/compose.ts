@@ -172,7 +172,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       reachability,
       uses,
     }),
-    lists: createListService({ lists: listStore, history }),
+    lists: createListService({ lists: listStore, history, reachability }),
     views: createViewService({
       store: createViewStore(redis, keys),
       catalog,

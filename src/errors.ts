@@ -100,12 +100,6 @@ export class TargetFullError extends Error {
 }
 
 /**
- * A budget of the caller's is spent (RATE_LIMITED): nothing was done, and the
- * same request is accepted again after `retryAfterSeconds` (a whole number, at least 1).
- * `budget`, when a rate budget refused, is its size and how long until it is full
- * again (the response's RateLimit-Limit and RateLimit-Reset).
- */
-/**
  * SERVICE_UNAVAILABLE with how long to wait before retrying (HTTP Retry-After and
  * `extensions.retryAfterSeconds`): nothing was done, and a retry after it may work.
  */
@@ -118,6 +112,12 @@ export class UnavailableError extends DomainError {
   }
 }
 
+/**
+ * A budget of the caller's is spent (RATE_LIMITED): nothing was done, and the
+ * same request is accepted again after `retryAfterSeconds` (a whole number, at least 1).
+ * `budget`, when a rate budget refused, is its size and how long until it is full
+ * again (the response's RateLimit-Limit and RateLimit-Reset).
+ */
 export class RateLimitedError extends DomainError {
   constructor(
     readonly retryAfterSeconds: number,

@@ -229,9 +229,10 @@ describe("Redis refusing connections", () => {
     await refusing.close();
   });
 
-  it("when a viewer reads feeds, posts, a post, a user and entities, then each answers with counts and the viewer's state from PostgreSQL", async () => {
-    const query = `query($ids: [ID!]!, $id: ID!, $user: ID!, $reps: [_Any!]!) {
+  it("when a viewer reads feeds, posts, a post, a user, entities and their liked posts, then each answers with counts and the viewer's state from PostgreSQL", async () => {
+    const query = `query($ids: [ID!]!, $id: ID!, $user: ID!, $viewer: ID!, $reps: [_Any!]!) {
       feed(first: 20) { edges { node { id counts { likes } viewerHasLiked } } }
+      viewer: user(id: $viewer) { likedPosts(first: 5) { edges { node { id counts { likes } } } } }
       posts(ids: $ids) { id counts { likes comments } viewerHasLiked viewerHasCollected }
       post(id: $id) { counts { likes } viewerHasLiked }
       user(id: $user) { counts { followers posts } viewerFollows }
@@ -243,11 +244,12 @@ describe("Redis refusing connections", () => {
       post: { counts: { likes: number }; viewerHasLiked: boolean };
       user: { counts: { followers: number; posts: number }; viewerFollows: boolean };
       _entities: { id: string; counts: { likes: number }; viewerHasLiked: boolean }[];
+      viewer: { likedPosts: { edges: { node: { id: string; counts: { likes: number } } }[] } };
     };
     const answer = await call<Read>(
       degraded,
       query,
-      { ids: [liked, unliked], id: liked, user: user.id.toString(), reps: [{ __typename: "Post", id: liked }] },
+      { ids: [liked, unliked], id: liked, user: user.id.toString(), viewer: viewer.id.toString(), reps: [{ __typename: "Post", id: liked }] },
       viewer.token,
     );
     expect(answer.status).toBe(200);
@@ -263,6 +265,7 @@ describe("Redis refusing connections", () => {
     expect(read.user.viewerFollows).toBe(true);
     expect(read.user.counts.followers).toBeGreaterThanOrEqual(1);
     expect(read._entities).toEqual([{ id: liked, counts: { likes: 1 }, viewerHasLiked: true }]);
+    expect(read.viewer.likedPosts.edges).toEqual([{ node: { id: liked, counts: { likes: 1 } } }]);
     // Nothing is handed to the warmer while Redis is out of reach: a load could only fail.
     await degraded.warmer.idle();
     expect(degraded.warmer.stats()).toMatchObject({ waiting: 0, loaded: 0, failedBatches: 0 });
