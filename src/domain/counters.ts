@@ -79,7 +79,7 @@ export interface CounterService {
 
 export interface CounterServiceOptions {
   readonly counterStore: CounterStore;
-  readonly rebuildStore: Pick<RebuildStore, "droppedVersions" | "held">;
+  readonly rebuildStore: Pick<RebuildStore, "droppedVersions">;
   readonly loader: TargetLoader;
   /** What PostgreSQL holds of targets Redis does not (cold-views.ts). */
   readonly cold: ColdViews;
@@ -250,9 +250,10 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   }
 
   /**
-   * Redis's view of targets read from PostgreSQL, and which were dropped lately; nothing
-   * where Redis cannot say in time. Which it holds now and which were dropped are asked in
-   * one round trip; only those loaded meanwhile (rare) are read whole.
+   * Redis's view of targets read from PostgreSQL (those loaded meanwhile, a like's load or the
+   * warmer's), and which were dropped lately; nothing where Redis cannot say in time. One read
+   * of the targets and one of their drops, in that order in the same round trip: a target
+   * dropped between the two is found dropped.
    */
   async function secondLook(
     targets: readonly Target[],
@@ -263,23 +264,11 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   ): Promise<SecondLook> {
     const nothing: SecondLook = { views: targets.map(() => null), dropped: targets.map(() => null) };
     try {
-      const presence = Promise.all([rebuildStore.held(targets), rebuildStore.droppedVersions(targets)]);
-      presence.catch(outOfReach);
-      const found = deadlineAtMs === undefined ? await presence : await within(presence, deadlineAtMs - reserveMs - Date.now());
+      const looked = Promise.all([viewHeld(targets, viewerId, asked, exact), rebuildStore.droppedVersions(targets)]);
+      looked.catch(outOfReach);
+      const found = deadlineAtMs === undefined ? await looked : await within(looked, deadlineAtMs - reserveMs - Date.now());
       if (found === tooLate) return nothing;
-      const [held, dropped] = found;
-      const loaded = targets.flatMap((_, i) => (held[i] ? [i] : []));
-      const views: (TargetView | null)[] = targets.map(() => null);
-      if (loaded.length > 0) {
-        const read = await viewFromRedis(
-          loaded.map((i) => targets[i] as Target),
-          viewerId,
-          asked,
-          exact,
-          deadlineAtMs,
-        );
-        loaded.forEach((i, j) => (views[i] = read.views[j] ?? null));
-      }
+      const [views, dropped] = found;
       return { views, dropped };
     } catch (error) {
       if (outOfReach(error)) return nothing;

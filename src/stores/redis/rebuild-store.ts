@@ -146,8 +146,8 @@ export function createRebuildStore(
     async droppedVersions(targets) {
       if (targets.length === 0) return [];
       // One MGET on a standalone Redis; on a cluster the keys span slots, so one GET each, grouped per node.
-      // Either way in the tick's pipeline, after an EXISTS the caller asked just before (held): a target
-      // dropped between the two is then found dropped, never missed by both.
+      // Either way in the tick's pipeline, after a read of the targets the caller asked just before (held,
+      // or a read of their counters): a target dropped between the two is then found dropped, never missed by both.
       const left =
         redis instanceof Cluster
           ? await inOneTrip(redis, targets, (to, t) => to.get(keys.dropped(t)))
