@@ -1,6 +1,6 @@
 // What a load of targets into Redis reads from PostgreSQL: many targets in one
-// REPEATABLE READ snapshot, with a statement per relation and per kind of row
-// whatever their number, and what committed to them after it.
+// snapshot, read by one statement whatever their number, and what committed to
+// them after it.
 import { Prisma } from "../../generated/prisma/client.js";
 import {
   derivedCounters,
@@ -49,43 +49,47 @@ function byType(targets: readonly Target[]): Map<TargetType, string[]> {
   return groups;
 }
 
-type Tx = Prisma.TransactionClient;
+/** A row of the snapshot statement: what `kind` says, with up to three text values. */
+interface SnapshotRow {
+  /** k: the snapshot's mark; e: a target's newest version and new epoch; c: its counters; w: a post's views of an epoch; m: its members of a relation. */
+  kind: "k" | "e" | "c" | "w" | "m";
+  target_type: string | null;
+  target_id: string | null;
+  a: string | null;
+  b: string | null;
+  c: string | null;
+}
 
-/** Every member of each target, per relation: one aggregated string a target, in one statement for every relation and type. */
-async function readMembers(tx: Tx, targets: readonly Target[]): Promise<Map<string, Partial<Record<Relation, bigint[]>>>> {
-  const members = new Map<string, Partial<Record<Relation, bigint[]>>>();
+/**
+ * Every member of each target, per relation: one aggregated string a target (a hot
+ * target has tens of thousands), as rows of the snapshot statement.
+ */
+function membersPart(targets: readonly Target[]): Prisma.Sql[] {
   const parts: Prisma.Sql[] = [];
   for (const [type, ids] of byType(targets)) {
     for (const relation of relationsOf(type)) {
-      for (const id of ids) {
-        const entry = members.get(keyOf(type, id)) ?? {};
-        entry[relation] = [];
-        members.set(keyOf(type, id), entry);
-      }
       const t = relationTables[relation];
-      // One aggregated string rather than a row object per member: a hot target has tens of thousands.
       parts.push(Prisma.sql`
-        SELECT ${relation}::text AS relation, ${type}::text AS target_type, ${t.targetId("l")}::text AS target_id, string_agg(${t.userId("l")}::text, ',') AS users
+        SELECT 'm', ${type}::text, ${t.targetId("l")}::text, ${relation}::text, string_agg(${t.userId("l")}::text, ','), NULL
         FROM ${t.table} l WHERE ${t.targetType("l")} = ${type} AND ${t.targetId("l")} = ANY(${ids}::text[]::bigint[])
         GROUP BY ${t.targetId("l")}`);
     }
   }
-  if (parts.length === 0) return members;
-  const rows = await tx.$queryRaw<{ relation: Relation; target_type: string; target_id: string; users: string }[]>(Prisma.join(parts, " UNION ALL "));
-  for (const row of rows) {
-    const entry = members.get(keyOf(row.target_type, row.target_id));
-    if (entry) entry[row.relation] = row.users.split(",").map(BigInt);
-  }
-  return members;
+  return parts;
 }
 
 /**
- * Each target's newest applied version, and a new epoch above every epoch PostgreSQL has
- * seen for it (changes still in flight carry at most the previous one: the new one outranks
- * them all), in one statement.
+ * The snapshot of the targets as one statement, so one snapshot of the database: every
+ * part of a statement sees what had committed when it began, and pg_current_snapshot()
+ * names that moment (the mark changesSince goes by). It also gives each target a new
+ * epoch above every epoch PostgreSQL has seen for it (changes still in flight carry at
+ * most the previous one: the new one outranks them all). One round trip whatever the
+ * number of targets: a transaction of a statement per kind of row took eight, the most
+ * of a load's cost in the API (each a socket write and read), measured with a CPU profile.
  */
-async function newEpochs(tx: Tx, targets: readonly Target[]): Promise<Map<string, { version: bigint; epoch: bigint }>> {
-  const rows = await tx.$queryRaw<{ target_type: string; target_id: string; version: string; epoch: string }[]>`
+function snapshotStatement(targets: readonly Target[]): Prisma.Sql {
+  const posts = targets.filter((t) => t.type === "post").map((p) => p.id.toString());
+  return Prisma.sql`
     WITH v AS (
       SELECT t.target_type, t.target_id, GREATEST(
         (SELECT COALESCE(max(version), 0) FROM relation_versions r WHERE r.target_type = t.target_type AND r.target_id = t.target_id),
@@ -97,42 +101,53 @@ async function newEpochs(tx: Tx, targets: readonly Target[]): Promise<Map<string
       ON CONFLICT (target_type, target_id) DO UPDATE SET epoch = GREATEST(target_epochs.epoch + 1, EXCLUDED.epoch)
       RETURNING target_type, target_id, epoch
     )
-    SELECT v.target_type, v.target_id::text AS target_id, v.version::text AS version, e.epoch::text AS epoch
-    FROM v JOIN e ON e.target_type = v.target_type AND e.target_id = v.target_id`;
-  return new Map(rows.map((row) => [keyOf(row.target_type, row.target_id), { version: BigInt(row.version), epoch: BigInt(row.epoch) }]));
+    SELECT 'k' AS kind, NULL::text AS target_type, NULL::text AS target_id, pg_current_snapshot()::text AS a, NULL::text AS b, NULL::text AS c
+    UNION ALL
+    SELECT 'e', v.target_type, v.target_id::text, v.version::text, e.epoch::text, NULL
+    FROM v JOIN e ON e.target_type = v.target_type AND e.target_id = v.target_id
+    UNION ALL
+    SELECT 'c', c.target_type, c.target_id::text, c.name, c.value::text, c.seq::text
+    FROM ${targetsTable(targets)} JOIN counters c ON c.target_type = t.target_type AND c.target_id = t.target_id
+    UNION ALL
+    SELECT 'w', 'post', target_id::text, epoch::text, total::text, NULL
+    FROM view_totals WHERE target_type = 'post' AND target_id = ANY(${posts}::text[]::bigint[])
+    ${Prisma.join(
+      membersPart(targets).map((part) => Prisma.sql`UNION ALL ${part}`),
+      " ",
+      "",
+    )}`;
 }
 
-/** The snapshots of `targets` (in order, repeats allowed) read in `tx`; `distinct` holds each once. */
-async function readSnapshots(tx: Tx, targets: readonly Target[], distinct: readonly Target[]): Promise<TargetSnapshot[]> {
-  // The transaction's snapshot, taken by its first statement: what it sees is exactly
-  // what committed before, so changesSince can name what it does not see.
-  const [{ mark } = { mark: "" }] = await tx.$queryRaw<{ mark: string }[]>`SELECT pg_current_snapshot()::text AS mark`;
-  const members = await readMembers(tx, distinct);
-  const counters = await tx.$queryRaw<CounterRow[]>`
-    SELECT c.target_type, c.target_id::text AS target_id, c.name, c.value::text AS value, c.seq::text AS seq
-    FROM ${targetsTable(distinct)} JOIN counters c ON c.target_type = t.target_type AND c.target_id = t.target_id`;
-  const posts = distinct.filter((t) => t.type === "post");
-  const viewTotals =
-    posts.length > 0
-      ? await tx.$queryRaw<{ target_id: string; epoch: string; total: string }[]>`
-          SELECT target_id::text AS target_id, epoch::text, total::text FROM view_totals
-          WHERE target_type = 'post' AND target_id = ANY(${posts.map((p) => p.id.toString())}::text[]::bigint[])`
-      : [];
-  const epochs = await newEpochs(tx, distinct);
-  const countersOf = grouped(counters);
-  const viewsOf = grouped(viewTotals, "post");
+/** The snapshots of `targets` (in order, repeats allowed) from the snapshot statement's rows over `distinct`. */
+function snapshotsOf(targets: readonly Target[], rows: readonly SnapshotRow[]): TargetSnapshot[] {
+  let mark = "";
+  const of = new Map<string, { members: Partial<Record<Relation, bigint[]>>; counters: SnapshotRow[]; views: SnapshotRow[]; version: bigint; epoch: bigint }>();
+  const entry = (row: SnapshotRow) => {
+    const key = keyOf(row.target_type ?? "", row.target_id ?? "");
+    let found = of.get(key);
+    if (!found) of.set(key, (found = { members: {}, counters: [], views: [], version: 0n, epoch: 1n }));
+    return found;
+  };
+  for (const row of rows) {
+    if (row.kind === "k") mark = row.a ?? "";
+    else if (row.kind === "e") Object.assign(entry(row), { version: BigInt(row.a ?? "0"), epoch: BigInt(row.b ?? "1") });
+    else if (row.kind === "c") entry(row).counters.push(row);
+    else if (row.kind === "w") entry(row).views.push(row);
+    else entry(row).members[row.a as Relation] = (row.b ?? "").split(",").map(BigInt);
+  }
   return targets.map((target) => {
-    const key = keyOf(target.type, target.id.toString());
-    const own = countersOf.get(key) ?? [];
-    const derived = own.filter((c) => isDerivedCounter(target.type, c.name));
-    const { version, epoch } = epochs.get(key) ?? { version: 0n, epoch: 1n };
+    const found = of.get(keyOf(target.type, target.id.toString()));
+    const members: Partial<Record<Relation, bigint[]>> = {};
+    for (const relation of relationsOf(target.type)) members[relation] = found?.members[relation] ?? [];
+    const counters = found?.counters ?? [];
+    const derived = counters.filter((c) => isDerivedCounter(target.type, c.a ?? ""));
     return {
-      members: members.get(key) ?? {},
-      counts: Object.fromEntries(own.map((c) => [c.name, Number(c.value)])),
-      seqs: Object.fromEntries(derived.map((c) => [c.name as CounterName, BigInt(c.seq)])),
-      viewTotals: (viewsOf.get(key) ?? []).map((v) => ({ epoch: BigInt(v.epoch), total: Number(v.total) })),
-      version,
-      epoch,
+      members,
+      counts: Object.fromEntries(counters.map((c): [string, number] => [c.a ?? "", Number(c.b)])),
+      seqs: Object.fromEntries(derived.map((c) => [c.a as CounterName, BigInt(c.c ?? "0")])),
+      viewTotals: (found?.views ?? []).map((v) => ({ epoch: BigInt(v.a ?? "0"), total: Number(v.b) })),
+      version: found?.version ?? 0n,
+      epoch: found?.epoch ?? 1n,
       mark,
     };
   });
@@ -140,27 +155,38 @@ async function readSnapshots(tx: Tx, targets: readonly Target[], distinct: reado
 
 export function createSnapshotStore(db: Database): SnapshotStore {
   return {
-    read(targets) {
-      if (targets.length === 0) return Promise.resolve([]);
+    async read(targets) {
+      if (targets.length === 0) return [];
       const distinct = [...new Map(targets.map((t) => [keyOf(t.type, t.id.toString()), t])).values()];
-      // One snapshot: members, counters and versions must describe the same moment.
-      return db.$transaction((tx) => readSnapshots(tx, targets, distinct), { isolationLevel: Prisma.TransactionIsolationLevel.RepeatableRead });
+      return snapshotsOf(targets, await db.$queryRaw<SnapshotRow[]>(snapshotStatement(distinct)));
     },
     async changesSince(targets, mark) {
       if (targets.length === 0) return [];
       // By commit, not by version: two persist transactions commit in either order, so a
       // change older than the snapshot's newest version may still have committed after it.
       // Rows written before txid was recorded predate every snapshot still in use.
-      const [rows, views] = await Promise.all([
-        db.$queryRaw<{ target_type: string; target_id: string; relation: string; user_id: string; member: boolean; version: string }[]>`
-          SELECT r.target_type, r.target_id::text AS target_id, r.relation, r.user_id::text, r.member, r.version::text
-          FROM ${targetsTable(targets)} JOIN relation_versions r ON r.target_type = t.target_type AND r.target_id = t.target_id
-          WHERE r.txid IS NOT NULL AND NOT pg_visible_in_snapshot(r.txid::text::xid8, ${mark}::pg_snapshot)`,
-        db.$queryRaw<{ target_type: string; target_id: string; epoch: string; total: string }[]>`
-          SELECT v.target_type, v.target_id::text AS target_id, v.epoch::text, v.total::text
-          FROM ${targetsTable(targets)} JOIN view_totals v ON v.target_type = t.target_type AND v.target_id = t.target_id
-          WHERE v.txid IS NOT NULL AND NOT pg_visible_in_snapshot(v.txid::text::xid8, ${mark}::pg_snapshot)`,
-      ]);
+      // One statement (one round trip): the relations' changes, then the views' totals (relation NULL).
+      const all = await db.$queryRaw<
+        {
+          target_type: string;
+          target_id: string;
+          relation: string | null;
+          user_id: string | null;
+          member: boolean | null;
+          version: string | null;
+          epoch: string | null;
+          total: string | null;
+        }[]
+      >`
+        SELECT r.target_type, r.target_id::text AS target_id, r.relation, r.user_id::text, r.member, r.version::text, NULL::text AS epoch, NULL::text AS total
+        FROM ${targetsTable(targets)} JOIN relation_versions r ON r.target_type = t.target_type AND r.target_id = t.target_id
+        WHERE r.txid IS NOT NULL AND NOT pg_visible_in_snapshot(r.txid::text::xid8, ${mark}::pg_snapshot)
+        UNION ALL
+        SELECT v.target_type, v.target_id::text, NULL, NULL, NULL, NULL, v.epoch::text, v.total::text
+        FROM ${targetsTable(targets)} JOIN view_totals v ON v.target_type = t.target_type AND v.target_id = t.target_id
+        WHERE v.txid IS NOT NULL AND NOT pg_visible_in_snapshot(v.txid::text::xid8, ${mark}::pg_snapshot)`;
+      const rows = all.filter((r) => r.relation !== null);
+      const views = all.filter((r) => r.relation === null);
       const changesOf = grouped(rows);
       const viewsOf = grouped(views);
       return targets.map((target): CommittedSince => {
@@ -168,11 +194,11 @@ export function createSnapshotStore(db: Database): SnapshotStore {
         return {
           changes: (changesOf.get(key) ?? []).map((r) => ({
             relation: r.relation as Relation,
-            userId: BigInt(r.user_id),
-            member: r.member,
-            version: BigInt(r.version),
+            userId: BigInt(r.user_id ?? "0"),
+            member: r.member === true,
+            version: BigInt(r.version ?? "0"),
           })),
-          views: (viewsOf.get(key) ?? []).map((v) => ({ epoch: BigInt(v.epoch), total: Number(v.total) })),
+          views: (viewsOf.get(key) ?? []).map((v) => ({ epoch: BigInt(v.epoch ?? "0"), total: Number(v.total) })),
         };
       });
     },
