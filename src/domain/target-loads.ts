@@ -12,7 +12,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { randomUUID } from "node:crypto";
 import { LRUCache } from "lru-cache";
-import { targetKey, zeroCounts, type Target, type TargetKey } from "./model/index.js";
+import { targetKey, zeroCounts, type CounterValue, type Target, type TargetKey } from "./model/index.js";
 import type { CommittedSince, CounterStore, RebuildStore, SnapshotStore } from "./ports/index.js";
 
 /** Whether Redis may take one more target now; throws the coded refusal when it is too near its memory limit. */
@@ -102,7 +102,11 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
    * go again. A target not brought up to date (too late, or a failure on the way) goes, to be
    * loaded again whole: left, it would answer without those changes until reconcile.
    */
-  async function replayCommittedSince(targets: readonly Target[], mark: string, epochs: readonly bigint[]): Promise<boolean[]> {
+  async function replayCommittedSince(
+    targets: readonly Target[],
+    mark: string,
+    epochs: readonly bigint[],
+  ): Promise<{ complete: boolean[]; derived: CounterValue[] }> {
     let committed: CommittedSince[];
     try {
       committed = await snapshots.changesSince(targets, mark);
@@ -113,10 +117,12 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
     const replayed = await Promise.allSettled(targets.map((target, i) => replayInto(target, epochs[i] as bigint, committed[i])));
     const failed = replayed.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) throw failed.reason;
-    return replayed.map((r) => (r as PromiseFulfilledResult<boolean>).value);
+    const complete = replayed.map((r) => (r as PromiseFulfilledResult<boolean>).value);
+    // Of the targets still held only: one a replay took out comes back whole.
+    return { complete, derived: committed.flatMap((since, i) => (complete[i] ? since.derived : [])) };
   }
 
-  async function replayInto(target: Target, intoEpoch: bigint, since: CommittedSince = { changes: [], views: [] }): Promise<boolean> {
+  async function replayInto(target: Target, intoEpoch: bigint, since: CommittedSince = { changes: [], views: [], derived: [] }): Promise<boolean> {
     let complete = false;
     try {
       for (const change of since.changes) {
@@ -165,16 +171,13 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
     // the consumer (it found no rebuilt hash): bring them in now. Repeats are harmless.
     const mark = (found[0] as (typeof found)[number]).mark;
     // Derived counters mirrored between the snapshot and the hash appearing found no hash and were left:
-    // mirrored as they stand now (a sequence number keeps an older value from winning). Read beside the
-    // replays: a target a replay takes out again is left alone by the mirror.
-    const [complete, derived] = await Promise.all([
-      replayCommittedSince(
-        fresh,
-        mark,
-        targets.flatMap((_, i) => (outcomes[i] === "loaded" ? [(found[i] as (typeof found)[number]).epoch] : [])),
-      ),
-      snapshots.derived(fresh),
-    ]);
+    // mirrored as they stand now, after the replays (a sequence number keeps an older value from winning;
+    // a target a replay took out again is left alone by the mirror).
+    const { complete, derived } = await replayCommittedSince(
+      fresh,
+      mark,
+      targets.flatMap((_, i) => (outcomes[i] === "loaded" ? [(found[i] as (typeof found)[number]).epoch] : [])),
+    );
     if (derived.length > 0) await counterStore.mirror(derived);
     if (failedWrite) throw failedWrite.reason;
     let j = 0;

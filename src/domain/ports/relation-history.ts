@@ -64,6 +64,11 @@ export interface CommittedSince {
   readonly changes: readonly AppliedChange[];
   /** The views of each epoch whose total rose after the snapshot. */
   readonly views: readonly { readonly epoch: bigint; readonly total: number }[];
+  /**
+   * The target's derived counters as they stand now, with their sequence numbers: one
+   * mirrored between the snapshot and the load's hash found no hash and was left.
+   */
+  readonly derived: readonly CounterValue[];
 }
 
 export interface SnapshotStore {
@@ -72,10 +77,8 @@ export interface SnapshotStore {
    * each with a new epoch: one transaction of a few statements whatever their number.
    */
   read(targets: readonly Target[]): Promise<TargetSnapshot[]>;
-  /** What committed to each target after the snapshot `mark`, whatever its version, in order. */
+  /** What committed to each target after the snapshot `mark`, whatever its version, and its derived counters now, in order: one statement. */
   changesSince(targets: readonly Target[], mark: string): Promise<CommittedSince[]>;
-  /** The targets' derived counters as they stand now, with their sequence numbers. */
-  derived(targets: readonly Target[]): Promise<CounterValue[]>;
   /** The newest version PostgreSQL applied to the target, or the start of its last epoch if later (0 when none). */
   newestVersion(target: Target): Promise<bigint>;
   /**

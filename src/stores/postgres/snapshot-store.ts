@@ -4,6 +4,8 @@
 import { Prisma } from "../../generated/prisma/client.js";
 import {
   derivedCounters,
+  type AppliedChange,
+  type CounterValue,
   isDerivedCounter,
   relationsOf,
   type CounterName,
@@ -15,7 +17,7 @@ import {
 import type { CommittedSince, SnapshotStore } from "../../domain/ports/index.js";
 import { epochScale } from "../versions.js";
 import type { Database } from "./database.js";
-import { selectCounters, toCounterValue, type CounterRow } from "./counter-sql.js";
+import { toCounterValue } from "./counter-sql.js";
 import { relationTables } from "./relation-tables.js";
 
 /** The newest version PostgreSQL holds for a target: its newest applied change (any relation, or views). */
@@ -30,23 +32,27 @@ const targetsTable = (targets: readonly Target[]) => Prisma.sql`
 
 const keyOf = (type: string, id: string) => `${type}:${id}`;
 
-/** Rows grouped by the target they belong to. */
-function grouped<R extends { target_type?: string; target_id: string }>(rows: readonly R[], type?: string): Map<string, R[]> {
-  const groups = new Map<string, R[]>();
-  for (const row of rows) {
-    const key = keyOf(row.target_type ?? type ?? "", row.target_id);
-    const group = groups.get(key);
-    if (group) group.push(row);
-    else groups.set(key, [row]);
-  }
-  return groups;
-}
-
 /** The targets grouped by type, each group's ids as text. */
 function byType(targets: readonly Target[]): Map<TargetType, string[]> {
   const groups = new Map<TargetType, string[]>();
   for (const t of targets) groups.set(t.type, [...(groups.get(t.type) ?? []), t.id.toString()]);
   return groups;
+}
+
+/** The derived counters of every type, as (target_type, name) pairs for an IN list. */
+const derivedPairs = Prisma.join(
+  Object.entries(derivedCounters).flatMap(([type, names]) => (names as readonly string[]).map((name) => Prisma.sql`(${type}, ${name})`)),
+);
+
+/** A row of changesSince's statement: what `kind` says, with up to four text values. */
+interface SinceRow {
+  kind: "r" | "v" | "d";
+  target_type: string;
+  target_id: string;
+  a: string | null;
+  b: string | null;
+  c: string | null;
+  d: string | null;
 }
 
 /** A row of the snapshot statement: what `kind` says, with up to three text values. */
@@ -165,50 +171,36 @@ export function createSnapshotStore(db: Database): SnapshotStore {
       // By commit, not by version: two persist transactions commit in either order, so a
       // change older than the snapshot's newest version may still have committed after it.
       // Rows written before txid was recorded predate every snapshot still in use.
-      // One statement (one round trip): the relations' changes, then the views' totals (relation NULL).
-      const all = await db.$queryRaw<
-        {
-          target_type: string;
-          target_id: string;
-          relation: string | null;
-          user_id: string | null;
-          member: boolean | null;
-          version: string | null;
-          epoch: string | null;
-          total: string | null;
-        }[]
-      >`
-        SELECT r.target_type, r.target_id::text AS target_id, r.relation, r.user_id::text, r.member, r.version::text, NULL::text AS epoch, NULL::text AS total
+      // One statement (one round trip): r, a relation's change; v, a post's views of an epoch;
+      // d, a derived counter as it stands now.
+      const rows = await db.$queryRaw<SinceRow[]>`
+        SELECT 'r' AS kind, r.target_type, r.target_id::text AS target_id, r.relation AS a, r.user_id::text AS b, r.member::text AS c, r.version::text AS d
         FROM ${targetsTable(targets)} JOIN relation_versions r ON r.target_type = t.target_type AND r.target_id = t.target_id
         WHERE r.txid IS NOT NULL AND NOT pg_visible_in_snapshot(r.txid::text::xid8, ${mark}::pg_snapshot)
         UNION ALL
-        SELECT v.target_type, v.target_id::text, NULL, NULL, NULL, NULL, v.epoch::text, v.total::text
+        SELECT 'v', v.target_type, v.target_id::text, v.epoch::text, v.total::text, NULL, NULL
         FROM ${targetsTable(targets)} JOIN view_totals v ON v.target_type = t.target_type AND v.target_id = t.target_id
-        WHERE v.txid IS NOT NULL AND NOT pg_visible_in_snapshot(v.txid::text::xid8, ${mark}::pg_snapshot)`;
-      const rows = all.filter((r) => r.relation !== null);
-      const views = all.filter((r) => r.relation === null);
-      const changesOf = grouped(rows);
-      const viewsOf = grouped(views);
-      return targets.map((target): CommittedSince => {
-        const key = keyOf(target.type, target.id.toString());
-        return {
-          changes: (changesOf.get(key) ?? []).map((r) => ({
-            relation: r.relation as Relation,
-            userId: BigInt(r.user_id ?? "0"),
-            member: r.member === true,
-            version: BigInt(r.version ?? "0"),
-          })),
-          views: (viewsOf.get(key) ?? []).map((v) => ({ epoch: BigInt(v.epoch ?? "0"), total: Number(v.total) })),
-        };
-      });
+        WHERE v.txid IS NOT NULL AND NOT pg_visible_in_snapshot(v.txid::text::xid8, ${mark}::pg_snapshot)
+        UNION ALL
+        SELECT 'd', c.target_type, c.target_id::text, c.name, c.value::text, c.seq::text, NULL
+        FROM ${targetsTable(targets)} JOIN counters c ON c.target_type = t.target_type AND c.target_id = t.target_id
+        WHERE (c.target_type, c.name) IN (${derivedPairs})`;
+      const since = new Map<string, { changes: AppliedChange[]; views: { epoch: bigint; total: number }[]; derived: CounterValue[] }>();
+      for (const row of rows) {
+        const key = keyOf(row.target_type, row.target_id);
+        let entry = since.get(key);
+        if (!entry) since.set(key, (entry = { changes: [], views: [], derived: [] }));
+        if (row.kind === "r")
+          entry.changes.push({ relation: row.a as Relation, userId: BigInt(row.b ?? "0"), member: row.c === "true", version: BigInt(row.d ?? "0") });
+        else if (row.kind === "v") entry.views.push({ epoch: BigInt(row.a ?? "0"), total: Number(row.b) });
+        else
+          entry.derived.push(
+            toCounterValue({ target_type: row.target_type, target_id: row.target_id, name: row.a ?? "", value: row.b ?? "0", seq: row.c ?? "0" }),
+          );
+      }
+      return targets.map((target): CommittedSince => since.get(keyOf(target.type, target.id.toString())) ?? { changes: [], views: [], derived: [] });
     },
     sawCommit,
-    async derived(targets) {
-      const wanted = targets.flatMap((target) => (derivedCounters[target.type] as readonly CounterName[]).map((name) => ({ target, name })));
-      if (wanted.length === 0) return [];
-      const rows = await db.$queryRaw<CounterRow[]>(selectCounters(wanted));
-      return rows.map(toCounterValue);
-    },
     async newestChange(target) {
       const [newest] = await db.$queryRaw<{ v: string }[]>`SELECT ${newestChange(target)}::text AS v`;
       return BigInt(newest?.v ?? "0");
