@@ -135,6 +135,12 @@ describe("member indexes", () => {
     // Unused past its expiry, Redis lets the index go; the next read loads it again: PostgreSQL lacks the like, the pending record has it.
     await redis.pexpire(indexKey(), 1);
     await expect.poll(async () => redis.exists(indexKey()), { timeout: 5_000 }).toBe(0);
+    // A like while the index is gone makes none (it would have no mark and no expiry): the pending record holds it.
+    const later = dataOf(await writer.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "idle 2", body: "b") { id } }`, {}, author?.token))
+      .createPost.id;
+    expect(dataOf(await like(writer, later))).toEqual({ likePost: { changed: true } });
+    expect(await redis.exists(indexKey())).toBe(0);
+    expect(await redis.hexists(pendingKey, later)).toBe(1);
     const fresh = await startTestApi({ HOT_COUNTS_TARGETS: "0" });
     try {
       const read = async () => dataOf(await fresh.gql<Feed>(feedQuery, { ids: [post] }, viewer.token)).posts[0]?.viewerHasLiked;
@@ -142,6 +148,7 @@ describe("member indexes", () => {
       await fresh.memberIndexes?.idle();
       expect(await indexComplete()).toBe(true);
       expect(await redis.sismember(indexKey(), post)).toBe(1);
+      expect(await redis.sismember(indexKey(), later)).toBe(1);
       expect(await read()).toBe(true);
 
       // Persisted: the consumer empties the pending record.

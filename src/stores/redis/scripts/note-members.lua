@@ -24,8 +24,6 @@ if not targetId or not capacity or capacity < 1 then
   return { INVALID_ARGUMENTS }
 end
 for i = 1, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then
-    noteJoined(KEYS[i], capacity, targetId)
-  end
+  noteJoined(KEYS[i], capacity, targetId)
 end
 return { APPLIED }

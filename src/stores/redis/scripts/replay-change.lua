@@ -92,7 +92,7 @@ if ARGV[2] == '1' and not shard then
   redis.call('HINCRBY', counters, counter, 1)
   -- The like's own note may be lost with the last second of writes Redis lost: note it again.
   if memberIndex ~= '' then
-    noteJoined(memberIndex, indexCapacity, targetId)
+    noteReplayed(memberIndex, indexCapacity, targetId)
   end
   status = APPLIED
 elseif ARGV[2] == '0' and shard then

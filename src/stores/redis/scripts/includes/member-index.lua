@@ -5,8 +5,9 @@
   SISMEMBER in each target's shards (half of Redis's work per feed of 100 posts).
 
   It holds a superset of the user's memberships. Each add of a member notes its
-  target in the same script (add-member.lua, and replay-change.lua for a change
-  replayed into a rebuilt target); a removal leaves it there, since a target
+  target in the index, where it exists, in the same script (add-member.lua;
+  replay-change.lua notes a change replayed into a rebuilt target, making the
+  index if need be); a removal leaves it there, since a target
   noted is only ever looked up exactly; a load from PostgreSQL
   (begin-member-index.lua, then complete-member-index.lua) adds every membership
   PostgreSQL holds and marks the index complete; a target rebuilt from PostgreSQL
@@ -18,8 +19,8 @@
   a cluster, so only a standalone Redis keeps them.
 
   An index expires once unused for `indexIdleMs` (member-index-store.ts's
-  memberIndexIdleMs, kept equal by a unit test): every note of a target, load and
-  read sets its expiry anew; gone (or deleted by the memory policy near maxmemory),
+  memberIndexIdleMs, kept equal by a unit test): every load and read sets its
+  expiry anew; gone (or deleted by the memory policy near maxmemory),
   it is loaded again from PostgreSQL on its next read. That load would miss a
   like PostgreSQL does not hold yet, so each like also records its target in the
   user's pending record (keys.ts, up:), a hash of target to the like's version,
@@ -35,14 +36,32 @@ local indexLoading = '-2'
 -- How long an index lives unused: 7 days.
 local indexIdleMs = 604800000
 
--- Notes a target the user just joined in their index (KEYS-free: the key is the caller's),
--- and sets its expiry anew.
-local function noteJoined(index, capacity, targetId)
-  if redis.call('SCARD', index) < capacity then
+-- Adds a target to an index of `size` members, or marks it overflowed at its capacity.
+local function addNote(index, size, capacity, targetId)
+  if size < capacity then
     redis.call('SADD', index, targetId)
   else
     redis.call('SADD', index, indexOverflowed)
   end
+end
+
+-- Notes a target the user just joined in their index, where it exists (KEYS-free: the key
+-- is the caller's; every index holds a mark, so an empty one is absent): an absent index is
+-- loaded from PostgreSQL and the pending record on its next read. Its expiry stays as its
+-- last load or read set it: an index lives for reads, and a PEXPIRE here was a command
+-- more per like against the like's budget (DESIGN §3c).
+local function noteJoined(index, capacity, targetId)
+  local size = redis.call('SCARD', index)
+  if size > 0 then
+    addNote(index, size, capacity, targetId)
+  end
+end
+
+-- Notes a replayed join whether or not the index exists, and sets its expiry: Redis may
+-- have lost the join's pending record with its last writes, and PostgreSQL may not hold
+-- it yet, but a later load keeps what the index holds (begin-member-index.lua).
+local function noteReplayed(index, capacity, targetId)
+  addNote(index, redis.call('SCARD', index), capacity, targetId)
   redis.call('PEXPIRE', index, indexIdleMs)
 end
 
