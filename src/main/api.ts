@@ -7,6 +7,7 @@ import { configWarnings } from "../config-warnings.js";
 import { createApiMetrics } from "../graphql/api-metrics.js";
 import { serveGraphQL } from "../graphql/server.js";
 import { watchColdReads } from "../cold-reads-metrics.js";
+import { watchRedisClockMetrics } from "../redis-clock-metrics.js";
 import { watchHotCounts } from "../hot-counts-metrics.js";
 import { createLogger } from "../logger.js";
 import { answerMetricsRequests, serveMetrics } from "../metrics-endpoint.js";
@@ -66,6 +67,7 @@ async function start(waiting: AbortSignal): Promise<void> {
   shutdown.add("the loads into Redis behind reads", () => app.close());
   if (metrics && app.hotCounts) watchHotCounts(metrics.registry, app.hotCounts);
   if (metrics) watchColdReads(metrics.registry, app.reachability, app.warmer);
+  if (metrics) watchRedisClockMetrics(metrics.registry, clients.redisClock);
   // Learns in the background which users exist; requests are served meanwhile, their tokens checked as before.
   const directory = app.startUserDirectory();
   shutdown.add("the user directory", () => directory.close());

@@ -6,6 +6,7 @@ import type { Server } from "node:http";
 import { compose } from "../compose.js";
 import { createLogger } from "../logger.js";
 import { answerMetricsRequests, serveMetrics } from "../metrics-endpoint.js";
+import { watchRedisClockMetrics } from "../redis-clock-metrics.js";
 import { onTermination } from "../shutdown.js";
 import { loadConfigOrRefuse, openPatiently, runStart } from "../start-up.js";
 import { openClients } from "../stores/clients.js";
@@ -26,6 +27,8 @@ async function start(waiting: AbortSignal): Promise<void> {
     await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
   });
   if (config.metricsPort !== 0) {
+    // The pipeline's list writes carry deadlines on Redis's clock too.
+    watchRedisClockMetrics(pipeline.metrics.registry, clients.redisClock);
     // Under `npm start` the supervisor serves every process's metrics, summed, on METRICS_PORT, as for the API.
     if (process.send) answerMetricsRequests([pipeline.metrics.registry]);
     else metricsServer = await serveMetrics(pipeline.metrics.registry, config.host, config.metricsPort, logger);

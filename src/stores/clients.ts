@@ -9,7 +9,7 @@ import { createRabbitConnection } from "./rabbitmq/connection.js";
 import { createRedisClient, isRedisUnavailable, type RedisClient } from "./redis/client.js";
 import { createCountInvalidations, type CountInvalidations } from "./redis/count-invalidations.js";
 import { checkDurability, checkMemoryPolicy, checkRedisVersion } from "./redis/durability.js";
-import { checkClockSkew, clockSkewAllowanceMs } from "./redis/write-deadline.js";
+import { clockUncertaintyAllowanceMs, watchRedisClock, type RedisClock } from "./redis/redis-clock.js";
 import { countersPrefix } from "./redis/keys.js";
 
 /**
@@ -33,6 +33,8 @@ export interface Clients {
   readonly countInvalidations: CountInvalidations | null;
   /** Null unless asked for. */
   readonly rabbit: Connection | null;
+  /** Redis's clock as measured from this process, which write deadlines are set on. */
+  readonly redisClock: RedisClock;
   /** Per client, a call that resolves when it answers: what readiness asks. */
   probes(): Record<string, () => Promise<unknown>>;
   /** Per client watched but not needed to serve: null when it is well, else a sentence saying what is not. */
@@ -130,6 +132,22 @@ const rabbitConnectTimeoutMs = 10_000;
 const politeCloseMs = 500;
 
 /** Runs `polite`; when it has not closed within `politeCloseMs`, runs `force` (if the client has one) and stops waiting. */
+/** Says at start what the clock samples found: a refusal of writes, or clocks far apart. */
+function warnOfClock(clock: RedisClock, logger: Logger): void {
+  const problem = clock.problem();
+  if (problem) {
+    logger.error(problem);
+    return;
+  }
+  const bounds = clock.bounds();
+  const offset = bounds ? Math.round((bounds.lowerMs + bounds.upperMs) / 2) : 0;
+  if (Math.abs(offset) > clockUncertaintyAllowanceMs)
+    logger.warn(
+      { offsetMs: offset },
+      `Redis's clock runs ${Math.abs(offset)} ms ${offset > 0 ? "ahead of" : "behind"} this host's. Write deadlines follow Redis's clock as measured, so writes work; keep the clocks synchronized (NTP) all the same, so that logs and metrics of both agree.`,
+    );
+}
+
 async function closeWithin(polite: () => Promise<unknown>, force: () => void): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), politeCloseMs)));
@@ -201,12 +219,11 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     const redis = await connectRedis(config.redisCommandTimeoutMs);
     if (needs.onRedisCommand) timeCommands(redis, needs.onRedisCommand);
     await checkRedisVersion(redis);
-    await checkClockSkew(redis, (skewMs) =>
-      logger.error(
-        { skewMs: Math.round(skewMs) },
-        `Redis's clock and this host's differ by ${Math.round(skewMs)} ms, more than the ${clockSkewAllowanceMs} ms write deadlines allow for: a like may fail needlessly (Redis ahead) or apply after its failure was answered (Redis behind). Keep both clocks synchronized (NTP).`,
-      ),
-    );
+    // Write deadlines are set on Redis's clock, as measured from here (redis-clock.ts): the first samples before serving.
+    const clock = watchRedisClock(redis);
+    redisClosers.push(async () => clock.close());
+    for (let i = 0; i < 3; i++) await clock.sample();
+    warnOfClock(clock, logger);
     await checkDurability(redis, { policy: config.redisDurability, refuse: config.production, logger });
     await checkMemoryPolicy(redis, { refuse: config.production, logger });
     // The relay's reads block, and after an outage one read can return a large backlog that takes
@@ -241,6 +258,11 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     }
     const probes = () => ({
       postgres: () => db.$queryRaw`SELECT 1`,
+      // Writes are refused while Redis answers but its clock cannot be told well enough.
+      "redis clock": async () => {
+        const problem = clock.answering() ? clock.problem() : null;
+        if (problem) throw new Error(problem);
+      },
       ...(rabbit && {
         rabbitmq: async () => {
           if (!rabbit?.ready) throw new Error("not connected");
@@ -261,7 +283,7 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
       }),
     });
     signal?.throwIfAborted();
-    return { db, redis, relayRedis, subscriberRedis, countInvalidations, rabbit, probes, advisories, close };
+    return { db, redis, relayRedis, subscriberRedis, countInvalidations, rabbit, redisClock: clock, probes, advisories, close };
   } catch (error) {
     await close();
     throw signal?.aborted ? signal.reason : error;

@@ -1,5 +1,6 @@
 import { Cluster, Redis, type ChainableCommander } from "ioredis";
 import { defineScripts, variableKeyCommands } from "./scripts.js";
+import { RedisClockUnknownError } from "./redis-clock.js";
 
 export type RedisClient = Redis | Cluster;
 
@@ -186,6 +187,8 @@ export function isRedisUnavailable(error: unknown): boolean {
   return (
     error.name === "MaxRetriesPerRequestError" ||
     error.name === "WriteDeadlinePassedError" ||
+    // This process cannot tell Redis's clock well enough to give a write its deadline (redis-clock.ts).
+    error instanceof RedisClockUnknownError ||
     error.name === "ClusterAllFailedError" ||
     error.message === "Command timed out" ||
     error.message === "Command aborted due to connection close" ||
@@ -216,6 +219,7 @@ export function isRedisOutOfReach(error: unknown): boolean {
   if (!(error instanceof Error) || !isRedisUnavailable(error)) return false;
   return !(
     error.name === "WriteDeadlinePassedError" ||
+    error instanceof RedisClockUnknownError ||
     error.message.startsWith("OOM ") ||
     error.message.startsWith("TRYAGAIN") ||
     error.message.startsWith("Too many Cluster redirections")

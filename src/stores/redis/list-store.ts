@@ -10,6 +10,7 @@ import { perNode } from "./per-node.js";
 import { ScriptStatus, toError } from "./statuses.js";
 import { splitVersion } from "../versions.js";
 import { commandTimeoutOf, settledOnFailure, writeDeadline, WriteDeadlinePassedError } from "./write-deadline.js";
+import { redisClockOf } from "./redis-clock.js";
 
 const positionText = (p: ListPosition) => `${p.at.getTime()}:${p.targetId}`;
 
@@ -34,6 +35,7 @@ function parseRecords(recent: Record<string, string>): Map<bigint, RecentChange>
 // eslint-disable-next-line max-lines-per-function -- a store's methods share its client and keys in one closure; each is one port method.
 export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore {
   const timeoutMs = commandTimeoutOf(redis);
+  const clock = redisClockOf(redis);
   const keysOf = (l: ListChanges) => {
     const list = keys.list(l.relation, l.userId);
     return [list.entries, list.horizon, list.recent];
@@ -43,7 +45,7 @@ export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore 
   async function applyLists(lists: readonly ListChanges[], committed: boolean): Promise<boolean[]> {
     const held = new Map<ListChanges, boolean>();
     await perNode(redis, lists, keysOf, async (group, { declared, named }) => {
-      const deadline = writeDeadline(timeoutMs);
+      const deadline = writeDeadline(timeoutMs, clock);
       const args: (string | number)[] = [declared.length, ...declared, listCapacity, committed ? "1" : "0", deadline.atMs, group.length];
       for (const l of group) args.push(l.changes.length);
       for (const l of group) {

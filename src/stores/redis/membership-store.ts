@@ -9,6 +9,7 @@ import { relationLayouts } from "./relations.js";
 import type { MembershipReply } from "./scripts.js";
 import { ScriptStatus, toError } from "./statuses.js";
 import { commandTimeoutOf, writeDeadline, writeDeadlineBy, WriteDeadlinePassedError } from "./write-deadline.js";
+import { redisClockOf } from "./redis-clock.js";
 
 /** The one place the membership scripts' replies become results or errors. */
 function toChange(script: string, reply: MembershipReply, target: Target): MembershipChange {
@@ -49,6 +50,7 @@ export function createMembershipStore(
 ): MembershipStore {
   // What the client waits for a command: a write's deadline is set within it (write-deadline.ts).
   const timeoutMs = commandTimeoutOf(redis);
+  const clock = redisClockOf(redis);
 
   /**
    * On a standalone Redis a script call goes in the pipeline of the current tick:
@@ -63,7 +65,7 @@ export function createMembershipStore(
     answerAtMs: number | undefined,
     argsBy: (deadlineMs: number) => ScriptArgs,
   ): Promise<MembershipReply> {
-    const deadline = answerAtMs === undefined ? writeDeadline(timeoutMs) : writeDeadlineBy(answerAtMs);
+    const deadline = answerAtMs === undefined ? writeDeadline(timeoutMs, clock) : writeDeadlineBy(answerAtMs, clock);
     const args = argsBy(deadline.atMs);
     try {
       if (redis instanceof Cluster) return await redis[script](...args);

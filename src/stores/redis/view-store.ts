@@ -7,13 +7,15 @@ import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 import { ScriptStatus, toError } from "./statuses.js";
 import { commandTimeoutOf, settledOnFailure, writeDeadline, WriteDeadlinePassedError } from "./write-deadline.js";
+import { redisClockOf } from "./redis-clock.js";
 
 export function createViewStore(redis: RedisClient, keys: RedisKeys): ViewStore {
   const timeoutMs = commandTimeoutOf(redis);
+  const clock = redisClockOf(redis);
   return {
     async add(target, count, flush) {
       const flushes = keys.viewFlushes(target, flush.sender);
-      const deadline = writeDeadline(timeoutMs);
+      const deadline = writeDeadline(timeoutMs, clock);
       const call = redis.recordViews(keys.counters(target), keys.outbox(target), flushes, count, target.type, target.id.toString(), flush.seq, deadline.atMs);
       const [status, views] = await settledOnFailure(deadline, call);
       switch (status) {

@@ -167,7 +167,7 @@ describe("Redis stalled", () => {
   it("when Redis stalls, then readiness answers 200 'degraded' naming Redis within its bound, and 'ready' once Redis answers again", async () => {
     // A report taken during an earlier test's stall may still be shared.
     await new Promise((resolve) => setTimeout(resolve, readinessShareMs));
-    expect(await ready(api)).toEqual({ status: 200, body: { status: "ready", checks: { postgres: "ok", redis: "ok", outbox: "ok" } } });
+    expect(await ready(api)).toEqual({ status: 200, body: { status: "ready", checks: { postgres: "ok", "redis clock": "ok", redis: "ok", outbox: "ok" } } });
     proxy.stall();
     try {
       // A report answers every probe for a second; the next one sees the stall.

@@ -1,16 +1,31 @@
-// A write's deadline and the clock skew it allows for: pure arithmetic on the two clocks.
+// A write's deadline on Redis's clock: pure arithmetic on the two clocks.
 import { describe, expect, it } from "vitest";
-import { clockSkewAllowanceMs, clockSkewMs, writeDeadline } from "../../../../src/stores/redis/write-deadline.js";
+import { clockUncertaintyAllowanceMs, redisClockOf, type RedisClock } from "../../../../src/stores/redis/redis-clock.js";
+import type { RedisClient } from "../../../../src/stores/redis/client.js";
+import { writeDeadline, writeDeadlineBy } from "../../../../src/stores/redis/write-deadline.js";
+
+/** A clock that knows Redis's to be between `lowerMs` and `upperMs` ahead. */
+const knownClock = (lowerMs: number, upperMs: number): RedisClock => ({
+  bounds: () => ({ lowerMs, upperMs }),
+  problem: () => null,
+  answering: () => true,
+  deadlineFor: (answerAtMs) => answerAtMs + lowerMs,
+  sample: async () => {},
+  close: () => {},
+});
 
 describe("write deadlines", () => {
-  it("when a write is sent, then Redis must run it by the skew allowance before its failure may be answered", () => {
-    expect(writeDeadline(1_000, 50_000).atMs).toBe(51_000 - clockSkewAllowanceMs);
-    // A timeout too short for the allowance keeps half of it for the write.
-    expect(writeDeadline(100, 50_000).atMs).toBe(50_050);
+  it("when Redis's clock is known ahead or behind, then the deadline is the earliest Redis's clock may read at the answer", () => {
+    expect(writeDeadline(1_000, knownClock(1_995, 2_005), 50_000).atMs).toBe(52_995);
+    expect(writeDeadlineBy(51_000, knownClock(-2_005, -1_995)).atMs).toBe(48_995);
   });
 
-  it("when TIME comes back, then the skew is Redis's clock against the middle of the round trip", () => {
-    expect(clockSkewMs(1_000, ["1", "500000"], 1_000)).toBe(500);
-    expect(clockSkewMs(1_000, ["0", "900000"], 1_200)).toBe(-200);
+  it("when nobody watches a client's clock, then Redis's is assumed within the allowance, and a short wait keeps half for the write", () => {
+    const unwatched = redisClockOf({} as RedisClient);
+    const now = Date.now();
+    expect(unwatched.deadlineFor(now + 10_000)).toBe(now + 10_000 - clockUncertaintyAllowanceMs);
+    const short = unwatched.deadlineFor(now + 100);
+    expect(short).toBeGreaterThanOrEqual(now + 50);
+    expect(short).toBeLessThanOrEqual(now + 51);
   });
 });
