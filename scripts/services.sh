@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure PostgreSQL, Redis and RabbitMQ answer on their local ports,
 # installing them from Debian's packages and starting them where needed.
-# Idempotent: when all three answer it only checks and returns.
+# Idempotent: when all three answer it only checks and returns. With --chaos,
+# also the tools the fault suite needs (faketime).
 set -euo pipefail
 
 log() { printf '[services] %s\n' "$*" >&2; }
@@ -65,3 +66,5 @@ ensure_rabbitmq() {
 ensure_postgres
 ensure_redis
 ensure_rabbitmq
+# npm run chaos also shifts the service's clock (clock-ahead, clock-behind).
+if [ "${1:-}" = "--chaos" ]; then ensure_package faketime faketime; fi

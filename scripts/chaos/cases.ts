@@ -10,7 +10,7 @@ import { createRebuildStore } from "../../src/stores/redis/rebuild-store.js";
 import { at, type ChaosCase, type FaultContext } from "./case.js";
 import { coldCrawl } from "./cold-crawl.js";
 import { coldReaders } from "./cold-readers.js";
-import { heldWrite } from "./held-write.js";
+import { clockAhead, clockBehind, heldWrite } from "./held-write.js";
 import { outageRestart } from "./outage-restart.js";
 import { readinessHammer } from "./readiness-hammer.js";
 import { redisUnreachable } from "./redis-unreachable.js";
@@ -199,4 +199,6 @@ export const cases: readonly ChaosCase[] = [
   coldReaders,
   redisUnreachable,
   subscribeCrawl,
+  clockAhead,
+  clockBehind,
 ];
