@@ -18,12 +18,13 @@ export function watchRedisClockMetrics(registry: Registry, clock: RedisClock): v
   });
   new Gauge({
     name: "likes_redis_clock_uncertainty_seconds",
-    help: "How far off the offset may be (half the round trip of the best recent TIME, widened by drift); above 0.1 writes are refused",
+    help: "How far off the offset may be (half the round trip of the best recent TIME, widened by drift); above 0.1 writes are refused; NaN while Redis does not answer",
     registers: [registry],
     aggregator: "max",
     collect() {
-      const bounds = clock.bounds();
-      this.set(bounds ? (bounds.upperMs - bounds.lowerMs) / 2000 : Number.POSITIVE_INFINITY);
+      // While Redis does not answer, the clock is not what is wrong (likes_redis_reachable says so).
+      const bounds = clock.answering() ? clock.bounds() : undefined;
+      this.set(bounds === undefined ? Number.NaN : bounds ? (bounds.upperMs - bounds.lowerMs) / 2000 : Number.POSITIVE_INFINITY);
     },
   });
 }

@@ -103,8 +103,6 @@ export interface RedisClockOptions {
   readonly everyMs?: number;
   /** How long a sample counts; default 60 s. */
   readonly windowMs?: number;
-  /** The monotonic clock; performance.now() by default. */
-  readonly now?: () => number;
 }
 
 /** The clock of a client nobody watches: Redis's assumed within the allowance of this process's, as NTP keeps hosts. */
@@ -125,48 +123,134 @@ export function redisClockOf(redis: Client): RedisClock {
   return watched.get(redis) ?? assumedClock;
 }
 
+/** A server whose clock is sampled. */
+interface Node {
+  readonly name: string;
+  time(): Promise<(string | number)[]>;
+}
+
 /** The clients to sample: a standalone Redis, or each master of a cluster (each has its own clock). */
-function nodesOf(redis: Client): { name: string; time(): Promise<(string | number)[]> }[] {
+function nodesOf(redis: Client): Node[] {
   if (!(redis instanceof Cluster)) return [{ name: "redis", time: () => redis.time() }];
   return redis.nodes("master").map((node) => ({ name: `${node.options.host ?? ""}:${node.options.port ?? ""}`, time: () => node.time() }));
 }
 
-/** Samples Redis's clock over `redis` every `everyMs`; stores' write deadlines then follow it (redisClockOf). */
+/** What the samples of every node tell at `atMs`, against the monotonic clock. */
+interface Combined {
+  readonly bounds: ClockBounds | null;
+  /** The widest bound of a single node: beyond the allowance, round trips were slow; within, the masters disagree. */
+  readonly nodeUncertaintyMs: number;
+  readonly atMs: number;
+}
+
+/** Prunes each listed node's samples and combines their bounds: a node never sampled leaves deadlines unknown. */
+function combinedBounds(samples: Map<string, ClockSample[]>, listed: readonly string[], atMs: number, windowMs: number): Combined {
+  let all: ClockBounds | null = null;
+  let nodeUncertaintyMs = 0;
+  for (const name of listed) {
+    const kept = keptSamples(samples.get(name) ?? [], atMs, windowMs);
+    samples.set(name, kept);
+    const node = bestBounds(kept, atMs);
+    if (!node) return { bounds: null, nodeUncertaintyMs: 0, atMs };
+    nodeUncertaintyMs = Math.max(nodeUncertaintyMs, (node.upperMs - node.lowerMs) / 2);
+    // Which master a write goes to is not known here: its deadline must hold on each.
+    all = all ? { lowerMs: Math.min(all.lowerMs, node.lowerMs), upperMs: Math.max(all.upperMs, node.upperMs) } : node;
+  }
+  return { bounds: all, nodeUncertaintyMs, atMs };
+}
+
+/** This process's wall clock less its monotonic clock: moves when the wall clock is stepped. */
+const wallLessMonotonic = () => Date.now() - performance.now();
+
+/** Why writes cannot be timed with `bounded` (in words for the client), or null. */
+function refusal(
+  bounded: ClockBounds | null,
+  seen: { readonly silentForMs: number; readonly windowMs: number; readonly nodeUncertaintyMs: number },
+): string | null {
+  if (!bounded) return "This process has not yet had an answer to Redis's TIME, so it cannot tell Redis's clock: writes are refused until it has.";
+  const uncertainty = (bounded.upperMs - bounded.lowerMs) / 2;
+  if (uncertainty <= clockUncertaintyAllowanceMs) return null;
+  const why =
+    seen.silentForMs > seen.windowMs
+      ? `Redis has not answered its TIME for ${Math.round(seen.silentForMs / 1000)} s`
+      : seen.nodeUncertaintyMs <= clockUncertaintyAllowanceMs
+        ? "the clocks of Redis's masters disagree"
+        : "its recent round trips to Redis were slow";
+  return `This process can tell Redis's clock only within ±${Math.round(uncertainty)} ms, more than the ${clockUncertaintyAllowanceMs} ms a write's deadline allows, since ${why}: writes are refused until it can tell it better. Check the load of Redis and of this host, the network between them, and their clocks (NTP).`;
+}
+
+/** One TIME from each node, as a sample against this process's monotonic clock; null where a node did not answer. */
+async function sampleEach(nodes: readonly Node[]): Promise<(ClockSample | null)[]> {
+  return Promise.all(
+    nodes.map(async (node) => {
+      const sent = Date.now();
+      const time = await node.time().catch(() => null);
+      if (!time) return null;
+      const sample = sampleOf(sent, time, Date.now(), performance.now());
+      return { ...sample, offsetMs: sample.offsetMs + wallLessMonotonic() };
+    }),
+  );
+}
+
+/**
+ * Samples Redis's clock over `redis` every `everyMs`, and at once whenever the client
+ * (re)connects; stores' write deadlines then follow it (redisClockOf). Offsets are kept
+ * against this process's monotonic clock, so a step of its wall clock moves every
+ * deadline with it rather than leaving them off until the next sample.
+ */
 export function watchRedisClock(redis: Client, options: RedisClockOptions = {}): RedisClock {
-  const { everyMs = 5_000, windowMs = 60_000, now = () => performance.now() } = options;
+  const { everyMs = 5_000, windowMs = 60_000 } = options;
+  const now = () => performance.now();
+  // Per node, samples whose offsets are Redis's clock less this process's monotonic clock.
   const samples = new Map<string, ClockSample[]>();
+  /** The nodes the last listing named: each must have a sample for deadlines to be known. */
+  let listed: readonly string[] = [];
   // Asked once per write: worked out again after each round of samples, or once a second,
   // and widened in between by the drift since.
-  let known: { readonly bounds: ClockBounds | null; readonly atMs: number } = { bounds: null, atMs: -Infinity };
+  let known: Combined = { bounds: null, nodeUncertaintyMs: 0, atMs: -Infinity };
   let answered = false;
+  let lastAnswerAtMs = -Infinity;
 
-  const workOut = (at: number): ClockBounds | null => {
-    let all: ClockBounds | null = null;
-    for (const [name, taken] of samples) {
-      const kept = keptSamples(taken, at, windowMs);
-      samples.set(name, kept);
-      const node = bestBounds(kept, at);
-      // A node never sampled leaves its writes' deadlines unknown.
-      if (!node) return null;
-      all = all ? { lowerMs: Math.min(all.lowerMs, node.lowerMs), upperMs: Math.max(all.upperMs, node.upperMs) } : node;
-    }
-    return all;
-  };
+  const workOut = (at: number) => combinedBounds(samples, listed, at, windowMs);
 
-  const bounds = (): ClockBounds | null => {
+  /** The bounds against the monotonic clock, widened by the drift since they were worked out. */
+  const monotonicBounds = (): ClockBounds | null => {
     const at = now();
-    if (at - known.atMs > 1_000) known = { bounds: workOut(at), atMs: at };
+    if (at - known.atMs > 1_000) known = workOut(at);
     if (!known.bounds) return null;
     const drift = driftPerMs * (at - known.atMs);
     return { lowerMs: known.bounds.lowerMs - drift, upperMs: known.bounds.upperMs + drift };
   };
 
-  /** Why writes cannot be timed with what is known, or null. */
-  const refusalOf = (known: ClockBounds | null): string | null => {
-    if (!known) return "This process has not yet had an answer to Redis's TIME, so it cannot tell Redis's clock: writes are refused until it has.";
-    const uncertainty = (known.upperMs - known.lowerMs) / 2;
-    if (uncertainty <= clockUncertaintyAllowanceMs) return null;
-    return `This process can tell Redis's clock only within ±${Math.round(uncertainty)} ms, more than the ${clockUncertaintyAllowanceMs} ms a write's deadline allows, since its recent round trips to Redis were slow: writes are refused until a quicker one. Check the load of Redis and of this host, and the network between them.`;
+  const bounds = (): ClockBounds | null => {
+    const mono = monotonicBounds();
+    if (!mono) return null;
+    const shift = wallLessMonotonic();
+    return { lowerMs: mono.lowerMs - shift, upperMs: mono.upperMs - shift };
+  };
+
+  const refusalOf = (bounded: ClockBounds | null) =>
+    refusal(bounded, { silentForMs: now() - lastAnswerAtMs, windowMs, nodeUncertaintyMs: known.nodeUncertaintyMs });
+
+  let sampling: Promise<void> | null = null;
+  const sampleRound = async () => {
+    const nodes = nodesOf(redis);
+    // A cluster reconnecting lists no node: nothing is known to have changed, and nothing answered.
+    if (nodes.length === 0) {
+      answered = false;
+      return;
+    }
+    const answers = await sampleEach(nodes);
+    answers.forEach((sample, i) => {
+      const name = (nodes[i] as Node).name;
+      if (sample) samples.set(name, [...(samples.get(name) ?? []), sample]);
+    });
+    // A node that left (a failover) no longer counts; one that came counts from its first answer.
+    listed = nodes.map((node) => node.name);
+    for (const name of samples.keys()) if (!listed.includes(name)) samples.delete(name);
+    answered = answers.every((sample) => sample !== null);
+    if (answers.some((sample) => sample !== null)) lastAnswerAtMs = now();
+    known = workOut(now());
   };
 
   const clock: RedisClock = {
@@ -174,32 +258,25 @@ export function watchRedisClock(redis: Client, options: RedisClockOptions = {}):
     problem: () => refusalOf(bounds()),
     answering: () => answered,
     deadlineFor(answerAtMs) {
-      const known = bounds();
-      const refusal = refusalOf(known);
-      if (!known || refusal) throw new RedisClockUnknownError(refusal ?? "Redis's clock is unknown.", clockRetrySeconds);
-      return answerAtMs + known.lowerMs;
+      const bounded = bounds();
+      const refusal = refusalOf(bounded);
+      if (!bounded || refusal) throw new RedisClockUnknownError(refusal ?? "Redis's clock is unknown.", clockRetrySeconds);
+      return answerAtMs + bounded.lowerMs;
     },
-    async sample() {
-      const nodes = nodesOf(redis);
-      // A node that left (a failover) no longer counts; one that came is sampled now.
-      for (const name of samples.keys()) if (!nodes.some((node) => node.name === name)) samples.delete(name);
-      const answers = await Promise.all(
-        nodes.map(async (node) => {
-          const sent = Date.now();
-          const time = await node.time().catch(() => null);
-          if (!time) return false;
-          const taken = samples.get(node.name) ?? [];
-          taken.push(sampleOf(sent, time, Date.now(), now()));
-          samples.set(node.name, taken);
-          return true;
-        }),
-      );
-      answered = answers.every(Boolean);
-      known = { bounds: workOut(now()), atMs: now() };
+    sample() {
+      sampling ??= sampleRound().finally(() => (sampling = null));
+      return sampling;
     },
-    close: () => clearInterval(timer),
+    close() {
+      clearInterval(timer);
+      redis.off("ready", sampleNow);
+    },
   };
-  const timer = setInterval(() => void clock.sample(), everyMs);
+  // A new connection may reach another server (a Sentinel failover, a restart elsewhere):
+  // its first sample, if it contradicts the older ones, voids them (keptSamples).
+  const sampleNow = () => void clock.sample();
+  redis.on("ready", sampleNow);
+  const timer = setInterval(sampleNow, everyMs);
   timer.unref();
   watched.set(redis, clock);
   return clock;

@@ -52,16 +52,20 @@ export function writeDeadline(timeoutMs: number, clock: RedisClock, now = Date.n
 
 /**
  * The deadline of a write whose caller answers at `answerAtMs` whatever happens
- * (the request's deadline): the earliest Redis's clock may read then. Throws,
+ * (the request's deadline): the earliest Redis's clock may read then, less the
+ * millisecond deadline.lua's whole-millisecond comparison may let pass. Throws,
  * naming the clock, when Redis's clock is not known well enough.
  */
 export function writeDeadlineBy(answerAtMs: number, clock: RedisClock): WriteDeadline {
-  const atMs = Math.floor(clock.deadlineFor(answerAtMs));
+  const atMs = Math.floor(clock.deadlineFor(answerAtMs)) - 1;
+  // The wait runs on the monotonic clock: a step of the wall clock meanwhile neither shortens nor lengthens it.
+  const answerAtMonotonicMs = performance.now() + (answerAtMs - Date.now());
   return {
     atMs,
     settled: async () => {
-      const wait = answerAtMs - Date.now();
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      // A timer may fire a little early: waited again until the moment has passed.
+      for (let wait = answerAtMonotonicMs - performance.now(); wait > 0; wait = answerAtMonotonicMs - performance.now())
+        await new Promise((resolve) => setTimeout(resolve, Math.ceil(wait)));
     },
   };
 }

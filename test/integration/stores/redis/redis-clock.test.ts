@@ -66,6 +66,23 @@ describe("Redis's clock", () => {
     });
   }
 
+  it("when this process's wall clock is stepped after the samples, then deadlines move with it before any new sample", async () => {
+    const client = await openRedis();
+    const clock = watchRedisClock(client);
+    try {
+      for (let i = 0; i < 3; i++) await clock.sample();
+      const realNow = Date.now.bind(Date);
+      vi.spyOn(Date, "now").mockImplementation(() => realNow() + 5_000);
+      const deadline = clock.deadlineFor(Date.now() + 1_000);
+      const redisNow = await redisNowMs();
+      expect(deadline).toBeGreaterThan(redisNow + 1_000 - 40);
+      expect(deadline).toBeLessThan(redisNow + 1_000 + 20);
+    } finally {
+      clock.close();
+      await client.quit();
+    }
+  });
+
   it("when every round trip to Redis took long, then its clock is unknown: writes are refused with a message naming the clock, and a quick sample makes it known again", async () => {
     const url = new URL(inject("redisUrl"));
     const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });

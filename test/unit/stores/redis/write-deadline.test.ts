@@ -15,9 +15,15 @@ const knownClock = (lowerMs: number, upperMs: number): RedisClock => ({
 });
 
 describe("write deadlines", () => {
-  it("when Redis's clock is known ahead or behind, then the deadline is the earliest Redis's clock may read at the answer", () => {
-    expect(writeDeadline(1_000, knownClock(1_995, 2_005), 50_000).atMs).toBe(52_995);
-    expect(writeDeadlineBy(51_000, knownClock(-2_005, -1_995)).atMs).toBe(48_995);
+  it("when Redis's clock is known ahead or behind, then the deadline is the earliest Redis's clock may read at the answer, less the millisecond the script's comparison lets pass", () => {
+    expect(writeDeadline(1_000, knownClock(1_995, 2_005), 50_000).atMs).toBe(52_994);
+    expect(writeDeadlineBy(51_000, knownClock(-2_005.5, -1_995)).atMs).toBe(48_993);
+  });
+
+  it("when a write's failure may be answered, then not before its answer time", async () => {
+    const answerAt = Date.now() + 30;
+    await writeDeadlineBy(answerAt, knownClock(0, 0)).settled();
+    expect(Date.now()).toBeGreaterThanOrEqual(answerAt);
   });
 
   it("when nobody watches a client's clock, then Redis's is assumed within the allowance, and a short wait keeps half for the write", () => {
