@@ -27,6 +27,12 @@ const commaSeparated = (value: string) =>
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);
+/** host:port,… as a frozen list; empty by default. */
+const addresses = () =>
+  z
+    .string()
+    .default("")
+    .transform((v): readonly string[] => Object.freeze(commaSeparated(v)));
 
 /** Fastify's `trustProxy`: whether and which proxies' X-Forwarded-For to believe. */
 export type TrustProxy = boolean | number | string[];
@@ -60,13 +66,10 @@ const settings = {
   databaseUrl: setting("DATABASE_URL", z.url().default("postgresql://postgres@127.0.0.1:5432/likes")),
   redisUrl: setting("REDIS_URL", z.url().default("redis://127.0.0.1:6379")),
   /** Comma-separated seed nodes; when set, Redis is used in cluster mode. */
-  redisClusterNodes: setting(
-    "REDIS_CLUSTER_NODES",
-    z
-      .string()
-      .default("")
-      .transform((v): readonly string[] => Object.freeze(commaSeparated(v))),
-  ),
+  redisClusterNodes: setting("REDIS_CLUSTER_NODES", addresses()),
+  /** Redis Sentinels; when set, the primary they name REDIS_SENTINEL_NAME is used (REDIS_URL: credentials and database). */
+  redisSentinels: setting("REDIS_SENTINELS", addresses()),
+  redisSentinelName: setting("REDIS_SENTINEL_NAME", z.string().min(1).default("mymaster")),
   /** How long a Redis command may go unanswered before it fails (a stalled Redis answers nothing). */
   redisCommandTimeoutMs: setting("REDIS_COMMAND_TIMEOUT_MS", positiveInt(1000)),
   /** How long a GraphQL request may take before it answers SERVICE_UNAVAILABLE; every store call of the request inherits it. */
@@ -310,14 +313,10 @@ const shape = shapeOf(settings);
 /** The environment in, the frozen Config out; the settings that depend on one another are settled here. */
 const configSchema = z.object(shape).transform((values, ctx) => {
   const { jwtSecret, corsOrigins, tracing, ...rest } = read(settings, values);
-  if (jwtSecret === undefined && rest.production) {
-    ctx.issues.push({
-      code: "custom",
-      path: ["JWT_SECRET"],
-      input: undefined,
-      message: "JWT_SECRET must be set in production; the development default is public.",
-    });
-  }
+  const refuse = (variable: string, message: string) => ctx.issues.push({ code: "custom", path: [variable], input: undefined, message });
+  if (rest.redisSentinels.length > 0 && rest.redisClusterNodes.length > 0)
+    refuse("REDIS_SENTINELS", "REDIS_SENTINELS and REDIS_CLUSTER_NODES are both set; a Redis Cluster fails over by itself: set one of them.");
+  if (jwtSecret === undefined && rest.production) refuse("JWT_SECRET", "JWT_SECRET must be set in production; the development default is public.");
   return Object.freeze({
     ...rest,
     jwtSecret: jwtSecret ?? developmentJwtSecret,

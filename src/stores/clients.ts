@@ -6,7 +6,7 @@ import type { Connection } from "rabbitmq-client";
 import type { Config } from "../config.js";
 import { createDatabase, isPostgresUnavailable, type Database } from "./postgres/database.js";
 import { createRabbitConnection } from "./rabbitmq/connection.js";
-import { createRedisClient, isRedisUnavailable, type RedisClient } from "./redis/client.js";
+import { createRedisClient, hostAndPort, isRedisUnavailable, type RedisClient } from "./redis/client.js";
 import { createCountInvalidations, type CountInvalidations } from "./redis/count-invalidations.js";
 import { checkDurability, checkMemoryPolicy, checkRedisVersion } from "./redis/durability.js";
 import { clockUncertaintyAllowanceMs, watchRedisClock, type RedisClock } from "./redis/redis-clock.js";
@@ -94,17 +94,20 @@ function timeCommands(client: RedisClient, observe: (command: string, durationMs
 function listenToCounterWrites(config: Config, redis: RedisClient, logger: Logger): CountInvalidations {
   const clusterNodes = redis instanceof Cluster ? redis : null;
   const url = new URL(config.redisUrl);
+  const sentinels = config.redisSentinels.map((node) => hostAndPort(node, 26379));
+  // Under Sentinel the one node is whichever primary they name, asked at each connect.
+  const sentinelNode = "the primary the Sentinels name";
   return createCountInvalidations({
     nodes: () =>
       clusterNodes
         ? clusterNodes.nodes("master").map((node) => `${node.options.host ?? "127.0.0.1"}:${node.options.port ?? 6379}`)
-        : [`${url.hostname}:${url.port || 6379}`],
+        : sentinels.length > 0
+          ? [sentinelNode]
+          : [`${url.hostname}:${url.port || 6379}`],
     open: (node) => {
-      const [host = "127.0.0.1", port = "6379"] = node.split(":");
       // Credentials and database of the service's own Redis URL; a cluster's nodes share its settings.
       return new Redis({
-        host,
-        port: Number(port),
+        ...(node === sentinelNode ? { sentinels, name: config.redisSentinelName, failoverDetector: true } : hostAndPort(node)),
         username: url.username || undefined,
         password: url.password ? decodeURIComponent(url.password) : undefined,
         protocol: 2,
@@ -205,7 +208,14 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
 
     const connectRedis = async (commandTimeoutMs: number | undefined, subscriber = false) => {
       signal?.throwIfAborted();
-      const client = createRedisClient({ url: config.redisUrl, clusterNodes: config.redisClusterNodes, commandTimeoutMs, subscriber });
+      const client = createRedisClient({
+        url: config.redisUrl,
+        clusterNodes: config.redisClusterNodes,
+        sentinels: config.redisSentinels,
+        sentinelName: config.redisSentinelName,
+        commandTimeoutMs,
+        subscriber,
+      });
       client.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
       redisClosers.push(() =>
         closeWithin(

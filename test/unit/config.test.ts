@@ -76,6 +76,15 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ CORS_ORIGINS: "https://app.example.com/path" })).toThrow(/CORS_ORIGINS: "https:\/\/app.example.com\/path" is not an origin/);
   });
 
+  it("when Redis Sentinels are set, then they and their name are read, and refused beside cluster nodes", () => {
+    const config = loadConfig({ REDIS_SENTINELS: "s-0:26379, s-1", REDIS_SENTINEL_NAME: "likes" });
+    expect({ sentinels: config.redisSentinels, name: config.redisSentinelName }).toEqual({ sentinels: ["s-0:26379", "s-1"], name: "likes" });
+    expect(loadConfig({}).redisSentinelName).toBe("mymaster");
+    expect(() => loadConfig({ REDIS_SENTINELS: "s-0", REDIS_CLUSTER_NODES: "r-0:6379" })).toThrow(
+      "REDIS_SENTINELS: REDIS_SENTINELS and REDIS_CLUSTER_NODES are both set",
+    );
+  });
+
   it("when NODE_ENV is production without JWT_SECRET, then the configuration is refused; with one, it loads with no origin allowed by default", () => {
     expect(() => loadConfig({ NODE_ENV: "production" })).toThrow("JWT_SECRET: JWT_SECRET must be set in production; the development default is public.");
     const config = loadConfig(production);

@@ -16,7 +16,16 @@ export interface RedisConnectionOptions {
   readonly commandTimeoutMs?: number;
   /** A connection that only subscribes (sharded pub/sub): on a cluster, one subscriber per master. */
   readonly subscriber?: boolean;
+  /** host:port of Redis Sentinels: the primary they name `sentinelName` is used (`url` gives credentials and database). */
+  readonly sentinels?: readonly string[];
+  readonly sentinelName?: string;
 }
+
+/** A `host:port` setting as ioredis takes it; Redis's port, or a Sentinel's (26379), when none is given. */
+export const hostAndPort = (node: string, defaultPort = 6379) => {
+  const [host = "127.0.0.1", port = String(defaultPort)] = node.split(":");
+  return { host, port: Number(port) };
+};
 
 /**
  * How long a connection with commands waiting may receive nothing before it is
@@ -68,10 +77,7 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
   const client =
     options.clusterNodes && options.clusterNodes.length > 0
       ? new Cluster(
-          options.clusterNodes.map((node) => {
-            const [host = "127.0.0.1", port = "6379"] = node.split(":");
-            return { host, port: Number(port) };
-          }),
+          options.clusterNodes.map(hostAndPort),
           // A cluster pipeline may only hold keys of one node; auto-pipelining groups
           // each tick's commands per node, which is what a batch read needs there.
           // It would group the scripts that take their key count first by the count.
@@ -90,7 +96,19 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
             redisOptions: connection,
           },
         )
-      : new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 3, ...connection });
+      : new Redis(options.url, {
+          lazyConnect: true,
+          maxRetriesPerRequest: 3,
+          ...connection,
+          // The Sentinels tell the primary at each connect; the failover detector drops the
+          // connection as soon as they announce a new one, rather than at the old one's death.
+          ...(options.sentinels &&
+            options.sentinels.length > 0 && {
+              sentinels: options.sentinels.map((node) => hostAndPort(node, 26379)),
+              name: options.sentinelName ?? "mymaster",
+              failoverDetector: true,
+            }),
+        });
   if (client instanceof Cluster) client.on("+node", resendOnlyAwaited);
   else resendOnlyAwaited(client);
   defineScripts(client);

@@ -1,0 +1,125 @@
+// Redis under Sentinel: a primary, a replica and three Sentinels of the test's own
+// (redis-server --sentinel), the service configured with REDIS_SENTINELS only. It
+// finds the primary through them, and after a failover to the replica it likes and
+// reads on the new primary, with what the old one held.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../../../scripts/lib/ports.js";
+import { startTestApi, type TestApi } from "../../../support/api.js";
+import { createUsers, dataOf, openDatabase } from "../../../support/env.js";
+
+const name = "likes-test";
+const dir = mkdtempSync(path.join(tmpdir(), "likes-sentinel-"));
+const servers: ChildProcess[] = [];
+
+function serve(args: readonly string[]): ChildProcess {
+  const child = spawn("redis-server", args, { stdio: "ignore" });
+  servers.push(child);
+  return child;
+}
+
+async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await check().catch(() => null);
+    if (found) return found;
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+let primaryPort: number;
+let replicaPort: number;
+let sentinelPorts: number[];
+let sentinel: Redis;
+
+beforeAll(async () => {
+  [primaryPort, replicaPort] = [await freePort(), await freePort()];
+  const common = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction", "--dir", dir];
+  serve(["--port", String(primaryPort), ...common]);
+  serve(["--port", String(replicaPort), "--replicaof", "127.0.0.1", String(primaryPort), ...common]);
+  sentinelPorts = [await freePort(), await freePort(), await freePort()];
+  for (const port of sentinelPorts) {
+    const conf = path.join(dir, `sentinel-${port}.conf`);
+    writeFileSync(
+      conf,
+      [
+        `port ${port}`,
+        "bind 127.0.0.1",
+        `dir ${dir}`,
+        `sentinel monitor ${name} 127.0.0.1 ${primaryPort} 2`,
+        `sentinel down-after-milliseconds ${name} 1000`,
+        `sentinel failover-timeout ${name} 10000`,
+        "",
+      ].join("\n"),
+    );
+    serve([conf, "--sentinel"]);
+  }
+  const replica = new Redis({ port: replicaPort, lazyConnect: true });
+  await until("the replica is in sync", async () => (await replica.info("replication")).includes("master_link_status:up"));
+  replica.disconnect();
+  sentinel = new Redis({ port: sentinelPorts[0], lazyConnect: true });
+  await until("the Sentinels know the replica", async () => ((await sentinel.call("SENTINEL", "REPLICAS", name)) as unknown[]).length > 0);
+}, 60_000);
+
+afterAll(() => {
+  sentinel?.disconnect();
+  for (const child of servers) child.kill("SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("Redis under Sentinel", () => {
+  let api: TestApi;
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it("when the Sentinels fail the primary over to its replica, then likes go on on the new primary, which holds the likes made before", async () => {
+    api = await startTestApi({ REDIS_SENTINELS: sentinelPorts.map((port) => `127.0.0.1:${port}`).join(","), REDIS_SENTINEL_NAME: name });
+    const db = openDatabase(api.config);
+    try {
+      const [author, first, second] = await createUsers(db, api.config, 3);
+      const post = dataOf(await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "s", body: "b") { id } }`, {}, author?.token)).createPost
+        .id;
+      const like = (token: string | undefined) =>
+        api.gql<{ likePost: { changed: boolean } }>(`mutation($id: ID!) { likePost(postId: $id) { changed } }`, { id: post }, token);
+      expect(dataOf(await like(first?.token)).likePost.changed).toBe(true);
+      const primary = new Redis({ port: primaryPort, lazyConnect: true });
+      expect(await primary.dbsize()).toBeGreaterThan(0);
+      primary.disconnect();
+
+      await sentinel.call("SENTINEL", "FAILOVER", name);
+      await until(
+        "the Sentinels name the replica",
+        async () => ((await sentinel.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", name)) as string[])[1] === String(replicaPort),
+      );
+      // The old primary follows the new one: from then on no write lands where a resync would drop it.
+      const old = new Redis({ port: primaryPort, lazyConnect: true });
+      await until("the old primary follows the new one", async () => (await old.info("replication")).includes("master_link_status:up"));
+      old.disconnect();
+      // Requests around the switch may be refused (SERVICE_UNAVAILABLE); the next ones land on the new primary.
+      const answer = await until("a like is taken after the failover", async () => {
+        const response = await like(second?.token);
+        return response.errors ? null : response;
+      });
+      expect(dataOf(answer).likePost.changed).toBe(true);
+      const counts = dataOf(
+        await api.gql<{ post: { counts: { likes: number }; viewerHasLiked: boolean } }>(
+          `query($id: ID!) { post(id: $id) { counts { likes } viewerHasLiked } }`,
+          { id: post },
+          first?.token,
+        ),
+      );
+      expect(counts.post).toEqual({ counts: { likes: 2 }, viewerHasLiked: true });
+      const promoted = new Redis({ port: replicaPort, lazyConnect: true });
+      expect(await promoted.info("replication")).toContain("role:master");
+      promoted.disconnect();
+    } finally {
+      await db.$disconnect();
+    }
+  }, 60_000);
+});
