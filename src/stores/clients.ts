@@ -134,7 +134,6 @@ const rabbitConnectTimeoutMs = 10_000;
  */
 const politeCloseMs = 500;
 
-/** Runs `polite`; when it has not closed within `politeCloseMs`, runs `force` (if the client has one) and stops waiting. */
 /** Says at start what the clock samples found: a refusal of writes, or clocks far apart. */
 function warnOfClock(clock: RedisClock, logger: Logger): void {
   const problem = clock.problem();
@@ -151,6 +150,7 @@ function warnOfClock(clock: RedisClock, logger: Logger): void {
     );
 }
 
+/** Runs `polite`; when it has not closed within `politeCloseMs`, runs `force` (if the client has one) and stops waiting. */
 async function closeWithin(polite: () => Promise<unknown>, force: () => void): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), politeCloseMs)));

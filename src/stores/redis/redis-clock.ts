@@ -259,8 +259,8 @@ export function watchRedisClock(redis: Client, options: RedisClockOptions = {}):
     answering: () => answered,
     deadlineFor(answerAtMs) {
       const bounded = bounds();
-      const refusal = refusalOf(bounded);
-      if (!bounded || refusal) throw new RedisClockUnknownError(refusal ?? "Redis's clock is unknown.", clockRetrySeconds);
+      const refused = refusalOf(bounded);
+      if (!bounded || refused) throw new RedisClockUnknownError(refused ?? "Redis's clock is unknown.", clockRetrySeconds);
       return answerAtMs + bounded.lowerMs;
     },
     sample() {
