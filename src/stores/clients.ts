@@ -94,20 +94,15 @@ function timeCommands(client: RedisClient, observe: (command: string, durationMs
 function listenToCounterWrites(config: Config, redis: RedisClient, logger: Logger): CountInvalidations {
   const clusterNodes = redis instanceof Cluster ? redis : null;
   const url = new URL(config.redisUrl);
-  const sentinels = config.redisSentinels.map((node) => hostAndPort(node, 26379));
-  // Under Sentinel the one node is whichever primary they name, asked at each connect.
-  const sentinelNode = "the primary the Sentinels name";
   return createCountInvalidations({
     nodes: () =>
       clusterNodes
         ? clusterNodes.nodes("master").map((node) => `${node.options.host ?? "127.0.0.1"}:${node.options.port ?? 6379}`)
-        : sentinels.length > 0
-          ? [sentinelNode]
-          : [`${url.hostname}:${url.port || 6379}`],
+        : [`${url.hostname}:${url.port || 6379}`],
     open: (node) => {
       // Credentials and database of the service's own Redis URL; a cluster's nodes share its settings.
       return new Redis({
-        ...(node === sentinelNode ? { sentinels, name: config.redisSentinelName, failoverDetector: true } : hostAndPort(node)),
+        ...hostAndPort(node),
         username: url.username || undefined,
         password: url.password ? decodeURIComponent(url.password) : undefined,
         protocol: 2,
@@ -240,7 +235,11 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     // longer than a request's timeout to arrive: a timeout there would repeat the same read forever.
     const relayRedis = needs.relay ? await connectRedis(undefined) : null;
     const subscriberRedis = needs.subscriber ? await connectRedis(config.redisCommandTimeoutMs, true) : null;
-    const countInvalidations = needs.countInvalidations && config.hotCountsTargets > 0 ? listenToCounterWrites(config, redis, logger) : null;
+    // Not under Sentinel: a listener still armed on a primary just demoted hears none of the new
+    // primary's writes until it reconnects, and counts kept in memory would be stale meanwhile
+    // (seen in test/integration/stores/redis/sentinel.test.ts); every count is read from Redis.
+    const keepsCounts = needs.countInvalidations && config.hotCountsTargets > 0 && config.redisSentinels.length === 0;
+    const countInvalidations = keepsCounts ? listenToCounterWrites(config, redis, logger) : null;
     // Its connections QUIT with no timeout of their own; the process ending drops whatever did not close.
     if (countInvalidations)
       redisClosers.push(() =>
