@@ -70,6 +70,8 @@ const settings = {
   /** Redis Sentinels; when set, the primary they name REDIS_SENTINEL_NAME is used (REDIS_URL: credentials and database). */
   redisSentinels: setting("REDIS_SENTINELS", addresses()),
   redisSentinelName: setting("REDIS_SENTINEL_NAME", z.string().min(1).default("mymaster")),
+  /** How many replicas must hold a like, unlike, collect or follow before it is answered (Redis's WAIT); 0: the primary's word. */
+  redisReplicaAcks: setting("REDIS_REPLICA_ACKS", nonNegativeInt(0)),
   /** How long a Redis command may go unanswered before it fails (a stalled Redis answers nothing). */
   redisCommandTimeoutMs: setting("REDIS_COMMAND_TIMEOUT_MS", positiveInt(1000)),
   /** How long a GraphQL request may take before it answers SERVICE_UNAVAILABLE; every store call of the request inherits it. */

@@ -4,7 +4,7 @@
 // processes read from /proc.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createServer } from "node:net";
@@ -90,36 +90,34 @@ export function parseRedisCounters(info: string): RedisCounters {
   };
 }
 
-/**
- * A Redis of the bench's own, with the persistence `npm start` gives its Redis (AOF,
- * fsync every second), in a directory of its own that is removed when it stops.
- */
-export async function startPrivateRedis(): Promise<PrivateRedis> {
-  const port = await freePort();
-  const dir = mkdtempSync(path.join(tmpdir(), "likes-bench-redis-"));
+/** Starts a redis-server with `args` in `dir`, killed when this process exits. */
+function spawnRedis(port: number, dir: string, args: readonly string[]) {
   const child = spawn(
     "redis-server",
-    [
-      "--port",
-      String(port),
-      "--bind",
-      "127.0.0.1",
-      "--dir",
-      dir,
-      "--save",
-      "",
-      "--appendonly",
-      "yes",
-      "--appendfsync",
-      "everysec",
-      "--maxmemory-policy",
-      "noeviction",
-    ],
+    ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--maxmemory-policy", "noeviction", "--repl-diskless-sync-delay", "0", ...args],
     { stdio: "ignore" },
   );
   // Nor the private Redis.
   const orphaned = () => child.kill("SIGTERM");
   process.once("exit", orphaned);
+  return {
+    async stop() {
+      process.off("exit", orphaned);
+      child.kill("SIGTERM");
+      await once(child, "exit");
+    },
+  };
+}
+
+/**
+ * A Redis of the bench's own, with the persistence `npm start` gives its Redis (AOF,
+ * fsync every second), in a directory of its own that is removed when it stops;
+ * with `replica`, a replica of it too (in sync before this resolves).
+ */
+export async function startPrivateRedis(options: { replica?: boolean } = {}): Promise<PrivateRedis> {
+  const port = await freePort();
+  const dir = mkdtempSync(path.join(tmpdir(), "likes-bench-redis-"));
+  const servers = [spawnRedis(port, dir, ["--appendonly", "yes", "--appendfsync", "everysec"])];
   const url = `redis://127.0.0.1:${port}`;
   const client = createRedisClient({ url });
   if (!(client instanceof Redis)) throw new Error("expected a standalone Redis client");
@@ -129,6 +127,12 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     await client.connect().catch(() => undefined);
     return (await client.ping()) === "PONG";
   }, "private Redis");
+  if (options.replica) {
+    const replicaDir = path.join(dir, "replica");
+    mkdirSync(replicaDir);
+    servers.push(spawnRedis(await freePort(), replicaDir, ["--appendonly", "no", "--replicaof", "127.0.0.1", String(port)]));
+    await waitFor(async () => /^connected_slaves:1$/m.test(await client.info("replication")), "the private Redis's replica");
+  }
   return {
     label: "single",
     env: { REDIS_URL: url },
@@ -139,10 +143,8 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     info: async (section) => [await client.info(section)],
     counters: async () => parseRedisCounters(await client.info("all")),
     async stop() {
-      process.off("exit", orphaned);
       client.disconnect();
-      child.kill("SIGTERM");
-      await once(child, "exit");
+      await Promise.all(servers.map((server) => server.stop()));
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -39,6 +39,9 @@
 // `--against dir` also runs the HTTP scenarios against the service of another
 // checkout (a git worktree of an earlier commit, with its npm ci done), each mode
 // this one then that one, so the two are compared on the same data in one run.
+// `--replica` gives the bench's Redis a replica (both checkouts use it); `--set KEY=VALUE`
+// (repeatable) sets a setting of this checkout's service only: `--replica --set
+// REDIS_REPLICA_ACKS=1 --against <checkout of the same commit>` is what acks cost.
 // `--database name` (default likes_bench) names the bench's database and RabbitMQ vhost,
 // so two checkouts can run benches on one machine at once.
 import { availableParallelism } from "node:os";
@@ -95,13 +98,18 @@ const { values: flags, positionals } = parseArgs({
     profile: { type: "string" },
     against: { type: "string" },
     database: { type: "string", default: "likes_bench" },
+    replica: { type: "boolean", default: false },
+    set: { type: "string", multiple: true, default: [] },
   },
 });
+const settings = flags.set.map((pair) => pair.split("=", 2) as [string, string | undefined]);
 const unknown = positionals.filter((s) => !(all as readonly string[]).includes(s));
 const modes: ServiceMode[] =
   flags.mode === undefined ? ["npm start", "API only"] : flags.mode === "npm-start" ? ["npm start"] : flags.mode === "api-only" ? ["API only"] : [];
-if (unknown.length || modes.length === 0) {
-  console.error(`Usage: npm run bench -- [--quick] [--mode npm-start|api-only] [--profile dir] [--against dir] [--database name] [${all.join("|")} ...]`);
+if (unknown.length || modes.length === 0 || settings.some(([, value]) => value === undefined)) {
+  console.error(
+    `Usage: npm run bench -- [--quick] [--mode npm-start|api-only] [--profile dir] [--against dir] [--replica] [--set KEY=VALUE ...] [--database name] [${all.join("|")} ...]`,
+  );
   process.exit(2);
 }
 const chosen = new Set<Scenario>(positionals.length ? (positionals as Scenario[]) : [...httpScenarios, "memory"]);
@@ -243,7 +251,7 @@ async function issueTokens(ids: readonly bigint[]): Promise<Map<bigint, string>>
   return byUser;
 }
 
-const redis = await startPrivateRedis();
+const redis = await startPrivateRedis({ replica: flags.replica });
 const sql = await prepareDatabase(databaseUrl);
 const amqp = freshVhost(config.amqpUrl, flags.database);
 const results: HttpFigures[] = [];
@@ -331,7 +339,12 @@ try {
       const runs = wantsRuns ? modes.flatMap((mode) => services.map((s) => ({ mode, ...s }))) : [];
       for (const { mode, label, directory } of runs) {
         // The other checkout gets queues of its own: its messages need not be readable by this one's consumers.
-        const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, AMQP_URL: amqp, ...(directory ? { RABBITMQ_PREFIX: "likes_bench_other" } : {}) };
+        const env = {
+          DATABASE_URL: databaseUrl,
+          REDIS_URL: redis.url,
+          AMQP_URL: amqp,
+          ...(directory ? { RABBITMQ_PREFIX: "likes_bench_other" } : Object.fromEntries(settings)),
+        };
         const service = await startService(mode, env, { profileDir: flags.profile, directory });
         try {
           const ctx: ScenarioContext = { data, redis, service, mode: `${mode}${label}`, durationSeconds, warmUpSeconds, token, fresh };

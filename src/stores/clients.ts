@@ -8,7 +8,8 @@ import { createDatabase, isPostgresUnavailable, type Database } from "./postgres
 import { createRabbitConnection } from "./rabbitmq/connection.js";
 import { createRedisClient, hostAndPort, isRedisUnavailable, type RedisClient } from "./redis/client.js";
 import { createCountInvalidations, type CountInvalidations } from "./redis/count-invalidations.js";
-import { checkDurability, checkMemoryPolicy, checkRedisVersion } from "./redis/durability.js";
+import { checkDurability, checkMemoryPolicy, checkRedisVersion, warnOfMissingReplicas } from "./redis/durability.js";
+import { askReplicaAcks } from "./redis/replica-acks.js";
 import { clockUncertaintyAllowanceMs, watchRedisClock, type RedisClock } from "./redis/redis-clock.js";
 import { countersPrefix } from "./redis/keys.js";
 
@@ -229,7 +230,12 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     redisClosers.push(async () => clock.close());
     for (let i = 0; i < 3; i++) await clock.sample();
     warnOfClock(clock, logger);
-    await checkDurability(redis, { policy: config.redisDurability, refuse: config.production, logger });
+    const durability = await checkDurability(redis, { policy: config.redisDurability, refuse: config.production, logger });
+    // Writes that wait for replicas have a connection of their own (replica-acks.ts).
+    if (config.redisReplicaAcks > 0) {
+      askReplicaAcks(redis, await connectRedis(config.redisCommandTimeoutMs), config.redisReplicaAcks);
+      warnOfMissingReplicas(durability, config.redisReplicaAcks, logger);
+    }
     await checkMemoryPolicy(redis, { refuse: config.production, logger });
     // The relay's reads block, and after an outage one read can return a large backlog that takes
     // longer than a request's timeout to arrive: a timeout there would repeat the same read forever.

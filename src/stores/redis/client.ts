@@ -122,8 +122,15 @@ type Call = readonly [key: string, ...args: string[]];
 /** Adds a request's commands to a pipeline. */
 export type PipelineCommands = (pipeline: ChainableCommander) => void;
 
+/** A command that closes each tick's pipeline, its reply handed to every request of the tick after their own. */
+export interface ClosingCommand {
+  /** Adds it, given the latest moment (Date.now() terms) a request of the tick waits for. */
+  add(pipeline: ChainableCommander, latestAnswerAtMs: number): void;
+}
+
 interface PendingGroup {
   readonly add: PipelineCommands;
+  readonly answerAtMs: number;
   resolve(replies: unknown[]): void;
   reject(error: unknown): void;
 }
@@ -137,12 +144,15 @@ interface PendingGroup {
 class TickPipeline {
   private pending: PendingGroup[] = [];
 
-  constructor(private readonly redis: Redis) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly closing?: ClosingCommand,
+  ) {}
 
-  run(add: PipelineCommands): Promise<unknown[]> {
+  run(add: PipelineCommands, answerAtMs = 0): Promise<unknown[]> {
     return new Promise((resolve, reject) => {
       if (this.pending.length === 0) process.nextTick(() => this.flush());
-      this.pending.push({ add, resolve, reject });
+      this.pending.push({ add, answerAtMs, resolve, reject });
     });
   }
 
@@ -165,17 +175,21 @@ class TickPipeline {
       slots.push({ group, start, end: pipeline.length, failed });
     }
     if (pipeline.length === 0) return;
+    const closed = this.closing ? pipeline.length : -1;
+    this.closing?.add(pipeline, Math.max(...groups.map((group) => group.answerAtMs)));
     pipeline.exec().then(
       (results) => {
         for (const { group, start, end, failed } of slots) {
           if (failed) continue;
           const replies: unknown[] = [];
           let failure: unknown = null;
-          for (let i = start; i < end; i++) {
+          const take = (i: number) => {
             const [error, value] = results?.[i] ?? [new Error("missing pipeline reply"), null];
             if (error) failure ??= error;
             replies.push(value);
-          }
+          };
+          for (let i = start; i < end; i++) take(i);
+          if (closed >= 0) take(closed);
           if (failure) group.reject(failure);
           else group.resolve(replies);
         }
@@ -269,6 +283,15 @@ export function inTickPipeline(redis: Redis, add: PipelineCommands): Promise<unk
   let tick = tickPipelines.get(redis);
   if (!tick) tickPipelines.set(redis, (tick = new TickPipeline(redis)));
   return tick.run(add);
+}
+
+/**
+ * A tick pipeline of its own closed by `closing`: each request's replies end with
+ * the closing command's, and it resolves once that command answered.
+ */
+export function closedTickPipeline(redis: Redis, closing: ClosingCommand): (add: PipelineCommands, answerAtMs: number) => Promise<unknown[]> {
+  const tick = new TickPipeline(redis, closing);
+  return (add, answerAtMs) => tick.run(add, answerAtMs);
 }
 
 /**

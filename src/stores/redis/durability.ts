@@ -11,6 +11,8 @@ export interface RedisDurability {
   readonly aof: boolean;
   /** Every master has at least one connected replica. */
   readonly replicated: boolean;
+  /** The fewest connected replicas of any master. */
+  readonly fewestReplicas: number;
 }
 
 function field(info: string, name: string): string | undefined {
@@ -19,13 +21,14 @@ function field(info: string, name: string): string | undefined {
 
 async function durabilityOf(node: { info(section: string): Promise<string> }): Promise<RedisDurability> {
   const [persistence, replication] = await Promise.all([node.info("persistence"), node.info("replication")]);
-  return { aof: field(persistence, "aof_enabled") === "1", replicated: Number(field(replication, "connected_slaves") ?? 0) > 0 };
+  const replicas = Number(field(replication, "connected_slaves") ?? 0);
+  return { aof: field(persistence, "aof_enabled") === "1", replicated: replicas > 0, fewestReplicas: replicas };
 }
 
 export async function readDurability(redis: RedisClient): Promise<RedisDurability> {
   const nodes = redis instanceof Cluster ? redis.nodes("master") : [redis];
   const each = await Promise.all(nodes.map(durabilityOf));
-  return { aof: each.every((d) => d.aof), replicated: each.every((d) => d.replicated) };
+  return { aof: each.every((d) => d.aof), replicated: each.every((d) => d.replicated), fewestReplicas: Math.min(...each.map((d) => d.fewestReplicas)) };
 }
 
 /** "durable": Redis must keep what it acknowledged (AOF or a replica); "volatile": the operator accepts losing what the outbox holds. */
@@ -54,6 +57,19 @@ export async function checkDurability(redis: RedisClient, options: { policy: Dur
     options.logger.warn({ durability }, risk);
   }
   return durability;
+}
+
+/**
+ * Warns at start when a master has fewer replicas than every write waits for
+ * (REDIS_REPLICA_ACKS): its writes answer SERVICE_UNAVAILABLE until enough connect.
+ * Not a refusal: replicas resync after restarts, and a start must not wait for them.
+ */
+export function warnOfMissingReplicas(durability: RedisDurability, replicaAcks: number, logger: Logger): void {
+  if (replicaAcks > durability.fewestReplicas)
+    logger.error(
+      { replicaAcks, replicas: durability.fewestReplicas },
+      `REDIS_REPLICA_ACKS=${replicaAcks}, but a Redis primary has ${durability.fewestReplicas} replica(s) connected: its likes, unlikes, collects and follows answer SERVICE_UNAVAILABLE until enough replicas connect.`,
+    );
 }
 
 /** The oldest Redis the service runs on: scripts with flags, `SET NX GET`, `SMISMEMBER`, sharded pub/sub. */

@@ -8,8 +8,9 @@ import { memberIndexesOf, type MemberIndexes } from "./member-index-store.js";
 import { relationLayouts } from "./relations.js";
 import type { MembershipReply } from "./scripts.js";
 import { ScriptStatus, toError } from "./statuses.js";
-import { commandTimeoutOf, writeDeadline, writeDeadlineBy, WriteDeadlinePassedError } from "./write-deadline.js";
+import { commandTimeoutOf, writeDeadlineBy, WriteDeadlinePassedError } from "./write-deadline.js";
 import { redisClockOf } from "./redis-clock.js";
+import { replicaAcksOf, ReplicasBehindError } from "./replica-acks.js";
 
 /** The one place the membership scripts' replies become results or errors. */
 function toChange(script: string, reply: MembershipReply, target: Target): MembershipChange {
@@ -51,13 +52,16 @@ export function createMembershipStore(
   // What the client waits for a command: a write's deadline is set within it (write-deadline.ts).
   const timeoutMs = commandTimeoutOf(redis);
   const clock = redisClockOf(redis);
+  const replicaAcks = replicaAcksOf(redis);
 
   /**
    * On a standalone Redis a script call goes in the pipeline of the current tick:
    * changes arriving together share one socket write, which was a tenth of a like's
    * CPU when each went alone. A cluster routes each call to its node itself. A
    * failure is answered only once the call's deadline has passed: until then it
-   * may still apply, held in a network or re-sent on a new connection.
+   * may still apply, held in a network or re-sent on a new connection. With
+   * replica acks asked for, the call waits for them on a connection of its own
+   * (replica-acks.ts).
    */
   async function run(
     script: MembershipScript,
@@ -65,14 +69,17 @@ export function createMembershipStore(
     answerAtMs: number | undefined,
     argsBy: (deadlineMs: number) => ScriptArgs,
   ): Promise<MembershipReply> {
-    const deadline = answerAtMs === undefined ? writeDeadline(timeoutMs, clock) : writeDeadlineBy(answerAtMs, clock);
+    const answerAt = answerAtMs ?? Date.now() + timeoutMs;
+    const deadline = writeDeadlineBy(answerAt, clock);
     const args = argsBy(deadline.atMs);
     try {
+      if (replicaAcks) return (await replicaAcks.send([script, args], answerAt)) as MembershipReply;
       if (redis instanceof Cluster) return await redis[script](...args);
       const [reply] = await inTickPipeline(redis, (pipeline) => void pipeline[script](...args));
       return reply as MembershipReply;
     } catch (error) {
-      await deadline.settled();
+      // Replicas that did not confirm a write Redis answered: it ran, and cannot apply later.
+      if (!(error instanceof ReplicasBehindError && error.confirmed !== null)) await deadline.settled();
       throw error;
     } finally {
       hotCounts?.changed(target);

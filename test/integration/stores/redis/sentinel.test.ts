@@ -2,35 +2,18 @@
 // (redis-server --sentinel), the service configured with REDIS_SENTINELS only. It
 // finds the primary through them, and after a failover to the replica it likes and
 // reads on the new primary, with what the old one held.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../../../scripts/lib/ports.js";
 import { startTestApi, type TestApi } from "../../../support/api.js";
 import { createUsers, dataOf, openDatabase } from "../../../support/env.js";
+import { redisServers, until } from "../../../support/redis-servers.js";
 
 const name = "likes-test";
-const dir = mkdtempSync(path.join(tmpdir(), "likes-sentinel-"));
-const servers: ChildProcess[] = [];
-
-function serve(args: readonly string[]): ChildProcess {
-  const child = spawn("redis-server", args, { stdio: "ignore" });
-  servers.push(child);
-  return child;
-}
-
-async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await check().catch(() => null);
-    if (found) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const servers = redisServers();
+const dir = servers.dir;
 
 let primaryPort: number;
 let replicaPort: number;
@@ -38,24 +21,8 @@ let sentinelPorts: number[];
 let sentinel: Redis;
 
 beforeAll(async () => {
-  [primaryPort, replicaPort] = [await freePort(), await freePort()];
-  // A replica syncs at once (Redis waits 5 s by default for more replicas to share a sync).
-  const common = [
-    "--bind",
-    "127.0.0.1",
-    "--save",
-    "",
-    "--appendonly",
-    "no",
-    "--maxmemory-policy",
-    "noeviction",
-    "--repl-diskless-sync-delay",
-    "0",
-    "--dir",
-    dir,
-  ];
-  serve(["--port", String(primaryPort), ...common]);
-  serve(["--port", String(replicaPort), "--replicaof", "127.0.0.1", String(primaryPort), ...common]);
+  primaryPort = await servers.start();
+  replicaPort = await servers.start({ replicaOf: primaryPort });
   sentinelPorts = [await freePort(), await freePort(), await freePort()];
   for (const port of sentinelPorts) {
     const conf = path.join(dir, `sentinel-${port}.conf`);
@@ -71,19 +38,15 @@ beforeAll(async () => {
         "",
       ].join("\n"),
     );
-    serve([conf, "--sentinel"]);
+    servers.serve([conf, "--sentinel"]);
   }
-  const replica = new Redis({ port: replicaPort, lazyConnect: true });
-  await until("the replica is in sync", async () => (await replica.info("replication")).includes("master_link_status:up"));
-  replica.disconnect();
   sentinel = new Redis({ port: sentinelPorts[0], lazyConnect: true });
   await until("the Sentinels know the replica", async () => ((await sentinel.call("SENTINEL", "REPLICAS", name)) as unknown[]).length > 0);
 }, 60_000);
 
 afterAll(() => {
   sentinel?.disconnect();
-  for (const child of servers) child.kill("SIGKILL");
-  rmSync(dir, { recursive: true, force: true });
+  servers.stop();
 });
 
 describe("Redis under Sentinel", () => {

@@ -1,0 +1,96 @@
+// Acknowledged means replicated, when asked (REDIS_REPLICA_ACKS). Redis copies a
+// primary's writes to its replicas after answering them, so a primary that dies
+// can take its last acknowledged changes with it. With acks asked for, a change is
+// answered only once that many replicas hold it (Redis's WAIT, within the
+// request's deadline); otherwise the answer is SERVICE_UNAVAILABLE, and the change,
+// already made on the primary, is not undone.
+//
+// WAIT holds its connection until the replicas answer, so the writes that wait
+// have a connection of their own: reads never queue behind a slow replica. On a
+// standalone Redis (or under Sentinel) the writes of one tick leave in one
+// pipeline closed by one WAIT, which covers them all: a replica acknowledges an
+// offset of the replication stream, so everything the connection wrote before it.
+// A cluster sends each write with its WAIT to the write's node.
+import { Cluster } from "ioredis";
+import { UnavailableError } from "../../errors.js";
+import { closedTickPipeline, pipelineReplies, type RedisClient } from "./client.js";
+
+/** A write script's name and its keys and arguments, as the client's defined command takes them. */
+export type ScriptCall = readonly [script: "addMember" | "removeMember", args: readonly (string | number)[]];
+
+/**
+ * Fewer replicas than asked confirmed a change by its deadline, or Redis did not
+ * answer in time: the change may be made on the primary (it is not undone), and a
+ * failover now could lose it. Repeating the request is safe and tells.
+ */
+export class ReplicasBehindError extends UnavailableError {
+  constructor(
+    readonly replicas: number,
+    readonly confirmed: number | null,
+  ) {
+    super(
+      `Redis did not confirm in time that ${replicas} replica(s) hold this change (${confirmed === null ? "no answer" : `${confirmed} did`}). ` +
+        "It may have been made on the primary, and a failover could still lose it: repeat the request, which changes nothing if the change held and makes it if it was lost.",
+    );
+  }
+}
+
+export interface ReplicaAcks {
+  /** How many replicas must hold a write before it is answered. */
+  readonly replicas: number;
+  /** Runs the script; its reply once `replicas` replicas hold it, else a ReplicasBehindError at `answerAtMs`. */
+  send(call: ScriptCall, answerAtMs: number): Promise<unknown>;
+}
+
+const asked = new WeakMap<RedisClient, ReplicaAcks>();
+
+/** The acks `redis`'s writes wait for, or null when they are answered on the primary's word. */
+export const replicaAcksOf = (redis: RedisClient): ReplicaAcks | null => asked.get(redis) ?? null;
+
+/**
+ * How much sooner than its caller's answer WAIT gives up, so its count arrives to be
+ * said: Redis ends a blocked command's wait on its cron, up to 1000 / hz (100 ms at
+ * the default hz 10) after its timeout.
+ */
+const waitReplyMarginMs = 150;
+
+/** WAIT's timeout: what is left until `answerAtMs` less the margin, at least 1 ms (0 would wait forever). */
+const waitMs = (answerAtMs: number) => Math.max(1, Math.floor(answerAtMs - Date.now() - waitReplyMarginMs));
+
+/** Makes `redis`'s write scripts run on `writer` and wait for `replicas` replicas (replicaAcksOf). */
+export function askReplicaAcks(redis: RedisClient, writer: RedisClient, replicas: number): ReplicaAcks {
+  const sendAndWait =
+    writer instanceof Cluster
+      ? ([script, args]: ScriptCall, answerAtMs: number) => {
+          // A keyless WAIT goes to the node the script's keys route the pipeline to.
+          const pipeline = writer.pipeline();
+          pipeline[script](...(args as [string, ...(string | number)[]]));
+          return pipelineReplies(pipeline.wait(replicas, waitMs(answerAtMs)).exec());
+        }
+      : (() => {
+          const run = closedTickPipeline(writer, { add: (pipeline, latest) => void pipeline.wait(replicas, waitMs(latest)) });
+          return ([script, args]: ScriptCall, answerAtMs: number) =>
+            run((pipeline) => void pipeline[script](...(args as [string, ...(string | number)[]])), answerAtMs);
+        })();
+  const acks: ReplicaAcks = {
+    replicas,
+    async send(call, answerAtMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), Math.max(0, answerAtMs - Date.now()))));
+      try {
+        const sent = sendAndWait(call, answerAtMs);
+        // Answered late, when nobody waits any more: a failure then is nobody's to hear.
+        sent.catch(() => {});
+        const outcome = await Promise.race([sent, late]);
+        if (outcome === "late") throw new ReplicasBehindError(replicas, null);
+        const [reply, confirmed] = outcome;
+        if (typeof confirmed !== "number" || confirmed < replicas) throw new ReplicasBehindError(replicas, typeof confirmed === "number" ? confirmed : null);
+        return reply;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+  asked.set(redis, acks);
+  return acks;
+}
