@@ -9,7 +9,7 @@ import { createRabbitConnection } from "./rabbitmq/connection.js";
 import { createRedisClient, hostAndPort, isRedisUnavailable, type RedisClient } from "./redis/client.js";
 import { createCountInvalidations, type CountInvalidations } from "./redis/count-invalidations.js";
 import { checkDurability, checkMemoryPolicy, checkRedisVersion, warnOfMissingReplicas } from "./redis/durability.js";
-import { askReplicaAcks } from "./redis/replica-acks.js";
+import { askReplicaAcks, replicaAckConnections } from "./redis/replica-acks.js";
 import { clockUncertaintyAllowanceMs, watchRedisClock, type RedisClock } from "./redis/redis-clock.js";
 import { countersPrefix } from "./redis/keys.js";
 
@@ -231,9 +231,10 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     for (let i = 0; i < 3; i++) await clock.sample();
     warnOfClock(clock, logger);
     const durability = await checkDurability(redis, { policy: config.redisDurability, refuse: config.production, logger });
-    // Writes that wait for replicas have a connection of their own (replica-acks.ts).
+    // Writes that wait for replicas have connections of their own (replica-acks.ts).
     if (config.redisReplicaAcks > 0) {
-      askReplicaAcks(redis, await connectRedis(config.redisCommandTimeoutMs), config.redisReplicaAcks);
+      const writers = await Promise.all(Array.from({ length: replicaAckConnections }, () => connectRedis(config.redisCommandTimeoutMs)));
+      askReplicaAcks(redis, writers, config.redisReplicaAcks);
       warnOfMissingReplicas(durability, config.redisReplicaAcks, logger);
     }
     await checkMemoryPolicy(redis, { refuse: config.production, logger });
