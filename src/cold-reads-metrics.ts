@@ -1,12 +1,14 @@
 // Prometheus metrics of reads Redis cannot serve: whether this process reaches Redis
-// (while it does not, reads answer from PostgreSQL and likes are refused), and how
-// the warmer fills back in what reads answered from PostgreSQL.
+// (while it does not, reads answer from PostgreSQL and likes are refused), how the
+// warmer fills back in what reads answered from PostgreSQL, and what loads found of
+// targets held from another replication history (a failover, a restart).
 import { Gauge, type Registry } from "prom-client";
 import type { Reachability } from "./domain/ports/index.js";
+import type { TargetLoader } from "./domain/target-loads.js";
 import type { Warmer } from "./domain/warmer.js";
 import { totalCounter } from "./metric-totals.js";
 
-export function watchColdReads(registry: Registry, reachability: Reachability, warmer: Warmer): void {
+export function watchColdReads(registry: Registry, reachability: Reachability, warmer: Warmer, loads: Pick<TargetLoader, "histories">): void {
   new Gauge({
     name: "likes_redis_reachable",
     help: "1 while this process reaches Redis; 0 while it does not, reads answering from PostgreSQL and likes refused",
@@ -35,5 +37,17 @@ export function watchColdReads(registry: Registry, reachability: Reachability, w
     "likes_warmer_failed_batches_total",
     "Warmer batches that failed or were refused (Redis near its maxmemory)",
     () => warmer.stats().failedBatches,
+  );
+  totalCounter(
+    registry,
+    "likes_redis_targets_adopted_total",
+    "Targets Redis held from another replication history (a failover, a restart, a slot's move) and lacking nothing PostgreSQL holds: kept as they were",
+    () => loads.histories().adopted,
+  );
+  totalCounter(
+    registry,
+    "likes_redis_targets_lost_changes_total",
+    "Targets Redis held from another replication history lacking changes PostgreSQL holds (a failover or a restart took them back): loaded again from PostgreSQL",
+    () => loads.histories().reloaded,
   );
 }

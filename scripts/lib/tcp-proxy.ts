@@ -23,6 +23,8 @@ export interface TcpProxy {
   reset(): void;
   /** Resets every open connection and resets new ones at once, as an unreachable server would, until `resume`. */
   refuse(): void;
+  /** Resets every open connection and sends new ones to the server on `port` of the same host: a failover behind one address. */
+  retarget(port: number): void;
   /** Connections accepted so far. */
   readonly accepted: number;
   close(): Promise<void>;
@@ -40,7 +42,8 @@ interface Pair {
   clientGone: boolean;
 }
 
-export async function startTcpProxy(target: { host: string; port: number }, scheme = "redis"): Promise<TcpProxy> {
+export async function startTcpProxy(initial: { host: string; port: number }, scheme = "redis"): Promise<TcpProxy> {
+  let target = initial;
   let mode: Mode = "forward";
   let accepted = 0;
   const pairs = new Set<Pair>();
@@ -138,6 +141,11 @@ export async function startTcpProxy(target: { host: string; port: number }, sche
     },
     refuse() {
       mode = "refuse";
+      resetAll();
+    },
+    retarget(port) {
+      target = { ...target, port };
+      mode = "forward";
       resetAll();
     },
     async close() {

@@ -8,7 +8,7 @@ import { createCounterService, type CounterService } from "../domain/counters.js
 import { createMemoryPolicy, type MemoryPolicy } from "../domain/memory-policy.js";
 import type { CounterStore, RebuildStore, SnapshotStore } from "../domain/ports/index.js";
 import { createRebuildSlots } from "../domain/rebuild-slots.js";
-import { createTargetLoader } from "../domain/target-loads.js";
+import { createTargetLoader, type TargetLoader } from "../domain/target-loads.js";
 import { createTargetUses, type TargetUses } from "../domain/target-uses.js";
 import { createWarmer, type Warmer } from "../domain/warmer.js";
 import type { Database } from "../stores/postgres/database.js";
@@ -38,6 +38,7 @@ export interface ComposedCounts {
   readonly warmer: Warmer;
   readonly uses: TargetUses;
   readonly counters: CounterService;
+  readonly loads: Pick<TargetLoader, "histories">;
 }
 
 export function composeCounts(config: Config, parts: CountsParts, logger: Logger): ComposedCounts {
@@ -61,7 +62,17 @@ export function composeCounts(config: Config, parts: CountsParts, logger: Logger
         ? logger.info("Redis answers again: counts are read from it again")
         : logger.warn({ err: cause }, "Redis cannot be reached: counts are read from PostgreSQL and changes that need Redis are refused until it answers"),
   });
-  const loader = createTargetLoader({ rebuildStore: rebuilds, snapshots, counterStore, lookup: lookupTarget(catalog) });
+  const loader = createTargetLoader({
+    rebuildStore: rebuilds,
+    snapshots,
+    counterStore,
+    lookup: lookupTarget(catalog),
+    onLoss: (target, redisVersion, postgresVersion) =>
+      logger.warn(
+        { target: `${target.type}:${target.id}`, redisVersion: redisVersion.toString(), postgresVersion: postgresVersion.toString() },
+        "Redis lost changes of this target to a failover or a restart (PostgreSQL holds newer ones): it is loaded again from PostgreSQL",
+      ),
+  });
   // Writes' loads of the targets they change, a few at a time per process.
   const slots = createRebuildSlots({ atOnce: config.rebuilds.atOnce, maxWaiting: config.rebuilds.maxWaiting });
   // Loads what reads answered from PostgreSQL, in the background, a batch per snapshot, after writes' loads.
@@ -89,5 +100,5 @@ export function composeCounts(config: Config, parts: CountsParts, logger: Logger
     slots,
     admitLoad: memory.admit,
   });
-  return { memory, reachability, warmer, uses, counters };
+  return { memory, reachability, warmer, uses, counters, loads: loader };
 }

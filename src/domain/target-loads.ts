@@ -13,7 +13,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { randomUUID } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { targetKey, zeroCounts, type CounterValue, type Target, type TargetKey } from "./model/index.js";
-import type { CommittedSince, CounterStore, RebuildStore, SnapshotStore } from "./ports/index.js";
+import type { CommittedSince, CounterStore, Holding, RebuildStore, SnapshotStore } from "./ports/index.js";
 
 /** Whether Redis may take one more target now; throws the coded refusal when it is too near its memory limit. */
 export type LoadAdmission = () => Promise<void>;
@@ -38,6 +38,8 @@ export interface TargetLoader {
   load(targets: readonly Target[]): Promise<LoadOutcome[]>;
   /** A target just created exists, whatever an earlier load found. */
   created(target: Target): void;
+  /** Targets found held from another replication history since start: kept whole (adopted), or lacking changes and loaded again. */
+  histories(): { readonly adopted: number; readonly reloaded: number };
 }
 
 export interface TargetLoaderOptions {
@@ -51,6 +53,12 @@ export interface TargetLoaderOptions {
   readonly leaseMs?: number;
   /** How long a load of a dropped target waits for its changes in flight to reach PostgreSQL; default 3 s. */
   readonly droppedWaitMs?: number;
+  /**
+   * Told of a target its node held from another replication history that lacks changes
+   * PostgreSQL holds (a failover or a restart took them back): the version Redis last
+   * stamped and PostgreSQL's newest. It is loaded again from PostgreSQL.
+   */
+  readonly onLoss?: (target: Target, redisVersion: bigint, postgresVersion: bigint) => void;
 }
 
 /** Of the lease, what a load keeps unused before it writes: writes sent before then land well within it. */
@@ -58,12 +66,13 @@ const leaseMarginMs = 5_000;
 
 // eslint-disable-next-line max-lines-per-function -- the load's steps share the locks taken and the missing ids in one closure, each step a function of its own.
 export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
-  const { rebuildStore, snapshots, counterStore, lookup } = options;
+  const { rebuildStore, snapshots, counterStore, lookup, onLoss } = options;
   const leaseMs = options.leaseMs ?? 15_000;
   const droppedWaitMs = options.droppedWaitMs ?? 3_000;
   const missing = new LRUCache<TargetKey, true>({ max: 100_000, ttl: options.missingTtlMs ?? 30_000 });
   // Tokens of acquires whose answer never came: Redis may hold the lock under them.
   const unanswered = new LRUCache<TargetKey, string>({ max: 10_000, ttl: leaseMs });
+  const histories = { adopted: 0, reloaded: 0 };
 
   /** Takes each target's lock; the tokens of those taken, null where another process holds it. */
   async function lockAll(targets: readonly Target[]): Promise<(string | null)[]> {
@@ -138,6 +147,33 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
     }
   }
 
+  /**
+   * Whether each target is held, once those held from another replication history
+   * (suspect: a failover, a restart or a slot's move brought them to their node) are
+   * settled. A failover or an AOF loses a suffix of a target's changes, so PostgreSQL
+   * holding nothing newer than the version the target last stamped means Redis lacks
+   * nothing PostgreSQL has: the target is adopted as it is. Otherwise it lost changes
+   * PostgreSQL holds (`onLoss`) and is dropped, to load from PostgreSQL.
+   */
+  async function settleSuspects(targets: readonly Target[], holdings: readonly Holding[]): Promise<boolean[]> {
+    return Promise.all(
+      targets.map(async (target, i) => {
+        const holding = holdings[i];
+        if (holding === undefined || typeof holding === "string") return holding === "held";
+        const persisted = await snapshots.newestChange(target);
+        if (persisted <= holding.suspectAt) {
+          const adopted = await rebuildStore.adopt(target, holding.suspectAt);
+          if (adopted) histories.adopted++;
+          return adopted;
+        }
+        histories.reloaded++;
+        onLoss?.(target, holding.suspectAt, persisted);
+        await rebuildStore.dropSuspect(target);
+        return false;
+      }),
+    );
+  }
+
   /** Loads the locked targets from one snapshot; what became of each. */
   async function loadLocked(
     targets: readonly Target[],
@@ -196,7 +232,7 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
         return false;
       });
       const authorOf = new Map(existing.map((t) => [targetKey(t), authors[distinct.indexOf(t)]?.authorId ?? null]));
-      const held = await rebuildStore.held(existing);
+      const held = await settleSuspects(existing, await rebuildStore.held(existing));
       const unheld = existing.filter((t, i) => {
         if (held[i]) outcomes.set(targetKey(t), "held");
         return !held[i];
@@ -213,11 +249,14 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
       });
       const lockedTokens = tokens.filter((token): token is string => token !== null);
       try {
-        const [heldNow, dropped] = await underLocks;
+        const [holdings, dropped] = await underLocks;
+        // Suspect again under the lock (a failover meanwhile): settled first, a drop's version read after.
+        const heldNow = await settleSuspects(unheld, holdings);
+        const droppedNow = holdings.some((h) => typeof h !== "string") ? await rebuildStore.droppedVersions(unheld) : dropped;
         const loading = unheld.flatMap((t, i) => {
           if (!tokens[i]) return [];
           if (heldNow[i]) outcomes.set(targetKey(t), "held");
-          return heldNow[i] ? [] : [{ target: t, token: tokens[i], dropped: dropped[i] ?? null }];
+          return heldNow[i] ? [] : [{ target: t, token: tokens[i], dropped: droppedNow[i] ?? null }];
         });
         if (loading.length > 0) {
           const loaded = await loadLocked(
@@ -237,5 +276,6 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
     created(target) {
       missing.delete(targetKey(target));
     },
+    histories: () => ({ ...histories }),
   };
 }

@@ -66,7 +66,7 @@ async function start(waiting: AbortSignal): Promise<void> {
   const app = compose(config, clients, logger, metrics ? { readinessFailures: metrics.readinessFailures } : {});
   shutdown.add("the loads into Redis behind reads", () => app.close());
   if (metrics && app.hotCounts) watchHotCounts(metrics.registry, app.hotCounts);
-  if (metrics) watchColdReads(metrics.registry, app.reachability, app.warmer);
+  if (metrics) watchColdReads(metrics.registry, app.reachability, app.warmer, app.loads);
   if (metrics) watchRedisClockMetrics(metrics.registry, clients.redisClock);
   // Learns in the background which users exist; requests are served meanwhile, their tokens checked as before.
   const directory = app.startUserDirectory();

@@ -29,6 +29,8 @@ export interface RedisServers {
   pause(port: number): void;
   /** Lets a paused server go on (SIGCONT). */
   resume(port: number): void;
+  /** Kills the server on `port` at once (SIGKILL), as a crash would. */
+  kill(port: number): void;
   /** Kills every server and removes their files. */
   stop(): void;
 }
@@ -83,6 +85,7 @@ export function redisServers(): RedisServers {
     },
     pause: (port) => signal(port, "SIGSTOP"),
     resume: (port) => signal(port, "SIGCONT"),
+    kill: (port) => signal(port, "SIGKILL"),
     stop() {
       for (const child of children) child.kill("SIGKILL");
       rmSync(dir, { recursive: true, force: true });

@@ -24,6 +24,13 @@ export interface LateViews {
   readonly intoEpoch: bigint;
 }
 
+/**
+ * Whether Redis holds a target: in its node's replication history, not at all, or
+ * from another history (suspect: a failover or a restart may have taken changes
+ * back), with the version it last stamped.
+ */
+export type Holding = "held" | "absent" | { readonly suspectAt: bigint };
+
 /** What writing a snapshot did: wrote the target, found it held already, or found the lock gone (nothing written). */
 export type RebuildWrite = "written" | "held" | "lockLost";
 
@@ -35,8 +42,16 @@ export interface RebuildStore {
    */
   lock(target: Target, ttlMs: number, token?: string): Promise<string | null>;
   unlock(target: Target, token: string): Promise<void>;
-  /** Whether Redis holds each target (its counter hash), in order. */
-  held(targets: readonly Target[]): Promise<boolean[]>;
+  /**
+   * Whether Redis holds each target (its counter hash), in order, and whether it holds
+   * it from another replication history than its node's (see Holding).
+   */
+  held(targets: readonly Target[]): Promise<Holding[]>;
+  /**
+   * Takes a suspect target into its node's history, when it still stamped `version`
+   * last: the caller found PostgreSQL holds nothing newer. False when it moved meanwhile.
+   */
+  adopt(target: Target, version: bigint): Promise<boolean>;
   /**
    * Writes the target from a PostgreSQL snapshot under the rebuild lock `token`. The counter
    * hash, written last, marks it ready: never written once the lock is not the caller's.
@@ -62,6 +77,8 @@ export interface RebuildStore {
   evict(target: Target, persistedVersion: bigint): Promise<"evicted" | "absent" | "kept">;
   /** Takes a target out of Redis whole whatever it holds, to come back by a rebuild (changes in flight are replayed into it). */
   drop(target: Target): Promise<"evicted" | "absent" | "kept">;
+  /** drop, only while the target is suspect (see held): one loaded again meanwhile is "kept". */
+  dropSuspect(target: Target): Promise<"evicted" | "absent" | "kept">;
   /** The version a target dropped within the last hour had last stamped, or null (also when it stamped none since its load). */
   droppedVersion(target: Target): Promise<bigint | null>;
   /** droppedVersion of many targets, in order, in one round trip. */

@@ -72,6 +72,8 @@ export const rebuiltAtField = "rb";
 export const snapshotMarkField = "mk";
 /** Hash field of a post that holds the views counted in its current epoch (scripts/record-views.lua). */
 export const epochViewsField = "vt";
+/** Hash field that holds the replication history the target was loaded under (scripts/includes/history.lua). */
+export const historyField = "rh";
 /** Prefix of the hash field holding the sequence number of a derived counter's value (scripts/mirror-counters.lua). */
 export const seqFieldPrefix = "s:";
 /** The counter hash's fields that are not counters; scripts/includes/hash-fields.lua names the same. */
@@ -83,6 +85,7 @@ export const bookkeepingFields: ReadonlySet<string> = new Set([
   rebuiltAtField,
   snapshotMarkField,
   epochViewsField,
+  historyField,
 ]);
 
 export function isBookkeepingField(field: string): boolean {

@@ -10,7 +10,7 @@ import type { MemberIndexHolds, MemberIndexLookup, MemberIndexStore } from "../.
 import { splitVersion } from "../versions.js";
 import { inOneTrip, type RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
-import { ScriptStatus, toError } from "./statuses.js";
+import { ScriptStatus, toError, type ScriptReply } from "./statuses.js";
 
 /**
  * Targets an index holds at most. Past it the index is marked overflowed and its
@@ -57,21 +57,15 @@ export function memberIndexesOf(redis: RedisClient, keys: RedisKeys, capacity = 
   };
 }
 
-/** includes/member-index.lua's marks: complete, and overflowed. */
-export const indexCompleteMark = "0";
-export const indexOverflowedMark = "-1";
-
 /** What a read asks of a user's member index: which targets it rules out. */
 export function createMemberIndexLookup(redis: RedisClient, indexes: MemberIndexes): MemberIndexLookup {
   return {
     async rulesOut(relation, targetType, userId, targetIds) {
       const key = indexes.key(relation, targetType, userId);
-      const [found] = (await inOneTrip(redis, [key], (to) => to.smismember(key, indexCompleteMark, indexOverflowedMark, ...targetIds.map(String)))) as [
-        number[],
-      ];
-      if (found[0] !== 1 || found[1] === 1) return null;
+      const [[status, ruledOut]] = (await inOneTrip(redis, [key], (to) => to.indexRulesOut(key, ...targetIds.map(String)))) as [ScriptReply<string>];
+      if (status !== ScriptStatus.Applied) return null;
       indexes.used(key);
-      return targetIds.map((_, i) => found[i + 2] === 0);
+      return targetIds.map((_, i) => ruledOut?.[i] === "1");
     },
   };
 }

@@ -3,7 +3,7 @@
 import { Cluster } from "ioredis";
 import { acquireLock } from "./lease-store.js";
 import { relations, relationsOf, type Target } from "../../domain/model/index.js";
-import type { RebuildMark, RebuildStore } from "../../domain/ports/index.js";
+import type { Holding, RebuildMark, RebuildStore } from "../../domain/ports/index.js";
 import { inOneTrip, pipelineReplies, type RedisClient } from "./client.js";
 import {
   authorField,
@@ -57,6 +57,14 @@ export function rebuildGeneration(members: readonly bigint[], capacity: number):
  * null too for a target that stamped no change since its load (micros 0): none of its changes
  * can be in flight.
  */
+/** What held-targets.lua answered of one target. */
+function holdingOf(state: string | undefined): Holding {
+  if (state === "1") return "held";
+  if (state === undefined || state === "0") return "absent";
+  const [epoch = "0", micros = "0"] = state.split(":");
+  return { suspectAt: versionOf(BigInt(epoch), BigInt(micros)) };
+}
+
 function droppedOf(left: string | null): bigint | null {
   const [epoch, micros] = left?.split(":") ?? [];
   return epoch && micros && micros !== "0" ? versionOf(BigInt(epoch), BigInt(micros)) : null;
@@ -90,7 +98,12 @@ export function createRebuildStore(
     ...relationsOf(target.type).flatMap((relation) => Array.from({ length: upTo + 1 }, (_, g) => keys.generationShards(relation, target, g)).flat()),
   ];
 
-  async function evict(target: Target, persisted: { epoch: bigint; micros: bigint }, leaveVersion: boolean): Promise<"evicted" | "absent" | "kept"> {
+  /** evict-target.lua's modes: evict when persisted, drop whatever it holds, drop only a suspect target. */
+  type EvictMode = "evict" | "drop" | "dropSuspect";
+  const modeArgument: Record<EvictMode, string> = { evict: "0", drop: "1", dropSuspect: "2" };
+
+  async function evict(target: Target, persisted: { epoch: bigint; micros: bigint }, mode: EvictMode): Promise<"evicted" | "absent" | "kept"> {
+    const leaveVersion = mode !== "evict";
     const generationFields = relationsOf(target.type).map((relation) => relationLayouts[relation].generationField);
     const held = await redis.hmget(keys.counters(target), ...generationFields);
     const newest = Math.max(0, ...held.map((g) => Number(g ?? 0)));
@@ -107,7 +120,7 @@ export function createRebuildStore(
       ...rest,
       persisted.epoch.toString(),
       persisted.micros.toString(),
-      leaveVersion ? "1" : "0",
+      modeArgument[mode],
       generation,
       use.member,
       ...generationFields,
@@ -119,6 +132,7 @@ export function createRebuildStore(
         return "absent";
       case ScriptStatus.TooManyGenerations:
       case ScriptStatus.NotPersisted:
+      case ScriptStatus.Unchanged:
         return "kept";
       default:
         throw toError("evict-target", status, target);
@@ -131,8 +145,19 @@ export function createRebuildStore(
       await redis.releaseLock(keys.rebuildLock(target), token);
     },
     async held(targets) {
-      const found = await inOneTrip(redis, targets, (to, t) => to.exists(keys.counters(t)));
-      return found.map((n) => n === 1);
+      const states = new Map<Target, Holding>();
+      await perNode(
+        redis,
+        targets,
+        (t) => [keys.counters(t)],
+        async (group, { declared, named }) => {
+          const [status, text] = await redis.heldTargets(declared.length, ...declared, ...named);
+          if (status !== ScriptStatus.Unchanged) throw toError("held-targets", status, group[0] as Target);
+          const answered = (text ?? "").split(";");
+          group.forEach((t, k) => states.set(t, holdingOf(answered[k])));
+        },
+      );
+      return targets.map((t) => states.get(t) ?? "absent");
     },
     async lockMany(targets, ttlMs, tokens) {
       const asked = targets.map((t, i) => [t, tokens[i] as string] as const);
@@ -142,6 +167,13 @@ export function createRebuildStore(
     async unlockMany(targets, tokens) {
       const asked = targets.map((t, i) => [t, tokens[i] as string] as const);
       await inOneTrip(redis, asked, (to, [t, token]) => to.releaseLock(keys.rebuildLock(t), token));
+    },
+    async adopt(target, version) {
+      const { epoch, micros } = splitVersion(version);
+      const [status] = await redis.adoptTarget(keys.counters(target), epoch.toString(), micros.toString());
+      if (status === ScriptStatus.Applied || status === ScriptStatus.Unchanged) return true;
+      if (status === ScriptStatus.TargetAbsent) return false;
+      throw toError("adopt-target", status, target);
     },
     async droppedVersions(targets) {
       if (targets.length === 0) return [];
@@ -260,9 +292,10 @@ export function createRebuildStore(
       const [status] = await redis.replayViews(keys.counters(target), keys.viewsReplayed(target), epoch.toString(), total, intoEpoch.toString());
       return replayOutcome("replay-views", status, target);
     },
-    evict: (target, persistedVersion) => evict(target, splitVersion(persistedVersion), false),
+    evict: (target, persistedVersion) => evict(target, splitVersion(persistedVersion), "evict"),
     // Above every epoch a version can name, so the version check never keeps the target.
-    drop: (target) => evict(target, { epoch: 2n ** 52n, micros: 0n }, true),
+    drop: (target) => evict(target, { epoch: 2n ** 52n, micros: 0n }, "drop"),
+    dropSuspect: (target) => evict(target, { epoch: 2n ** 52n, micros: 0n }, "dropSuspect"),
     async droppedVersion(target) {
       return droppedOf(await redis.get(keys.dropped(target)));
     },

@@ -63,12 +63,15 @@ const definitions = {
   completeMemberIndex: { file: "complete-member-index", numberOfKeys: 2, standaloneOnly: true },
   noteMembers: { file: "note-members", numberOfKeys: undefined, standaloneOnly: true },
   settleMemberIndexes: { file: "settle-member-indexes", numberOfKeys: undefined, standaloneOnly: true },
+  indexRulesOut: { file: "index-rules-out", numberOfKeys: 1, standaloneOnly: true, readOnly: true },
   evictTarget: { file: "evict-target", numberOfKeys: undefined },
   recountMembers: { file: "recount-members", numberOfKeys: undefined },
   readTargets: { file: "read-targets", numberOfKeys: undefined, readOnly: true },
   outboxLength: { file: "outbox-length", numberOfKeys: undefined, readOnly: true },
   acknowledgeOutbox: { file: "acknowledge-outbox", numberOfKeys: undefined },
   rebuildMarks: { file: "rebuild-marks", numberOfKeys: undefined, readOnly: true },
+  heldTargets: { file: "held-targets", numberOfKeys: undefined, readOnly: true },
+  adoptTarget: { file: "adopt-target", numberOfKeys: 1 },
   chargeBudget: { file: "charge-budget", numberOfKeys: 1 },
   reportSpending: { file: "report-spending", numberOfKeys: 1 },
   mirrorRanking: { file: "mirror-ranking", numberOfKeys: 2 },
@@ -137,6 +140,8 @@ declare module "ioredis" {
     completeMemberIndex(index: string, pending: string, capacity: number, over: 0 | 1, ...targetIds: string[]): Result<ScriptReply, Context>;
     /** scripts/note-members.lua. */
     noteMembers(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
+    /** scripts/index-rules-out.lua: the member index, then the targets' ids. */
+    indexRulesOut(index: string, ...targetIds: string[]): Result<ScriptReply<string>, Context>;
     /** scripts/settle-member-indexes.lua: the number of keys, the keys, then a target, epoch and microseconds per key. */
     settleMemberIndexes(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<number>, Context>;
     /** scripts/evict-target.lua: the number of keys, the keys, then ARGV. */
@@ -151,6 +156,10 @@ declare module "ioredis" {
     outboxLength(numberOfKeys: number, ...keysAndArgs: string[]): Result<ScriptReply<number>, Context>;
     /** scripts/rebuild-marks.lua: the number of keys, the keys, then the other counter hashes. */
     rebuildMarks(numberOfKeys: number, ...keysAndArgs: string[]): Result<ScriptReply<string>, Context>;
+    /** scripts/held-targets.lua: the number of keys, the keys, then the other counter hashes. */
+    heldTargets(numberOfKeys: number, ...keysAndArgs: string[]): Result<ScriptReply<string>, Context>;
+    /** scripts/adopt-target.lua: the counter hash, then the epoch and microseconds compared. */
+    adoptTarget(counters: string, epoch: string, micros: string): Result<ScriptReply, Context>;
     /** scripts/acknowledge-outbox.lua: the number of keys, the keys, then ARGV. */
     acknowledgeOutbox(numberOfKeys: number, ...keysAndArgs: string[]): Result<ScriptReply, Context>;
     /** scripts/charge-budget.lua: the budget, then interval (µs), limit and cost. */

@@ -36,7 +36,8 @@ const postsQuery = "query($ids: [ID!]!) { posts(ids: $ids) { id counts { likes }
 type PostsAnswer = { posts: ({ counts: { likes: number }; viewerHasLiked: boolean } | null)[] };
 const likesOf = (response: { data?: PostsAnswer | null }) => response.data?.posts.map((p) => p?.counts.likes ?? null);
 const likedOf = (response: { data?: PostsAnswer | null }) => response.data?.posts.map((p) => p?.viewerHasLiked ?? null);
-const held = async (config: Config, targets: readonly Target[]) => createRebuildStore(redis, createRedisKeys(config.redisPartitions)).held(targets);
+const held = async (config: Config, targets: readonly Target[]) =>
+  (await createRebuildStore(redis, createRedisKeys(config.redisPartitions)).held(targets)).map((holding) => holding === "held");
 
 /** A loader on the real stores whose snapshots report how many targets each read, and how many ran at once. */
 function countedLoader(config: Config) {

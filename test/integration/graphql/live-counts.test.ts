@@ -355,7 +355,7 @@ describe("subscriptions to cold posts", () => {
       const codes: (string | undefined)[][] = [];
       for (let i = 0; i < 3; i++) codes.push((await subscribeOnce(client, posts)).errors.map((e) => e.extensions?.code));
       expect(codes).toEqual([[], [], ["RATE_LIMITED"]]);
-      expect(await rebuilds.held(targets)).toEqual(targets.map(() => false));
+      expect(await rebuilds.held(targets)).toEqual(targets.map(() => "absent"));
       expect(crawled.warmer.stats().loaded).toBe(0);
       // A burst of four subscribes on a new connection: its three a second pass, the fourth is refused before it reads anything.
       const bursting = liveClient(crawled.url);

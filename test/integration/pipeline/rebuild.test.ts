@@ -212,7 +212,7 @@ describe("rebuild from PostgreSQL", () => {
       });
       await expect(loader.load([post, lost])).rejects.toThrow();
       expect((await counterStore.read([post]))[0]?.like).toBe(1);
-      expect(await rebuilds.held([post, lost])).toEqual([true, false]);
+      expect(await rebuilds.held([post, lost])).toEqual(["held", "absent"]);
       // Its next load brings it back whole.
       const again = createTargetLoader({
         counterStore,

@@ -14,7 +14,7 @@
     ARGV[3..] the ids of the targets PostgreSQL holds the user a member of
 
   Output:
-    { APPLIED }            the index is complete, or overflowed
+    { APPLIED }            the index is complete (in this node's replication history), or overflowed
     { INVALID_ARGUMENTS }
 ]]
 --@include statuses
@@ -42,6 +42,6 @@ redis.call('SREM', index, indexLoading)
 if over == '1' or redis.call('SCARD', index) - redis.call('SMISMEMBER', index, indexOverflowed)[1] > capacity then
   redis.call('SADD', index, indexOverflowed)
 else
-  redis.call('SADD', index, indexComplete)
+  redis.call('SADD', index, indexComplete, indexHistoryMark())
 end
 return { APPLIED }

@@ -17,12 +17,15 @@
                   it has, leaving at KEYS[2] the version it last stamped and its relations' highest
                   generation ('epoch:micros:generation'), for its rebuild. Shards past ARGV[4] stay
                   until that rebuild removes them (the key then has no expiry; otherwise an hour).
+                  '2' to drop so only a target loaded in another replication history
+                  (includes/history.lua): one this node's history holds is left alone.
     ARGV[4]       newest generation the caller passed shards for
     ARGV[5]       the target's member in KEYS[3]
     ARGV[6..]     the counter hash fields holding each relation's newest generation
 
   Output:
-    { APPLIED }              evicted
+    { APPLIED }              evicted (or dropped)
+    { UNCHANGED }            ARGV[3] '2', and the target is of this node's history: left alone
     { TARGET_ABSENT }        not in Redis
     { TOO_MANY_GENERATIONS } a relation grew past ARGV[4]
     { NOT_PERSISTED }        it has changes PostgreSQL has not applied
@@ -30,11 +33,12 @@
 ]]
 --@include statuses
 --@include hash-fields
+--@include history
 
 local persistedEpoch = tonumber(ARGV[1])
 local persistedMicros = tonumber(ARGV[2])
 local passedGenerations = tonumber(ARGV[4])
-if not persistedEpoch or not persistedMicros or (ARGV[3] ~= '0' and ARGV[3] ~= '1') or not passedGenerations or #KEYS < 3 or not ARGV[5] then
+if not persistedEpoch or not persistedMicros or (ARGV[3] ~= '0' and ARGV[3] ~= '1' and ARGV[3] ~= '2') or not passedGenerations or #KEYS < 3 or not ARGV[5] then
   return { INVALID_ARGUMENTS }
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -42,13 +46,17 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('ZREM', KEYS[3], ARGV[5])
   return { TARGET_ABSENT }
 end
+local drop = ARGV[3] ~= '0'
+if ARGV[3] == '2' and trustedHistory(redis.call('HGET', KEYS[1], historyField)) then
+  return { UNCHANGED }
+end
 local generation = 0
 for i = 6, #ARGV do
   generation = math.max(generation, tonumber(redis.call('HGET', KEYS[1], ARGV[i]) or '0'))
 end
 local epoch = tonumber(redis.call('HGET', KEYS[1], epochField) or '0')
 local micros = tonumber(redis.call('HGET', KEYS[1], versionField) or '0')
-if ARGV[3] == '1' then
+if drop then
   local left = string.format('%.0f:%.0f:%d', epoch, micros, generation)
   if generation > passedGenerations then
     redis.call('SET', KEYS[2], left)

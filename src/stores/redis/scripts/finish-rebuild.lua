@@ -3,7 +3,8 @@
   target ready, after the caller wrote its membership shards. Does nothing if
   the hash appeared meanwhile, nor when the caller's rebuild lock expired (its
   lease is the longest a rebuild may take: another process may be rebuilding
-  the target from a newer snapshot). Stamps 'rb' with the rebuild time.
+  the target from a newer snapshot). Stamps 'rb' with the rebuild time and 'rh'
+  with the node's replication history (includes/history.lua).
 
   Input:
     KEYS[1]      counter hash of the target
@@ -21,6 +22,7 @@
 --@include statuses
 --@include hash-fields
 --@include check-counter-fields
+--@include history
 
 local fields = { unpack(ARGV, 2) }
 if not areCounterFields(fields) then
@@ -33,6 +35,6 @@ if redis.call('GET', KEYS[2]) ~= ARGV[1] then
   return { LOCK_LOST }
 end
 local now = redis.call('TIME')
-redis.call('HSET', KEYS[1], rebuiltAtField, string.format('%.0f', tonumber(now[1]) * 1000000 + tonumber(now[2])), unpack(fields))
+redis.call('HSET', KEYS[1], rebuiltAtField, string.format('%.0f', tonumber(now[1]) * 1000000 + tonumber(now[2])), historyField, nodeHistory(), unpack(fields))
 redis.call('DEL', KEYS[3])
 return { APPLIED }

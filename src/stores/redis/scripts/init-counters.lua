@@ -1,6 +1,6 @@
 --[[
   Creates a target's counter hash unless it exists, marking the target one
-  Redis holds.
+  Redis holds, stamped with the node's replication history (includes/history.lua).
 
   Input:
     KEYS[1]      counter hash of the target
@@ -13,6 +13,7 @@
 ]]
 --@include statuses
 --@include check-counter-fields
+--@include history
 
 if not areCounterFields(ARGV) then
   return { INVALID_ARGUMENTS }
@@ -20,5 +21,5 @@ end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return { UNCHANGED }
 end
-redis.call('HSET', KEYS[1], unpack(ARGV))
+redis.call('HSET', KEYS[1], historyField, nodeHistory(), unpack(ARGV))
 return { APPLIED }

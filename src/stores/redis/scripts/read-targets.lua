@@ -38,10 +38,11 @@
   Output:
     { UNCHANGED, text, indexes }
                          indexes: a letter per relation, what its member index told: 'c' complete,
-                         so a target it lacks was answered 0 without its shards; 'm' missing or
-                         not loaded; 'o' overflowed; '-' none passed
+                         so a target it lacks was answered 0 without its shards; 'm' missing, not
+                         loaded, or loaded in another replication history; 'o' overflowed; '-' none passed
                          text: one line per target, separated by ';':
-                           ''                          Redis does not hold the target (c_i 1)
+                           ''                          Redis does not hold the target (c_i 1), or holds it
+                                                       from another replication history (includes/history.lua)
                            'c1,...,cf,g1,...,gr,m'     counters ('' when absent), each relation's
                                                        newest generation, then a mark per relation:
                                                        1 or 0 whether the user is a member, '?' when
@@ -56,6 +57,7 @@
 --@include statuses
 --@include check-user
 --@include member-index
+--@include history
 
 local n = tonumber(ARGV[1])
 local user = ARGV[2]
@@ -99,6 +101,7 @@ end
 for j = 1, r do
   fields[f + j] = ARGV[4 + f + j]
 end
+fields[f + r + 1] = historyField
 
 -- reads[i]: the KEYS index of target i's counter hash, or nil when its counters are not asked for.
 local reads = {}
@@ -152,16 +155,16 @@ for j = 1, r do
   if indexed[j] then
     indexKey = indexKey + 1
     -- The marks and the targets asked together, in steps under Lua's bound on unpacked values.
-    local found = redis.call('SMISMEMBER', keys[indexKey], indexComplete, indexOverflowed, unpack(ARGV, ids + 1, ids + math.min(n, 1000)))
+    local found = redis.call('SMISMEMBER', keys[indexKey], indexComplete, indexOverflowed, indexHistoryMark(), unpack(ARGV, ids + 1, ids + math.min(n, 1000)))
     if found[2] == 1 then
       indexStates[j] = 'o'
-    elseif found[1] == 0 then
+    elseif found[1] == 0 or found[3] == 0 then
       indexStates[j] = 'm'
     else
       indexStates[j] = 'c'
       local lacks = {}
-      for i = 1, #found - 2 do
-        lacks[i] = found[i + 2] == 0
+      for i = 1, #found - 3 do
+        lacks[i] = found[i + 3] == 0
       end
       for from = 1001, n, 1000 do
         local more = redis.call('SMISMEMBER', keys[indexKey], unpack(ARGV, ids + from, ids + math.min(n, from + 999)))
@@ -197,15 +200,11 @@ for i = 1, n do
     lines[i] = table.concat(marks)
   else
     local values = redis.call('HMGET', keys[reads[i]], unpack(fields))
-    local held = true
+    -- Absent, or loaded in another replication history: answered as not held.
+    local held = trustedHistory(values[f + r + 1])
+    values[f + r + 1] = nil
     for j = 1, f + r do
-      if not values[j] then
-        values[j] = ''
-        -- A hash holds at least its type's first counter, so a missing field is rare: check then.
-        if held and j == 1 and redis.call('EXISTS', keys[reads[i]]) == 0 then
-          held = false
-        end
-      end
+      values[j] = values[j] or ''
     end
     if not held then
       lines[i] = ''

@@ -29,7 +29,7 @@ afterAll(async () => {
 describe("Redis durability at start", () => {
   it("when Redis has neither AOF nor replicas, then production refuses to start unless the loss is accepted, and elsewhere it warns", async () => {
     // The suite's Redis runs without AOF and without replicas.
-    expect(await readDurability(redis)).toEqual({ aof: false, replicated: false });
+    expect(await readDurability(redis)).toEqual({ aof: false, replicated: false, fewestReplicas: 0 });
     const strict = capture();
     await expect(checkDurability(redis, { policy: "durable", refuse: true, logger: strict.logger })).rejects.toBeInstanceOf(VolatileRedisError);
 

@@ -135,7 +135,7 @@ describe("Redis's memory policy", () => {
       const taken = await api.gql<{ likePost: { changed: boolean } }>(like, { id: loaded.id.toString() }, viewer.token);
       expect(codesOf(taken)).toEqual([]);
       expect(taken.data?.likePost.changed).toBe(true);
-      expect(await createRebuildStore(redis, createRedisKeys(api.config.redisPartitions)).held([loaded, evicted])).toEqual([true, false]);
+      expect(await createRebuildStore(redis, createRedisKeys(api.config.redisPartitions)).held([loaded, evicted])).toEqual(["held", "absent"]);
       // Anonymous counts of the post Redis does not hold are still answered, from PostgreSQL.
       const anonymous = await api.gql("query($id: ID!) { post(id: $id) { counts { likes } } }", { id: evicted.id.toString() });
       expect(codesOf(anonymous)).toEqual([]);

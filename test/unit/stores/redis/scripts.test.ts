@@ -7,6 +7,7 @@ import {
   epochField,
   epochViewsField,
   rebuiltAtField,
+  historyField,
   seqFieldPrefix,
   snapshotMarkField,
   versionField,
@@ -47,6 +48,7 @@ describe("Lua scripts", () => {
       rebuiltAtField,
       snapshotMarkField,
       epochViewsField,
+      historyField,
       seqFieldPrefix,
     });
   });

@@ -11,8 +11,10 @@
 --@include clock
 --@include append-event
 --@include rebuild-window
+--@include history
 
--- The target as read, or nil when Redis does not hold it. `names` are the counters to answer.
+-- The target as read, or nil when Redis does not hold it, or holds it from another
+-- replication history (includes/history.lua). `names` are the counters to answer.
 local function readTarget(counters, names, generationField)
   local n = #names
   local fields = { unpack(names) }
@@ -21,8 +23,9 @@ local function readTarget(counters, names, generationField)
   fields[n + 3] = epochField
   fields[n + 4] = authorField
   fields[n + 5] = rebuiltAtField
+  fields[n + 6] = historyField
   local values = redis.call('HMGET', counters, unpack(fields))
-  if values[1] == false and redis.call('EXISTS', counters) == 0 then
+  if not trustedHistory(values[n + 6]) then
     return nil
   end
   return {

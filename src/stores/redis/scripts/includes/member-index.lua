@@ -27,12 +27,21 @@
   which no expiry takes: a load adds what it holds (complete-member-index.lua),
   and the persist consumer removes each target once PostgreSQL committed that
   like or a later change of the pair (settle-member-indexes.lua).
+  An index completes in its node's replication history (includes/history.lua),
+  which it notes as a mark of its own: on a node of another history (a failover
+  or restart may have taken notes back) it answers nothing until loaded again,
+  which adds what PostgreSQL holds to what it kept.
 ]]
+--@include history
 
 local indexComplete = '0'
 local indexOverflowed = '-1'
 -- Makes the index exist while it loads (begin-member-index.lua); complete-member-index.lua removes it.
 local indexLoading = '-2'
+-- The mark of a load completed in this node's replication history (an integer below -2).
+local function indexHistoryMark()
+  return nodeHistory()
+end
 -- How long an index lives unused: 7 days.
 local indexIdleMs = 604800000
 
