@@ -290,6 +290,11 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
             ...(memberIndexes && { memberIndexes: createMemberIndexHolds(redis, memberIndexes) }),
             afterCommit: hooks?.afterDatabaseCommit,
             isRedisUnavailable,
+            onRedisBehind: (target, redisVersion, postgresVersion) =>
+              logger.warn(
+                { target: `${target.type}:${target.id}`, redisVersion: String(redisVersion), postgresVersion: String(postgresVersion) },
+                "Redis lacks a change PostgreSQL committed (a failover or a restart took it back): the target is loaded again from PostgreSQL",
+              ),
           }),
           repairs: createRepairService({ database: databaseReconcile, redis: redisReconcile, counters: counterStore }),
           reconcileLease: createLease(redis, keys.reconcileLock()),

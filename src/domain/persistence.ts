@@ -33,6 +33,7 @@ import {
   type CommittedViews,
   type ListedRelation,
   type RelationChange,
+  type Target,
   type ViewChange,
 } from "./model/index.js";
 import type { CounterStore, ListChange, ListStore, MemberIndexHolds, RankingStore, RebuildStore, PersistStore, SnapshotStore } from "./ports/index.js";
@@ -90,13 +91,18 @@ export interface ChangePersistenceDeps {
   readonly afterCommit?: (applied: AppliedChanges) => Promise<void>;
   /** Whether an error says Redis did not answer, rather than refused a command. */
   readonly isRedisUnavailable: (error: unknown) => boolean;
+  /**
+   * Told of a target Redis holds that lacks a change PostgreSQL just committed (a failover
+   * or a restart took it back): the version Redis last stamped and the change's. It is dropped.
+   */
+  readonly onRedisBehind?: (target: Target, redisVersion: bigint, postgresVersion: bigint) => void;
 }
 
 const isListed = (change: RelationChange): change is RelationChange & { relation: ListedRelation } =>
   (listedRelations as readonly string[]).includes(change.relation) && change.target.type === "post";
 
 export function createChangePersistence(deps: ChangePersistenceDeps): ChangePersistence {
-  const { history, rebuilds, snapshots, counters, lists, rankings, memberIndexes, afterCommit, isRedisUnavailable } = deps;
+  const { history, rebuilds, snapshots, counters, lists, rankings, memberIndexes, afterCommit, isRedisUnavailable, onRedisBehind } = deps;
   /**
    * Replays into rebuilt targets the committed changes and views their rebuild's
    * snapshot did not see. Given every change that is its pair's newest in
@@ -106,15 +112,27 @@ export function createChangePersistence(deps: ChangePersistenceDeps): ChangePers
   async function replayIntoRebuilt(committed: readonly CommittedChange[], views: readonly CommittedViews[]): Promise<void> {
     if (committed.length === 0 && views.length === 0) return;
     const targets = [...new Map([...committed.map(({ change }) => change.target), ...views.map((v) => v.target)].map((t) => [targetKey(t), t])).values()];
-    const marks = new Map((await rebuilds.rebuilds(targets)).map((mark, i) => [targetKey(targets[i]!), mark]));
+    const held = new Map((await rebuilds.rebuilds(targets)).map((h, i) => [targetKey(targets[i]!), h]));
     const late = committed.flatMap(({ change, txid }) => {
-      const rebuilt = marks.get(targetKey(change.target));
+      const rebuilt = held.get(targetKey(change.target))?.rebuild;
       return rebuilt && change.version < rebuilt.epochStart && !snapshots.sawCommit(rebuilt.mark, txid) ? [{ change, intoEpoch: rebuilt.epoch }] : [];
     });
     const lateViews = views.flatMap((v) => {
-      const rebuilt = marks.get(targetKey(v.target));
+      const rebuilt = held.get(targetKey(v.target))?.rebuild;
       return rebuilt && v.epoch < rebuilt.epoch && !snapshots.sawCommit(rebuilt.mark, v.txid) ? [{ ...v, intoEpoch: rebuilt.epoch }] : [];
     });
+    // Redis stamps every change before PostgreSQL sees it, so a committed change newer than
+    // what the target last stamped is one Redis lost (a failover, a restart from its AOF,
+    // after the target was adopted): it goes, to load again from PostgreSQL, which holds it.
+    const behind = new Map(
+      committed.flatMap(({ change }) => {
+        const redis = held.get(targetKey(change.target));
+        return redis && change.version > redis.version
+          ? [[targetKey(change.target), { target: change.target, redis: redis.version, postgres: change.version }]]
+          : [];
+      }),
+    );
+    for (const lost of behind.values()) onRedisBehind?.(lost.target, lost.redis, lost.postgres);
     const outcomes = await Promise.all([
       ...late.map(({ change: c, intoEpoch }) =>
         rebuilds
@@ -127,7 +145,10 @@ export function createChangePersistence(deps: ChangePersistenceDeps): ChangePers
     ]);
     // Too late to tell whether Redis superseded it: take the target out, and the next
     // read rebuilds it from PostgreSQL, which holds the change (and replays what is in flight).
-    const stale = new Map(outcomes.filter(({ o }) => o === "tooLate").map(({ target }) => [targetKey(target), target]));
+    const stale = new Map([
+      ...outcomes.filter(({ o }) => o === "tooLate").map(({ target }) => [targetKey(target), target] as const),
+      ...[...behind].map(([key, lost]) => [key, lost.target] as const),
+    ]);
     await Promise.all([...stale.values()].map((target) => rebuilds.drop(target)));
   }
 

@@ -8,6 +8,13 @@ export interface RebuildMark {
   readonly mark: string;
 }
 
+/** What a persist batch reads of a target Redis holds. */
+export interface HeldTarget {
+  /** The version it last stamped. */
+  readonly version: bigint;
+  readonly rebuild: RebuildMark | null;
+}
+
 /** A change PostgreSQL applied after the target was loaded into Redis, to bring in late. */
 export interface LateChange extends AppliedChange {
   readonly target: Target;
@@ -65,11 +72,12 @@ export interface RebuildStore {
   /** Brings late views into a rebuilt post: what the total adds to what the post already has of its epoch. */
   replayViews(views: LateViews): Promise<"replayed" | "unchanged" | "tooLate">;
   /**
-   * Of each target Redis holds since a rebuild: the lowest version its epoch stamps
-   * (a change below it was made before the rebuild) and the rebuild's snapshot mark
-   * (what PostgreSQL had committed). Null for a target not held or never rebuilt.
+   * Of each target Redis holds: the version it last stamped, and since a rebuild, the
+   * lowest version its epoch stamps (a change below it was made before the rebuild)
+   * and the rebuild's snapshot mark (what PostgreSQL had committed; null when never
+   * rebuilt). Null for a target not held.
    */
-  rebuilds(targets: readonly Target[]): Promise<(RebuildMark | null)[]>;
+  rebuilds(targets: readonly Target[]): Promise<(HeldTarget | null)[]>;
   /**
    * Takes a target out of Redis whole, to come back by a rebuild. Only small
    * targets whose changes PostgreSQL has all applied (`persistedVersion`) leave.

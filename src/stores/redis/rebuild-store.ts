@@ -3,7 +3,7 @@
 import { Cluster } from "ioredis";
 import { acquireLock } from "./lease-store.js";
 import { relations, relationsOf, type Target } from "../../domain/model/index.js";
-import type { Holding, RebuildMark, RebuildStore } from "../../domain/ports/index.js";
+import type { HeldTarget, Holding, RebuildStore } from "../../domain/ports/index.js";
 import { inOneTrip, pipelineReplies, type RedisClient } from "./client.js";
 import {
   authorField,
@@ -63,6 +63,20 @@ function holdingOf(state: string | undefined): Holding {
   if (state === undefined || state === "0") return "absent";
   const [epoch = "0", micros = "0"] = state.split(":");
   return { suspectAt: versionOf(BigInt(epoch), BigInt(micros)) };
+}
+
+/** rebuild-marks.lua's answer for one target: 'epoch:micros:mark', or '' when not held. */
+function heldTargetOf(line: string): HeldTarget | null {
+  if (line === "") return null;
+  const first = line.indexOf(":");
+  const second = line.indexOf(":", first + 1);
+  const epoch = BigInt(line.slice(0, first));
+  const mark = line.slice(second + 1);
+  return {
+    version: versionOf(epoch, BigInt(line.slice(first + 1, second))),
+    // No mark: never rebuilt (epoch 0, where nothing is older), or rebuilt before marks; nothing to replay.
+    rebuild: mark === "" ? null : { epoch, epochStart: epoch * epochScale, mark },
+  };
 }
 
 function droppedOf(left: string | null): bigint | null {
@@ -300,7 +314,7 @@ export function createRebuildStore(
       return droppedOf(await redis.get(keys.dropped(target)));
     },
     async rebuilds(targets) {
-      const marks = new Map<Target, RebuildMark | null>();
+      const marks = new Map<Target, HeldTarget | null>();
       await perNode(
         redis,
         targets,
@@ -308,12 +322,7 @@ export function createRebuildStore(
         async (group, { declared, named }) => {
           const [status, text] = await redis.rebuildMarks(declared.length, ...declared, ...named);
           if (status !== ScriptStatus.Unchanged) throw toError("rebuild-marks", status, group[0] as Target);
-          // No mark: never rebuilt (epoch 0, where nothing is older), rebuilt before marks, or not held; nothing to replay.
-          (text ?? "").split(";").forEach((line, k) => {
-            const colon = line.indexOf(":");
-            const epoch = colon > 0 ? BigInt(line.slice(0, colon)) : null;
-            marks.set(group[k] as Target, epoch === null ? null : { epoch, epochStart: epoch * epochScale, mark: line.slice(colon + 1) });
-          });
+          (text ?? "").split(";").forEach((line, k) => marks.set(group[k] as Target, heldTargetOf(line)));
         },
       );
       return targets.map((t) => marks.get(t) ?? null);

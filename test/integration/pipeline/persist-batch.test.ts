@@ -54,7 +54,8 @@ describe("a persist batch", () => {
       await counters.init({ type: "user", id: author.id }, { likesReceived: 0 });
       posts.push(...(await createPosts({ db, redis }, config, author.id, 1)));
     }
-    let version = BigInt(Date.now()) * 1000n;
+    // Each like the version its post last stamped in Redis, as if Redis stamped it (a newer one would be one Redis lost).
+    const held = await createRebuildStore(redis, keys).rebuilds(posts);
     const likes: RelationChange[] = posts.map((post, i) => ({
       kind: "relation",
       relation: "like",
@@ -62,7 +63,7 @@ describe("a persist batch", () => {
       userId: (likers[i] as { id: bigint }).id,
       authorId: (authors[i] as { id: bigint }).id,
       member: true,
-      version: version++,
+      version: held[i]?.version ?? 0n,
       at: new Date(),
     }));
 

@@ -154,9 +154,10 @@ describe("rebuild from PostgreSQL", () => {
     const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
     const { rebuilds, persistence, counterStore } = lanes(config);
     const now = BigInt(Date.now()) * 1000n;
-    // One lane commits the newer change; Redis then loses the target.
+    // One lane commits the newer change; Redis then loses the target. Redis never stamped that
+    // change (the test made it), so the commit found Redis behind PostgreSQL and took the target out already.
     await persistence.persist([change(post, 1n, true, now)]);
-    expect(await rebuilds.drop(post)).toBe("evicted");
+    expect(await rebuilds.drop(post)).toBe("absent");
     // The other lane's older change commits after the rebuild read its snapshot, before the
     // rebuilt hash exists: that lane finds nothing to replay into.
     const snapshots = createSnapshotStore(db);
@@ -226,6 +227,20 @@ describe("rebuild from PostgreSQL", () => {
       proxied.disconnect();
       await proxy.close();
     }
+  });
+
+  it("when PostgreSQL commits a change newer than what Redis's target last stamped (Redis lost it), then the target goes and loads again with it", async () => {
+    const config = testConfig();
+    const services = servicesOn({ db, redis }, config);
+    const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
+    const { rebuilds, persistence } = lanes(config);
+    const [held] = await rebuilds.rebuilds([post]);
+    expect(held?.version).toBeDefined();
+    // As a failover leaves it: the relay carried user 6's like to PostgreSQL, and Redis lost it.
+    await persistence.persist([change(post, 6n, true, (held?.version ?? 0n) + 1_000n)]);
+    expect(await rebuilds.held([post])).toEqual(["absent"]);
+    expect((await loadedCounts(services, [post]))[0]?.like).toBe(1);
+    expect(await services.memberships.join("like", post, 6n)).toMatchObject({ changed: false });
   });
 
   it("when changes stamped by a clock ahead of the rebuilding Redis are still in flight, then changes made after the rebuild still win in PostgreSQL", async () => {
@@ -346,9 +361,10 @@ describe("rebuild from PostgreSQL", () => {
     const now = BigInt(Date.now()) * 1000n;
     const liking = laneA.persist([change(post, 12n, true, now)]);
     await hasCommitted;
-    // Lane B commits the newer unlike; then the target is lost and rebuilt with both seen.
+    // Lane B commits the newer unlike; then the target is lost (Redis never stamped these changes:
+    // the commit found Redis behind PostgreSQL and took it out) and rebuilt with both seen.
     await persistence.persist([change(post, 12n, false, now + 1_000n)]);
-    expect(await rebuilds.drop(post)).toBe("evicted");
+    expect(await rebuilds.drop(post)).toBe("absent");
     expect((await loadedCounts(services, [post]))[0]?.like).toBe(0);
     release();
     await liking;

@@ -1,27 +1,28 @@
 #!lua flags=no-writes,allow-cross-slot-keys
 --[[
-  The rebuild marks of many targets (their epoch and snapshot mark), read for a
-  persist batch in one call per node (src/stores/redis/per-node.ts) rather than
-  one HMGET per target.
+  The versions and rebuild marks of many targets (the version each last stamped,
+  its epoch and its rebuild's snapshot mark), read for a persist batch in one call
+  per node (src/stores/redis/per-node.ts) rather than one HMGET per target.
 
   Input:
     keys         counter hash of each target: KEYS, or on a cluster KEYS[1] and
                  then every ARGV
 
   Output:
-    { UNCHANGED, text }  per target, in order and separated by ';': 'epoch:mark',
-                         or '' when the hash has no epoch or no mark
+    { UNCHANGED, text }  per target, in order and separated by ';': 'epoch:micros:mark'
+                         (mark '' when never rebuilt, or rebuilt before marks), or ''
+                         when Redis does not hold it
 ]]
 --@include statuses
 --@include hash-fields
 
 local marks = {}
 local function markOf(key)
-  local held = redis.call('HMGET', key, epochField, snapshotMarkField)
-  if held[1] and held[2] then
-    return held[1] .. ':' .. held[2]
+  local held = redis.call('HMGET', key, epochField, versionField, snapshotMarkField)
+  if not held[1] and not held[2] and redis.call('EXISTS', key) == 0 then
+    return ''
   end
-  return ''
+  return (held[1] or '0') .. ':' .. (held[2] or '0') .. ':' .. (held[3] or '')
 end
 for i = 1, #KEYS do
   marks[#marks + 1] = markOf(KEYS[i])

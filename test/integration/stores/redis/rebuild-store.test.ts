@@ -104,7 +104,7 @@ describe("rebuild store", () => {
     const target: LikeableTarget = { type: "post", id: nextId++ };
     const store = createRebuildStore(redis, keys);
     await writeLocked(store, target, snapshot([5n], 10n, 2n), null);
-    expect(await store.rebuilds([target])).toEqual([{ epoch: 2n, epochStart: versionOf(2n, 0n), mark: "100:100:" }]);
+    expect((await store.rebuilds([target]))[0]?.rebuild).toEqual({ epoch: 2n, epochStart: versionOf(2n, 0n), mark: "100:100:" });
     // Made before the rebuild (epoch 1), by a clock far ahead of the rebuilding Redis's.
     const ahead = BigInt(Date.now() + 3_600_000) * 1000n;
     const older = versionOf(1n, ahead);
