@@ -15,8 +15,13 @@ export type Layout = "npm start" | "api + worker";
 
 export interface FaultContext {
   readonly redis: RedisInstance;
-  /** A client of the case's Redis, not through the proxy. */
+  /** A client of the case's Redis, not through the service's proxy (through one of the suite's own, which follows a failover). */
   readonly redisClient: Redis;
+  /**
+   * A failover behind the service's address: the service's proxy and the suite's own
+   * client go to the Redis on `port` from now on (their connections are reset).
+   */
+  failOverTo(port: number): void;
   readonly partitions: number;
   readonly redisProxy: TcpProxy;
   readonly amqpProxy: TcpProxy;
@@ -84,6 +89,11 @@ export interface ChaosCase {
    * persistence). None otherwise.
    */
   readonly viewsMayBeLost?: "flushWindow" | { readonly from: string; readonly to: string } | "any";
+  /**
+   * Runs once the case's Redis runs, before the service starts: servers of the case's own
+   * around it (a replica, Sentinels), stopped by `stop`; answers settings of the service.
+   */
+  beforeStart?(redis: RedisInstance): Promise<{ readonly env: Readonly<Record<string, string>>; stop(): Promise<void> }>;
   /** Why the case cannot run with these instances, or null. */
   unavailable?(postgres: PostgresInstance): string | null;
   /** Runs once the service serves and the load's users and posts exist, before the load starts. */

@@ -1,7 +1,7 @@
 // The faults of `npm run chaos`, each injected while the load runs. A case says
 // how the service runs (npm start's supervisor, or API and worker as separate
 // processes), whether its Redis keeps an AOF, and what it does to which
-// private instance when. The last eight measure targets of their own (figures)
+// private instance when. The last fourteen measure targets of their own (figures)
 // besides what every case checks; each lives in a file of its own.
 import { setTimeout as sleep } from "node:timers/promises";
 import { createRedisClient } from "../../src/stores/redis/client.js";
@@ -10,6 +10,7 @@ import { createRebuildStore } from "../../src/stores/redis/rebuild-store.js";
 import { at, type ChaosCase, type FaultContext } from "./case.js";
 import { coldCrawl } from "./cold-crawl.js";
 import { coldReaders } from "./cold-readers.js";
+import { failover, failoverLag, failoverLagAcks, sentinelFailover } from "./failover.js";
 import { clockAhead, clockBehind, heldWrite } from "./held-write.js";
 import { outageRestart } from "./outage-restart.js";
 import { readinessHammer } from "./readiness-hammer.js";
@@ -201,4 +202,8 @@ export const cases: readonly ChaosCase[] = [
   subscribeCrawl,
   clockAhead,
   clockBehind,
+  failover,
+  failoverLag,
+  failoverLagAcks,
+  sentinelFailover,
 ];

@@ -20,6 +20,8 @@ export interface RedisInstance {
   readonly maxMemory: string | null;
   /** SIGKILL, then the same server again on the same port and directory: what survives is what its files kept. */
   crashAndRestart(downMs: number): Promise<void>;
+  /** SIGKILL, and no restart: a primary lost for good, as before a failover. */
+  crash(): Promise<void>;
   /** SIGSTOP: the server keeps its connections and answers nothing until `thaw`. */
   freeze(): void;
   thaw(): void;
@@ -36,7 +38,12 @@ async function answers(port: number): Promise<boolean> {
   }
 }
 
-export async function startRedisInstance(options: { appendOnly: boolean; maxMemory?: string | undefined }): Promise<RedisInstance> {
+export async function startRedisInstance(options: {
+  appendOnly: boolean;
+  maxMemory?: string | undefined;
+  /** The port of a primary to replicate. */
+  replicaOf?: number;
+}): Promise<RedisInstance> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), "likes-chaos-redis-"));
   const args = [
@@ -56,6 +63,10 @@ export async function startRedisInstance(options: { appendOnly: boolean; maxMemo
     "--maxmemory-policy",
     "noeviction",
     ...(options.maxMemory ? ["--maxmemory", options.maxMemory] : []),
+    // A replica syncs at once (Redis waits 5 s by default for more replicas to share a sync).
+    "--repl-diskless-sync-delay",
+    "0",
+    ...(options.replicaOf === undefined ? [] : ["--replicaof", "127.0.0.1", String(options.replicaOf)]),
   ];
   let child: ChildProcess | undefined;
   const orphaned = () => {
@@ -91,6 +102,7 @@ export async function startRedisInstance(options: { appendOnly: boolean; maxMemo
       await sleep(downMs);
       await start();
     },
+    crash: () => kill("SIGKILL"),
     freeze: () => child?.kill("SIGSTOP"),
     thaw: () => child?.kill("SIGCONT"),
     async stop() {

@@ -141,13 +141,18 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
     progress("starting Redis, proxies and the database");
     const redis = await startRedisInstance({ appendOnly: c.redisAppendOnly, maxMemory: c.redisMaxMemory });
     cleanup.push(() => redis.stop());
+    const around = c.beforeStart ? await c.beforeStart(redis) : null;
+    if (around) cleanup.push(() => around.stop());
     const redisProxy = await startTcpProxy({ host: "127.0.0.1", port: redis.port });
     cleanup.push(() => redisProxy.close());
     const broker = new URL(options.amqpUrl);
     const amqpProxy: TcpProxy = await startTcpProxy({ host: broker.hostname, port: Number(broker.port || 5672) }, "amqp");
     cleanup.push(() => amqpProxy.close());
     const databaseUrl = await instances.postgres.createDatabase(`${instances.runTag}_${c.name.replaceAll("-", "_")}`);
-    const redisClient = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: null });
+    // The checks' own way to Redis: never faulted, and moved with the service's by a failover.
+    const inspectProxy = await startTcpProxy({ host: "127.0.0.1", port: redis.port });
+    cleanup.push(() => inspectProxy.close());
+    const redisClient = new Redis(inspectProxy.url, { lazyConnect: true, maxRetriesPerRequest: null });
     redisClient.on("error", () => {});
     await redisClient.connect();
     cleanup.push(async () => redisClient.disconnect());
@@ -172,6 +177,7 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
       WEB_CONCURRENCY: "2",
       REDIS_PARTITIONS: String(partitions),
       ...c.env,
+      ...around?.env,
       ...options.serviceEnv,
     };
     const logFile = (entry: Entry) => path.join(directory, `${entry}.log`);
@@ -202,6 +208,10 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
     const ctx: FaultContext = {
       redis,
       redisClient,
+      failOverTo(port) {
+        redisProxy.retarget(port);
+        inspectProxy.retarget(port);
+      },
       partitions,
       redisProxy,
       amqpProxy,

@@ -82,7 +82,7 @@ describe("a slot migrating between masters", () => {
         expect(await loader.load([t])).toEqual(["held"]);
         return store.add(relation, t, user);
       },
-      holds: store.holds,
+      holds: (relation: "like", targets: readonly LikeableTarget[], user: bigint) => store.holds(relation, targets, user),
     };
     await counters.init(target, { like: 0 }, 1n);
     const users = Array.from({ length: 400 }, (_, i) => BigInt(i + 1));
