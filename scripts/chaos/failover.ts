@@ -99,7 +99,7 @@ interface Timing {
 }
 
 /** Kills the primary, promotes the replica and moves the service's address to it. */
-async function failOver(ctx: FaultContext, lag: boolean, sentinels: boolean, timing: Timing): Promise<void> {
+async function failOver(ctx: FaultContext, lag: boolean, sentinels: boolean, replicaAfter: boolean, timing: Timing): Promise<void> {
   const promoted = replica as RedisInstance;
   if (lag) {
     await at(ctx, killAtMs - lagMs);
@@ -130,6 +130,13 @@ async function failOver(ctx: FaultContext, lag: boolean, sentinels: boolean, tim
     client.disconnect();
   }
   ctx.failOverTo(promoted.port);
+  if (replicaAfter) {
+    // With replica acks, writes wait for a replica of the new primary: one joins, as a deployment's would.
+    const next = await startRedisInstance({ appendOnly: true, replicaOf: promoted.port });
+    ctx.defer(() => next.stop());
+    await inSync(next.port);
+    ctx.note("a new replica of the promoted primary in sync");
+  }
 }
 
 /** Likes and unlikes answered while the replica was cut off: what the promoted replica lacks. */
@@ -171,6 +178,7 @@ interface Variant {
 function failoverCase(name: string, summary: string, variant: Variant): ChaosCase {
   const timing: Timing = { cutAt: null, killedAt: 0 };
   const sentinels = variant.sentinels ?? false;
+  const acks = variant.env?.REDIS_REPLICA_ACKS !== undefined;
   return {
     name,
     summary,
@@ -179,10 +187,12 @@ function failoverCase(name: string, summary: string, variant: Variant): ChaosCas
     env: variant.env ?? {},
     loadSeconds: 12,
     beforeStart: sentinels ? startSentinels : startReplica,
-    inject: (ctx) => failOver(ctx, variant.lag, sentinels, timing),
+    inject: (ctx) => failOver(ctx, variant.lag, sentinels, acks, timing),
+    // Views are not waited for by replica acks: those the primary counted while the replica was cut off may go with it.
+    ...(variant.lag && { viewsMayBeLost: { from: "replica paused", to: "primary kill" } }),
     async afterSettled(ctx) {
       backAfter(ctx, timing.killedAt);
-      acknowledgedWhileCut(ctx, timing, variant.env?.REDIS_REPLICA_ACKS !== undefined);
+      acknowledgedWhileCut(ctx, timing, acks);
     },
   };
 }
@@ -201,7 +211,7 @@ export const failoverLag = failoverCase(
 
 export const failoverLagAcks = failoverCase(
   "failover-lag-acks",
-  "as failover-lag, with REDIS_REPLICA_ACKS=1: what the replica did not confirm is never acknowledged",
+  "as failover-lag, with REDIS_REPLICA_ACKS=1: what the replica did not confirm is never acknowledged; a new replica joins the promoted primary",
   { lag: true, env: { REDIS_REPLICA_ACKS: "1" } },
 );
 

@@ -9,6 +9,7 @@
 // whose answer was lost (a timeout: Redis may have taken the lock) is released by
 // its token, and the next load of the target tries the same token, which owns the
 // lock if Redis took it.
+import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { randomUUID } from "node:crypto";
 import { LRUCache } from "lru-cache";
@@ -61,6 +62,9 @@ export interface TargetLoaderOptions {
   readonly onLoss?: (target: Target, redisVersion: bigint, postgresVersion: bigint) => void;
 }
 
+/** A suspect target found this long after the last one starts a new episode (another failover), waited for again. */
+const suspectEpisodeMs = 60_000;
+
 /** Of the lease, what a load keeps unused before it writes: writes sent before then land well within it. */
 const leaseMarginMs = 5_000;
 
@@ -73,6 +77,9 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
   // Tokens of acquires whose answer never came: Redis may hold the lock under them.
   const unanswered = new LRUCache<TargetKey, string>({ max: 10_000, ttl: leaseMs });
   const histories = { adopted: 0, reloaded: 0 };
+  // When this process first found a suspect target of the current episode, and last found one.
+  let suspectSince = 0;
+  let lastSuspectAt = Number.NEGATIVE_INFINITY;
 
   /** Takes each target's lock; the tokens of those taken, null where another process holds it. */
   async function lockAll(targets: readonly Target[]): Promise<(string | null)[]> {
@@ -148,6 +155,21 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
   }
 
   /**
+   * Resolves once the changes the pipeline carried before Redis's history changed have
+   * had their time to reach PostgreSQL: `droppedWaitMs` after this process first found a
+   * suspect target (again after a minute without one). A change the old primary
+   * acknowledged and the relay published, still in a queue or a batch, would otherwise
+   * be missing from the comparison below, and the target adopted without it.
+   */
+  async function suspectsSettled(): Promise<void> {
+    const now = performance.now();
+    if (now - lastSuspectAt > suspectEpisodeMs) suspectSince = now;
+    lastSuspectAt = now;
+    const wait = suspectSince + droppedWaitMs - now;
+    if (wait > 0) await sleep(wait);
+  }
+
+  /**
    * Whether each target is held, once those held from another replication history
    * (suspect: a failover, a restart or a slot's move brought them to their node) are
    * settled. A failover or an AOF loses a suffix of a target's changes, so PostgreSQL
@@ -156,6 +178,7 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
    * PostgreSQL holds (`onLoss`) and is dropped, to load from PostgreSQL.
    */
   async function settleSuspects(targets: readonly Target[], holdings: readonly Holding[]): Promise<boolean[]> {
+    if (holdings.some((holding) => typeof holding === "object")) await suspectsSettled();
     return Promise.all(
       targets.map(async (target, i) => {
         const holding = holdings[i];
