@@ -4,11 +4,11 @@
 // targets held from another replication history (a failover, a restart).
 import { Gauge, type Registry } from "prom-client";
 import type { Reachability } from "./domain/ports/index.js";
-import type { TargetLoader } from "./domain/target-loads.js";
+import type { LoadHistories } from "./compose/counts.js";
 import type { Warmer } from "./domain/warmer.js";
 import { totalCounter } from "./metric-totals.js";
 
-export function watchColdReads(registry: Registry, reachability: Reachability, warmer: Warmer, loads: Pick<TargetLoader, "histories">): void {
+export function watchColdReads(registry: Registry, reachability: Reachability, warmer: Warmer, loads: { histories(): LoadHistories }): void {
   new Gauge({
     name: "likes_redis_reachable",
     help: "1 while this process reaches Redis; 0 while it does not, reads answering from PostgreSQL and likes refused",
@@ -49,5 +49,11 @@ export function watchColdReads(registry: Registry, reachability: Reachability, w
     "likes_redis_targets_lost_changes_total",
     "Targets Redis held from another replication history lacking changes PostgreSQL holds (a failover or a restart took them back): loaded again from PostgreSQL",
     () => loads.histories().reloaded,
+  );
+  totalCounter(
+    registry,
+    "likes_redis_lost_acknowledged_changes_total",
+    "Changes this process acknowledged that neither Redis nor PostgreSQL held after a failover (each logged with its pair); REDIS_REPLICA_ACKS prevents them",
+    () => loads.histories().lostAcknowledged,
   );
 }

@@ -1,11 +1,10 @@
 // The composition root: every store and service of the service is built here,
 // from the clients an entry point opened, and nowhere else.
 import type { Logger } from "pino";
-import { composeCounts } from "./compose/counts.js";
+import { composeCounts, type ComposedCounts } from "./compose/counts.js";
 import { composeRateLimits } from "./compose/rate-limits.js";
 import type { TargetUses } from "./domain/target-uses.js";
 import type { Warmer } from "./domain/warmer.js";
-import type { TargetLoader } from "./domain/target-loads.js";
 import type { Config } from "./config.js";
 import { createCatalog, findOne } from "./domain/catalog.js";
 import { createContentService } from "./domain/content.js";
@@ -80,8 +79,8 @@ export interface App {
   readonly warmer: Warmer;
   /** Whether Redis answers, as this process last found. */
   readonly reachability: Reachability;
-  /** The loads of targets from PostgreSQL: how many were found held from another replication history. */
-  readonly loads: Pick<TargetLoader, "histories">;
+  /** The loads of targets from PostgreSQL: what they found held from another replication history. */
+  readonly loads: ComposedCounts["loads"];
   /** The targets this process used, told to Redis's use records every 30 s (eviction goes by them). */
   readonly uses: TargetUses;
   /** Stops the background loads and the watch on Redis's reachability. */
@@ -151,7 +150,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const userAnnouncements = createUserAnnouncements(redis, clients.subscriberRedis ?? null, keys);
   const snapshots = createSnapshotStore(db);
   // Counts from Redis, or PostgreSQL where it holds none; Redis filled in behind reads, within its memory policy.
-  const { reachability, warmer, uses, counters, loads } = composeCounts(
+  const { reachability, warmer, uses, counters, loads, journal } = composeCounts(
     config,
     { db, redis, keys, counterStore, rebuilds, snapshots, catalog, memberIndexes },
     logger,
@@ -174,6 +173,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
       counters,
       reachability,
       uses,
+      journal,
     }),
     lists: createListService({ lists: listStore, history, reachability }),
     views: createViewService({

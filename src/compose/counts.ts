@@ -8,7 +8,10 @@ import { createCounterService, type CounterService } from "../domain/counters.js
 import { createMemoryPolicy, type MemoryPolicy } from "../domain/memory-policy.js";
 import type { CounterStore, RebuildStore, SnapshotStore } from "../domain/ports/index.js";
 import { createRebuildSlots } from "../domain/rebuild-slots.js";
-import { createTargetLoader, type TargetLoader } from "../domain/target-loads.js";
+import { createTargetLoader } from "../domain/target-loads.js";
+import { AcknowledgedChanges } from "../domain/acknowledged-changes.js";
+import { createLostChangeCheck } from "../domain/lost-changes.js";
+import { createPairVersions } from "../stores/postgres/pair-versions.js";
 import { createTargetUses, type TargetUses } from "../domain/target-uses.js";
 import { createWarmer, type Warmer } from "../domain/warmer.js";
 import type { Database } from "../stores/postgres/database.js";
@@ -38,7 +41,19 @@ export interface ComposedCounts {
   readonly warmer: Warmer;
   readonly uses: TargetUses;
   readonly counters: CounterService;
-  readonly loads: Pick<TargetLoader, "histories">;
+  /** What loads found of targets held from another replication history, and changes a failover lost, since start. */
+  readonly loads: { histories(): LoadHistories };
+  /** The changes this process acknowledged lately (acknowledged-changes.ts). */
+  readonly journal: AcknowledgedChanges;
+}
+
+export interface LoadHistories {
+  /** Targets kept as they were, lacking nothing PostgreSQL holds. */
+  readonly adopted: number;
+  /** Targets lacking changes PostgreSQL holds, loaded again. */
+  readonly reloaded: number;
+  /** Changes this process acknowledged that no store held after a failover. */
+  readonly lostAcknowledged: number;
 }
 
 export function composeCounts(config: Config, parts: CountsParts, logger: Logger): ComposedCounts {
@@ -62,11 +77,29 @@ export function composeCounts(config: Config, parts: CountsParts, logger: Logger
         ? logger.info("Redis answers again: counts are read from it again")
         : logger.warn({ err: cause }, "Redis cannot be reached: counts are read from PostgreSQL and changes that need Redis are refused until it answers"),
   });
+  // The changes this process acknowledged lately: after a failover, those no store holds are reported.
+  const journal = new AcknowledgedChanges();
+  const lostChanges = createLostChangeCheck({
+    journal,
+    versions: createPairVersions(db),
+    onLost: (changes) =>
+      logger.error(
+        {
+          lost: changes.length,
+          pairs: changes
+            .slice(0, 100)
+            .map((c) => `${c.relation} ${c.target.type}:${c.target.id} user ${c.userId} ${c.member ? "member" : "not member"} v${c.version}`),
+        },
+        "a Redis failover lost changes this process acknowledged: neither the promoted replica nor PostgreSQL holds them (REDIS_REPLICA_ACKS prevents this)",
+      ),
+  });
   const loader = createTargetLoader({
     rebuildStore: rebuilds,
     snapshots,
     counterStore,
     lookup: lookupTarget(catalog),
+    onSuspectEpisode: (atMs) =>
+      void lostChanges.check(atMs).catch((err: unknown) => logger.warn({ err }, "the changes acknowledged before a Redis failover could not be checked")),
     onLoss: (target, redisVersion, postgresVersion) =>
       logger.warn(
         { target: `${target.type}:${target.id}`, redisVersion: redisVersion.toString(), postgresVersion: postgresVersion.toString() },
@@ -100,5 +133,6 @@ export function composeCounts(config: Config, parts: CountsParts, logger: Logger
     slots,
     admitLoad: memory.admit,
   });
-  return { memory, reachability, warmer, uses, counters, loads: loader };
+  const loads = { histories: () => ({ ...loader.histories(), lostAcknowledged: lostChanges.lost() }) };
+  return { memory, reachability, warmer, uses, counters, loads, journal };
 }

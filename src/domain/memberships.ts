@@ -4,6 +4,7 @@ import { badInput, DomainError, ErrorCode, forbidden, notFound, TargetFullError,
 import { rebuildRounds, type CounterService } from "./counters.js";
 import type { Counts, MemberPosition, Relation, Target } from "./model/index.js";
 import type { MembershipChange, MembershipStore, MemberPageStore, Reachability } from "./ports/index.js";
+import type { AcknowledgedChanges } from "./acknowledged-changes.js";
 import type { TargetUses } from "./target-uses.js";
 
 export interface MembershipOutcome {
@@ -52,6 +53,8 @@ export interface MembershipServiceDeps {
   readonly counters: CounterService;
   /** Whether Redis answers: while it does not, a change is refused at once rather than after its timeouts. */
   readonly reachability?: Reachability;
+  /** Where a change made is kept a while, in case a Redis failover takes it back (lost-changes.ts). */
+  readonly journal?: Pick<AcknowledgedChanges, "record">;
   /** Where a changed target is noted as used, for eviction. */
   readonly uses?: TargetUses;
 }
@@ -62,7 +65,7 @@ const unreachableRetrySeconds = 2;
 const verbs: Record<Relation, string> = { like: "likes", collect: "collects", follow: "followers" };
 
 export function createMembershipService(deps: MembershipServiceDeps): MembershipService {
-  const { memberships, history, counters, reachability, uses } = deps;
+  const { memberships, history, counters, reachability, uses, journal } = deps;
 
   async function apply(relation: Relation, target: Target, userId: bigint, join: boolean, answerAtMs: number | undefined): Promise<MembershipOutcome> {
     if (relation === "follow" && target.id === userId) throw badInput("userId", "A user cannot follow themself; pass another user's id.");
@@ -91,6 +94,7 @@ export function createMembershipService(deps: MembershipServiceDeps): Membership
       result = await attempt();
     }
     uses?.used([target]);
+    if (result.version !== undefined) journal?.record({ target, relation, userId, member: join, version: result.version });
     return { changed: result.changed, counts: result.counts };
   }
 

@@ -60,26 +60,28 @@ export interface TargetLoaderOptions {
    * stamped and PostgreSQL's newest. It is loaded again from PostgreSQL.
    */
   readonly onLoss?: (target: Target, redisVersion: bigint, postgresVersion: bigint) => void;
+  /**
+   * Told, `droppedWaitMs` after it, that this process found its first suspect target on a
+   * node of a new history (a failover, a restart) at `atMs` (performance.now()): what it
+   * acknowledged before may be lost.
+   */
+  readonly onSuspectEpisode?: (atMs: number) => void;
 }
-
-/** A suspect target found this long after the last one starts a new episode (another failover), waited for again. */
-const suspectEpisodeMs = 60_000;
 
 /** Of the lease, what a load keeps unused before it writes: writes sent before then land well within it. */
 const leaseMarginMs = 5_000;
 
 // eslint-disable-next-line max-lines-per-function -- the load's steps share the locks taken and the missing ids in one closure, each step a function of its own.
 export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
-  const { rebuildStore, snapshots, counterStore, lookup, onLoss } = options;
+  const { rebuildStore, snapshots, counterStore, lookup, onLoss, onSuspectEpisode } = options;
   const leaseMs = options.leaseMs ?? 15_000;
   const droppedWaitMs = options.droppedWaitMs ?? 3_000;
   const missing = new LRUCache<TargetKey, true>({ max: 100_000, ttl: options.missingTtlMs ?? 30_000 });
   // Tokens of acquires whose answer never came: Redis may hold the lock under them.
   const unanswered = new LRUCache<TargetKey, string>({ max: 10_000, ttl: leaseMs });
   const histories = { adopted: 0, reloaded: 0 };
-  // When this process first found a suspect target of the current episode, and last found one.
-  let suspectSince = 0;
-  let lastSuspectAt = Number.NEGATIVE_INFINITY;
+  // The node histories suspect targets were found on, with when this process first found one.
+  const historiesSeen = new LRUCache<string, number>({ max: 1_000 });
 
   /** Takes each target's lock; the tokens of those taken, null where another process holds it. */
   async function lockAll(targets: readonly Target[]): Promise<(string | null)[]> {
@@ -155,18 +157,25 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
   }
 
   /**
-   * Resolves once the changes the pipeline carried before Redis's history changed have
+   * Resolves once the changes the pipeline carried before a node's history changed have
    * had their time to reach PostgreSQL: `droppedWaitMs` after this process first found a
-   * suspect target (again after a minute without one). A change the old primary
-   * acknowledged and the relay published, still in a queue or a batch, would otherwise
-   * be missing from the comparison below, and the target adopted without it.
+   * target suspect on a node of that history (a failover, a restart). A change the old
+   * primary acknowledged and the relay published, still in a queue or a batch, would
+   * otherwise be missing from the comparison below, and the target adopted without it.
    */
-  async function suspectsSettled(): Promise<void> {
+  async function historiesSettled(holdings: readonly Holding[]): Promise<void> {
     const now = performance.now();
-    if (now - lastSuspectAt > suspectEpisodeMs) suspectSince = now;
-    lastSuspectAt = now;
-    const wait = suspectSince + droppedWaitMs - now;
-    if (wait > 0) await sleep(wait);
+    let until = now;
+    for (const holding of holdings) {
+      if (typeof holding !== "object") continue;
+      let since = historiesSeen.get(holding.nodeHistory);
+      if (since === undefined) {
+        historiesSeen.set(holding.nodeHistory, (since = now));
+        if (onSuspectEpisode) setTimeout(() => onSuspectEpisode(now), droppedWaitMs).unref();
+      }
+      until = Math.max(until, since + droppedWaitMs);
+    }
+    if (until > now) await sleep(until - now);
   }
 
   /**
@@ -178,7 +187,7 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
    * PostgreSQL holds (`onLoss`) and is dropped, to load from PostgreSQL.
    */
   async function settleSuspects(targets: readonly Target[], holdings: readonly Holding[]): Promise<boolean[]> {
-    if (holdings.some((holding) => typeof holding === "object")) await suspectsSettled();
+    await historiesSettled(holdings);
     return Promise.all(
       targets.map(async (target, i) => {
         const holding = holdings[i];

@@ -1,7 +1,7 @@
 // A running API on an ephemeral port, wired to the test database and private Redis.
 import type { ApolloServerPlugin } from "@apollo/server";
 import type { Logger } from "pino";
-import { compose } from "../../src/compose.js";
+import { compose, type App } from "../../src/compose.js";
 import type { Config } from "../../src/config.js";
 import type { Services } from "../../src/domain/services.js";
 import type { MemberIndexLoader } from "../../src/domain/member-indexes.js";
@@ -39,6 +39,8 @@ export interface TestApi {
   redisReachable(): boolean;
   /** The targets the API used, told to Redis's use records when flushed. */
   readonly uses: TargetUses;
+  /** What the API's loads found held from another replication history, and changes a failover lost. */
+  readonly loads: App["loads"];
   close(): Promise<void>;
 }
 
@@ -99,6 +101,7 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
     warmer: app.warmer,
     redisReachable: () => app.reachability.reachable(),
     uses: app.uses,
+    loads: app.loads,
     async close() {
       await api.close();
       await directory.close();

@@ -8,6 +8,8 @@ export type MembershipChange =
       readonly changed: boolean;
       /** The target's counts right after the change, from the same atomic step. */
       readonly counts: Counts;
+      /** The change's version, when it changed something (a repeat answered from its receipt has none). */
+      readonly version?: bigint;
     }
   /** Redis does not hold the target: it must be loaded from PostgreSQL first. */
   | { readonly kind: "unloaded" };

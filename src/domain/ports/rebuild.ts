@@ -34,9 +34,9 @@ export interface LateViews {
 /**
  * Whether Redis holds a target: in its node's replication history, not at all, or
  * from another history (suspect: a failover or a restart may have taken changes
- * back), with the version it last stamped.
+ * back), with the version it last stamped and the history its node follows now.
  */
-export type Holding = "held" | "absent" | { readonly suspectAt: bigint };
+export type Holding = "held" | "absent" | { readonly suspectAt: bigint; readonly nodeHistory: string };
 
 /** What writing a snapshot did: wrote the target, found it held already, or found the lock gone (nothing written). */
 export type RebuildWrite = "written" | "held" | "lockLost";

@@ -101,3 +101,9 @@ export interface PersistedViews {
   /** Per target in order, whether `userId` is a member of each relation asked that its type has. */
   memberships(userId: bigint, targets: readonly Target[], relations: readonly Relation[]): Promise<Partial<Record<Relation, boolean>>[]>;
 }
+
+/** The newest change PostgreSQL applied to pairs (target, relation, user). */
+export interface PairVersions {
+  /** Per pair in order, the version of the newest change applied to it, or null when none. */
+  newest(pairs: readonly { readonly target: Target; readonly relation: Relation; readonly userId: bigint }[]): Promise<(bigint | null)[]>;
+}

@@ -10,6 +10,7 @@ import type { MembershipReply } from "./scripts.js";
 import { ScriptStatus, toError } from "./statuses.js";
 import { commandTimeoutOf, writeDeadlineBy, WriteDeadlinePassedError } from "./write-deadline.js";
 import { redisClockOf } from "./redis-clock.js";
+import { versionOf } from "../versions.js";
 import { replicaAcksOf, ReplicasBehindError } from "./replica-acks.js";
 
 /** The one place the membership scripts' replies become results or errors. */
@@ -19,11 +20,14 @@ function toChange(script: string, reply: MembershipReply, target: Target): Membe
     case ScriptStatus.Applied:
     case ScriptStatus.Unchanged: {
       const counts: Record<string, number> = {};
-      counterNames[target.type].forEach((name, i) => {
+      const names = counterNames[target.type];
+      names.forEach((name, i) => {
         const value = reply[i + 1];
         if (typeof value === "number") counts[name] = value;
       });
-      return { kind: "applied", changed: status === ScriptStatus.Applied, counts };
+      const [epoch, micros] = [reply[names.length + 1], reply[names.length + 2]];
+      const version = typeof epoch === "string" && typeof micros === "string" ? { version: versionOf(BigInt(epoch), BigInt(micros)) } : {};
+      return { kind: "applied", changed: status === ScriptStatus.Applied, counts, ...version };
     }
     case ScriptStatus.TargetAbsent:
       return { kind: "unloaded" };

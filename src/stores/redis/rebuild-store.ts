@@ -61,8 +61,8 @@ export function rebuildGeneration(members: readonly bigint[], capacity: number):
 function holdingOf(state: string | undefined): Holding {
   if (state === "1") return "held";
   if (state === undefined || state === "0") return "absent";
-  const [epoch = "0", micros = "0"] = state.split(":");
-  return { suspectAt: versionOf(BigInt(epoch), BigInt(micros)) };
+  const [epoch = "0", micros = "0", nodeHistory = ""] = state.split(":");
+  return { suspectAt: versionOf(BigInt(epoch), BigInt(micros)), nodeHistory };
 }
 
 /** rebuild-marks.lua's answer for one target: 'epoch:micros:mark', or '' when not held. */

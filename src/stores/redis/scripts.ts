@@ -34,9 +34,10 @@ export function loadScript(name: string): string {
 
 /**
  * The membership scripts' reply: a status, then each counter the call named,
- * as held after the change (null where the hash has none).
+ * as held after the change (null where the hash has none), then, for a change
+ * made, its version's epoch and microseconds.
  */
-export type MembershipReply = [status: number, ...counters: (number | null)[]];
+export type MembershipReply = [status: number, ...countersThenVersion: (number | string | null)[]];
 
 // Counter hash, outbox, touched-since-rebuild set, the call's receipt, one shard per generation.
 const membershipKeys = 4 + membershipGenerations;

@@ -4,7 +4,9 @@
 // primary alone and carried to PostgreSQL by the pipeline, the primary is killed
 // (SIGKILL) and the replica promoted. The promoted replica holds the post, and a
 // user's complete member index, as they were before those changes; none of the
-// service's answers may contradict them.
+// service's answers may contradict them. Then the same again with the pipeline
+// stopped, so that no store holds the like the primary acknowledged alone: the API
+// process that acknowledged it reports it.
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LikeableTarget } from "../../../src/domain/model/index.js";
@@ -120,6 +122,42 @@ describe("a failover that lost acknowledged writes", () => {
 
     async function replicaLikes(): Promise<number> {
       return Number(await replica.hget(keys.counters(target), "like"));
+    }
+  });
+
+  it("when a failover loses a like the relay never read, then the API process that acknowledged it reports it lost", async () => {
+    // The replica promoted by the test before is the primary now: it gets a replica of its own.
+    const primaryNow = replicaPort;
+    const nextReplica = await servers.start({ replicaOf: primaryNow });
+    const post = dataOf(await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "g", body: "b") { id } }`, {}, users[author]?.token))
+      .createPost.id;
+    const [primary, replica] = [new Redis({ port: primaryNow }), new Redis({ port: nextReplica })];
+    primary.on("error", () => {});
+    try {
+      const counters = createRedisKeys(api.config.redisPartitions).counters({ type: "post", id: BigInt(post) });
+      await until("the replica holds the post", async () => (await replica.exists(counters)) === 1);
+      const before = api.loads.histories().lostAcknowledged;
+      // Nothing relays the like: it is in the primary's outbox alone when the primary dies.
+      await pipeline.stop();
+      servers.pause(nextReplica);
+      await primary.call("CLIENT", "KILL", "TYPE", "replica");
+      expect(await answered("likePost", post, second)).toBe(true);
+      servers.kill(primaryNow);
+      servers.resume(nextReplica);
+      await replica.replicaof("NO", "ONE");
+      proxy.retarget(nextReplica);
+      pipeline = await startTestPipeline(testConfig({ REDIS_URL: proxy.url }));
+
+      // A read finds the post suspect on the promoted replica; the check follows the pipeline's wait.
+      expect(await viewOf(post, first)).toEqual({ counts: { likes: 0 }, viewerHasLiked: false });
+      await eventually(
+        async () => api.loads.histories().lostAcknowledged === before + 1,
+        15_000,
+        () => `lost acknowledged changes: ${api.loads.histories().lostAcknowledged - before}`,
+      );
+    } finally {
+      primary.disconnect();
+      replica.disconnect();
     }
   });
 });

@@ -30,7 +30,8 @@
     ARGV[12..]    the counters of the target's type to answer, its first counter first
 
   Output:
-    { APPLIED, c1, … }     added; c = each counter named in ARGV[12..] after the change (nil where absent)
+    { APPLIED, c1, …, e, v } added; c = each counter named in ARGV[12..] after the change (nil where
+                           absent); e, v the change's version: its epoch and microseconds
     { UNCHANGED, c1, … }   already a member, nothing changed, appended or announced (in a rebuild
                            window the state answered is noted: includes/member-change.lua)
     { TARGET_ABSENT }      the target's counter hash is not in Redis
@@ -89,4 +90,4 @@ if memberIndex ~= '' then
   notePending(pending, targetId, target.epoch, micros)
 end
 keepReceipt(receipt, APPLIED)
-return countsReply(APPLIED, target)
+return changedReply(target, micros)

@@ -10,9 +10,10 @@
 
   Output:
     { UNCHANGED, text }  per target, in order and separated by ';': '1' held in this
-                         node's history, '0' not held, or 'epoch:micros' of the version
-                         it last stamped when held from another history (suspect: a
-                         failover, a restart or a slot's move brought it here)
+                         node's history, '0' not held, or 'epoch:micros:history' when held
+                         from another history (suspect: a failover, a restart or a slot's
+                         move brought it here): the version it last stamped, and the
+                         node's history now
 ]]
 --@include statuses
 --@include history
@@ -27,7 +28,7 @@ local function stateOf(key)
   if not held[1] and redis.call('EXISTS', key) == 0 then
     return '0'
   end
-  return (held[2] or '0') .. ':' .. (held[3] or '0')
+  return (held[2] or '0') .. ':' .. (held[3] or '0') .. ':' .. nodeHistory()
 end
 for i = 1, #KEYS do
   states[#states + 1] = stateOf(KEYS[i])

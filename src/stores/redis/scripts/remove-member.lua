@@ -19,7 +19,8 @@
     ARGV[8..]     the counters of the target's type to answer, its first counter first
 
   Output:
-    { APPLIED, c1, … }     removed; c = each counter named in ARGV[8..] after the change (nil where absent)
+    { APPLIED, c1, …, e, v } removed; c = each counter named in ARGV[8..] after the change (nil where
+                           absent); e, v the change's version: its epoch and microseconds
     { UNCHANGED, c1, … }   not a member, nothing changed, appended or announced (in a rebuild
                            window the state answered is noted: includes/member-change.lua)
     { TARGET_ABSENT }      the target's counter hash is not in Redis
@@ -67,6 +68,6 @@ if not shard then
 end
 
 redis.call('SREM', KEYS[shard], user)
-recordChange(target, index, -1, KEYS[2], KEYS[3], targetType, targetId, user, '0', tag)
+local micros = recordChange(target, index, -1, KEYS[2], KEYS[3], targetType, targetId, user, '0', tag)
 keepReceipt(receipt, APPLIED)
-return countsReply(APPLIED, target)
+return changedReply(target, micros)

@@ -60,6 +60,15 @@ local function countsReply(status, target)
   return reply
 end
 
+-- The reply of a change made: APPLIED, the counts, then the change's version (epoch, microseconds),
+-- which the caller keeps for a while in case a failover takes the change back.
+local function changedReply(target, micros)
+  local reply = countsReply(APPLIED, target)
+  reply[target.n + 2] = target.epoch
+  reply[target.n + 3] = formatMicros(micros)
+  return reply
+end
+
 -- Moves the counter at `index` by `delta`, stamps the target's next version, appends the
 -- change to the outbox and announces it. Notes it in a rebuild window (rebuild-window.lua).
 -- Answers the change's microseconds, as its version stamps them.
