@@ -12,11 +12,12 @@ import { createTargetLoader } from "../domain/target-loads.js";
 import { AcknowledgedChanges } from "../domain/acknowledged-changes.js";
 import { createLostChangeCheck } from "../domain/lost-changes.js";
 import { createPairVersions } from "../stores/postgres/pair-versions.js";
+import { splitVersion } from "../stores/versions.js";
 import { createTargetUses, type TargetUses } from "../domain/target-uses.js";
 import { createWarmer, type Warmer } from "../domain/warmer.js";
 import type { Database } from "../stores/postgres/database.js";
 import { createPersistedViews } from "../stores/postgres/persisted-views.js";
-import type { RedisClient } from "../stores/redis/client.js";
+import { lastConnectionLoss, type RedisClient } from "../stores/redis/client.js";
 import type { RedisKeys } from "../stores/redis/keys.js";
 import { createMemberIndexLookup, type MemberIndexes } from "../stores/redis/member-index-store.js";
 import { createMemoryStore } from "../stores/redis/memory-store.js";
@@ -56,6 +57,33 @@ export interface LoadHistories {
   readonly lostAcknowledged: number;
 }
 
+/** The changes this process acknowledged lately, and the check that reports those a failover lost from every store. */
+function composeLostChanges(db: Database, rebuilds: RebuildStore, logger: Logger) {
+  const journal = new AcknowledgedChanges();
+  const lostChanges = createLostChangeCheck({
+    journal,
+    versions: createPairVersions(db),
+    async redisHolds(changes) {
+      const held = await rebuilds.rebuilds(changes.map((c) => c.target));
+      return changes.map((c, i) => {
+        const stamped = held[i]?.version;
+        return stamped !== undefined && splitVersion(stamped).epoch === splitVersion(c.version).epoch && stamped >= c.version;
+      });
+    },
+    onLost: (changes) =>
+      logger.error(
+        {
+          lost: changes.length,
+          pairs: changes
+            .slice(0, 100)
+            .map((c) => `${c.relation} ${c.target.type}:${c.target.id} user ${c.userId} ${c.member ? "member" : "not member"} v${c.version}`),
+        },
+        "a Redis failover lost changes this process acknowledged: neither the promoted replica nor PostgreSQL holds them (REDIS_REPLICA_ACKS prevents this)",
+      ),
+  });
+  return { journal, lostChanges };
+}
+
 export function composeCounts(config: Config, parts: CountsParts, logger: Logger): ComposedCounts {
   const { db, redis, keys, counterStore, rebuilds, snapshots, catalog, memberIndexes } = parts;
   // Redis's memory policy (domain/memory-policy.ts): cold targets evicted, then loads refused, as Redis nears its maxmemory.
@@ -77,27 +105,15 @@ export function composeCounts(config: Config, parts: CountsParts, logger: Logger
         ? logger.info("Redis answers again: counts are read from it again")
         : logger.warn({ err: cause }, "Redis cannot be reached: counts are read from PostgreSQL and changes that need Redis are refused until it answers"),
   });
-  // The changes this process acknowledged lately: after a failover, those no store holds are reported.
-  const journal = new AcknowledgedChanges();
-  const lostChanges = createLostChangeCheck({
-    journal,
-    versions: createPairVersions(db),
-    onLost: (changes) =>
-      logger.error(
-        {
-          lost: changes.length,
-          pairs: changes
-            .slice(0, 100)
-            .map((c) => `${c.relation} ${c.target.type}:${c.target.id} user ${c.userId} ${c.member ? "member" : "not member"} v${c.version}`),
-        },
-        "a Redis failover lost changes this process acknowledged: neither the promoted replica nor PostgreSQL holds them (REDIS_REPLICA_ACKS prevents this)",
-      ),
-  });
+  const { journal, lostChanges } = composeLostChanges(db, rebuilds, logger);
   const loader = createTargetLoader({
     rebuildStore: rebuilds,
     snapshots,
     counterStore,
     lookup: lookupTarget(catalog),
+    // What the relay published before a failover commits within both lingers, with a margin.
+    commitLagMs: config.relay.lingerMs + config.persist.lingerMs + 500,
+    connectionLostAt: () => lastConnectionLoss(redis),
     onSuspectEpisode: (atMs) =>
       void lostChanges.check(atMs).catch((err: unknown) => logger.warn({ err }, "the changes acknowledged before a Redis failover could not be checked")),
     onLoss: (target, redisVersion, postgresVersion) =>

@@ -61,11 +61,18 @@ export interface TargetLoaderOptions {
    */
   readonly onLoss?: (target: Target, redisVersion: bigint, postgresVersion: bigint) => void;
   /**
-   * Told, `droppedWaitMs` after it, that this process found its first suspect target on a
-   * node of a new history (a failover, a restart) at `atMs` (performance.now()): what it
-   * acknowledged before may be lost.
+   * Told, `commitLagMs` after the failover, that this process found a target suspect on a
+   * node of a new history (a failover, a restart) that began at `atMs` (performance.now()):
+   * what it acknowledged before may be lost.
    */
   readonly onSuspectEpisode?: (atMs: number) => void;
+  /**
+   * How long a change the relay published takes at most to commit in PostgreSQL (the
+   * relay's and the persist batch's lingers, and a margin); default 1.5 s.
+   */
+  readonly commitLagMs?: number;
+  /** When this process's connection to Redis last closed (performance.now()), as a failover closes it. */
+  readonly connectionLostAt?: () => number;
 }
 
 /** Of the lease, what a load keeps unused before it writes: writes sent before then land well within it. */
@@ -74,6 +81,8 @@ const leaseMarginMs = 5_000;
 // eslint-disable-next-line max-lines-per-function -- the load's steps share the locks taken and the missing ids in one closure, each step a function of its own.
 export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
   const { rebuildStore, snapshots, counterStore, lookup, onLoss, onSuspectEpisode } = options;
+  const commitLagMs = options.commitLagMs ?? 1_500;
+  const connectionLostAt = options.connectionLostAt ?? (() => Number.POSITIVE_INFINITY);
   const leaseMs = options.leaseMs ?? 15_000;
   const droppedWaitMs = options.droppedWaitMs ?? 3_000;
   const missing = new LRUCache<TargetKey, true>({ max: 100_000, ttl: options.missingTtlMs ?? 30_000 });
@@ -157,11 +166,13 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
   }
 
   /**
-   * Resolves once the changes the pipeline carried before a node's history changed have
-   * had their time to reach PostgreSQL: `droppedWaitMs` after this process first found a
-   * target suspect on a node of that history (a failover, a restart). A change the old
-   * primary acknowledged and the relay published, still in a queue or a batch, would
-   * otherwise be missing from the comparison below, and the target adopted without it.
+   * Resolves once the changes the relay published before a node's history changed have
+   * had their time to commit in PostgreSQL: `commitLagMs` after the failover, which is
+   * when this process's connection to Redis closed (or, had none closed since, when it
+   * first found a target suspect on a node of that history, as after a slot's move). A
+   * change the old primary acknowledged and the relay published, still in a queue or a
+   * batch, would otherwise be missing from the comparison below, and the target adopted
+   * without it.
    */
   async function historiesSettled(holdings: readonly Holding[]): Promise<void> {
     const now = performance.now();
@@ -170,10 +181,11 @@ export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
       if (typeof holding !== "object") continue;
       let since = historiesSeen.get(holding.nodeHistory);
       if (since === undefined) {
-        historiesSeen.set(holding.nodeHistory, (since = now));
-        if (onSuspectEpisode) setTimeout(() => onSuspectEpisode(now), droppedWaitMs).unref();
+        historiesSeen.set(holding.nodeHistory, (since = Math.min(now, connectionLostAt())));
+        const checkAt = since + commitLagMs;
+        if (onSuspectEpisode) setTimeout(() => onSuspectEpisode(checkAt - commitLagMs), Math.max(0, checkAt - now)).unref();
       }
-      until = Math.max(until, since + droppedWaitMs);
+      until = Math.max(until, since + commitLagMs);
     }
     if (until > now) await sleep(until - now);
   }

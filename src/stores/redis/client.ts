@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import { Cluster, Redis, type ChainableCommander } from "ioredis";
 import { defineScripts, variableKeyCommands } from "./scripts.js";
 import { RedisClockUnknownError } from "./redis-clock.js";
@@ -66,6 +67,19 @@ function resendOnlyAwaited(connection: Redis): void {
   });
 }
 
+const connectionLosses = new WeakMap<RedisClient, number>();
+
+/**
+ * When a connection of `redis` (any node's, on a cluster) last closed, on this process's
+ * monotonic clock; -Infinity when none has. A failover or a restart of Redis closes them:
+ * what the old primary acknowledged before was published by then.
+ */
+export const lastConnectionLoss = (redis: RedisClient): number => connectionLosses.get(redis) ?? Number.NEGATIVE_INFINITY;
+
+function watchConnectionLoss(client: RedisClient, connection: Redis): void {
+  connection.on("close", () => connectionLosses.set(client, performance.now()));
+}
+
 /** A client with the service's scripts defined. */
 export function createRedisClient(options: RedisConnectionOptions): RedisClient {
   const connection = {
@@ -109,8 +123,15 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
               failoverDetector: true,
             }),
         });
-  if (client instanceof Cluster) client.on("+node", resendOnlyAwaited);
-  else resendOnlyAwaited(client);
+  if (client instanceof Cluster)
+    client.on("+node", (node: Redis) => {
+      resendOnlyAwaited(node);
+      watchConnectionLoss(client, node);
+    });
+  else {
+    resendOnlyAwaited(client);
+    watchConnectionLoss(client, client);
+  }
   defineScripts(client);
   return client;
 }

@@ -7,6 +7,7 @@ import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../../../scripts/lib/ports.js";
+import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
 import { startTestApi, type TestApi } from "../../../support/api.js";
 import { createUsers, dataOf, openDatabase } from "../../../support/env.js";
 import { redisServers, until } from "../../../support/redis-servers.js";
@@ -70,6 +71,11 @@ describe("Redis under Sentinel", () => {
       const primary = new Redis({ port: primaryPort, lazyConnect: true });
       expect(await primary.dbsize()).toBeGreaterThan(0);
       primary.disconnect();
+      // SENTINEL FAILOVER does not wait for the replica: the test does, so that this failover loses nothing.
+      const replica = new Redis({ port: replicaPort, lazyConnect: true });
+      const counters = createRedisKeys(api.config.redisPartitions).counters({ type: "post", id: BigInt(post) });
+      await until("the replica holds the like", async () => (await replica.hget(counters, "like")) === "1");
+      replica.disconnect();
 
       await sentinel.call("SENTINEL", "FAILOVER", name);
       await until(
