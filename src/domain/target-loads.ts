@@ -68,7 +68,7 @@ export interface TargetLoaderOptions {
   readonly onSuspectEpisode?: (atMs: number) => void;
   /**
    * How long a change the relay published takes at most to commit in PostgreSQL (the
-   * relay's and the persist batch's lingers, and a margin); default 1.5 s.
+   * relay's and the persist batch's lingers, and a margin); default 3 s.
    */
   readonly commitLagMs?: number;
   /** When this process's connection to Redis last closed (performance.now()), as a failover closes it. */
@@ -81,7 +81,7 @@ const leaseMarginMs = 5_000;
 // eslint-disable-next-line max-lines-per-function -- the load's steps share the locks taken and the missing ids in one closure, each step a function of its own.
 export function createTargetLoader(options: TargetLoaderOptions): TargetLoader {
   const { rebuildStore, snapshots, counterStore, lookup, onLoss, onSuspectEpisode } = options;
-  const commitLagMs = options.commitLagMs ?? 1_500;
+  const commitLagMs = options.commitLagMs ?? 3_000;
   const connectionLostAt = options.connectionLostAt ?? (() => Number.POSITIVE_INFINITY);
   const leaseMs = options.leaseMs ?? 15_000;
   const droppedWaitMs = options.droppedWaitMs ?? 3_000;

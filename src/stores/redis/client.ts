@@ -70,14 +70,20 @@ function resendOnlyAwaited(connection: Redis): void {
 const connectionLosses = new WeakMap<RedisClient, number>();
 
 /**
- * When a connection of `redis` (any node's, on a cluster) last closed, on this process's
- * monotonic clock; -Infinity when none has. A failover or a restart of Redis closes them:
+ * When a connection of `redis` (any node's, on a cluster) that was serving last closed, on
+ * this process's monotonic clock; -Infinity when none has. A failover or a restart of Redis closes them:
  * what the old primary acknowledged before was published by then.
  */
 export const lastConnectionLoss = (redis: RedisClient): number => connectionLosses.get(redis) ?? Number.NEGATIVE_INFINITY;
 
+/** Notes when a connection that was serving closed; the attempts to connect again that fail after it do not move the moment. */
 function watchConnectionLoss(client: RedisClient, connection: Redis): void {
-  connection.on("close", () => connectionLosses.set(client, performance.now()));
+  let serving = false;
+  connection.on("ready", () => (serving = true));
+  connection.on("close", () => {
+    if (serving) connectionLosses.set(client, performance.now());
+    serving = false;
+  });
 }
 
 /** A client with the service's scripts defined. */
