@@ -12,13 +12,12 @@
 // the replica is cut off answer SERVICE_UNAVAILABLE, so nothing acknowledged is lost.
 // sentinel-failover runs the service under three Sentinels of the case's own
 // (REDIS_SENTINELS), which promote the replica themselves once the primary is killed.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
-import { freePort } from "../lib/ports.js";
+import { startSentinels } from "../lib/sentinels.js";
 import { at, type ChaosCase, type FaultContext } from "./case.js";
 import { countsText, ms } from "./figures.js";
 import { startRedisInstance, type RedisInstance } from "./redis-instance.js";
@@ -52,35 +51,16 @@ async function startReplica(primary: RedisInstance) {
 }
 
 /** A replica and three Sentinels watching the primary, which the service finds through them. */
-async function startSentinels(primary: RedisInstance) {
+async function startReplicaAndSentinels(primary: RedisInstance) {
   const withReplica = await startReplica(primary);
   const dir = mkdtempSync(path.join(tmpdir(), "likes-chaos-sentinel-"));
-  const sentinels: ChildProcess[] = [];
-  const ports: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    const port = await freePort();
-    const conf = path.join(dir, `sentinel-${port}.conf`);
-    writeFileSync(
-      conf,
-      [
-        `port ${port}`,
-        "bind 127.0.0.1",
-        `dir ${dir}`,
-        `sentinel monitor ${sentinelName} 127.0.0.1 ${primary.port} 2`,
-        `sentinel down-after-milliseconds ${sentinelName} 1000`,
-        `sentinel failover-timeout ${sentinelName} 10000`,
-        "",
-      ].join("\n"),
-    );
-    sentinels.push(spawn("redis-server", [conf, "--sentinel"], { stdio: "ignore" }));
-    ports.push(port);
-  }
+  const sentinels = await startSentinels(dir, sentinelName, primary.port);
+  const ports = sentinels.ports;
   const stop = async () => {
-    for (const sentinel of sentinels) sentinel.kill("SIGKILL");
+    sentinels.stop();
     rmSync(dir, { recursive: true, force: true });
     await withReplica.stop();
   };
-  process.once("exit", () => sentinels.forEach((sentinel) => sentinel.kill("SIGKILL")));
   const client = new Redis({ port: ports[0], lazyConnect: true });
   client.on("error", () => {});
   try {
@@ -186,7 +166,7 @@ function failoverCase(name: string, summary: string, variant: Variant): ChaosCas
     redisAppendOnly: true,
     env: variant.env ?? {},
     loadSeconds: 12,
-    beforeStart: sentinels ? startSentinels : startReplica,
+    beforeStart: sentinels ? startReplicaAndSentinels : startReplica,
     inject: (ctx) => failOver(ctx, variant.lag, sentinels, acks, timing),
     // Views are not waited for by replica acks: those the primary counted while the replica was cut off may go with it.
     ...(variant.lag && { viewsMayBeLost: { from: "replica paused", to: "primary kill" } }),

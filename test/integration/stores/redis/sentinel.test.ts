@@ -2,11 +2,9 @@
 // (redis-server --sentinel), the service configured with REDIS_SENTINELS only. It
 // finds the primary through them, and after a failover to the replica it likes and
 // reads on the new primary, with what the old one held.
-import { writeFileSync } from "node:fs";
-import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../../../../scripts/lib/ports.js";
+import { startSentinels, type Sentinels } from "../../../../scripts/lib/sentinels.js";
 import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
 import { startTestApi, type TestApi } from "../../../support/api.js";
 import { createUsers, dataOf, openDatabase } from "../../../support/env.js";
@@ -20,33 +18,20 @@ let primaryPort: number;
 let replicaPort: number;
 let sentinelPorts: number[];
 let sentinel: Redis;
+let sentinels: Sentinels | undefined;
 
 beforeAll(async () => {
   primaryPort = await servers.start();
   replicaPort = await servers.start({ replicaOf: primaryPort });
-  sentinelPorts = [await freePort(), await freePort(), await freePort()];
-  for (const port of sentinelPorts) {
-    const conf = path.join(dir, `sentinel-${port}.conf`);
-    writeFileSync(
-      conf,
-      [
-        `port ${port}`,
-        "bind 127.0.0.1",
-        `dir ${dir}`,
-        `sentinel monitor ${name} 127.0.0.1 ${primaryPort} 2`,
-        `sentinel down-after-milliseconds ${name} 1000`,
-        `sentinel failover-timeout ${name} 10000`,
-        "",
-      ].join("\n"),
-    );
-    servers.serve([conf, "--sentinel"]);
-  }
+  sentinels = await startSentinels(dir, name, primaryPort);
+  sentinelPorts = [...sentinels.ports];
   sentinel = new Redis({ port: sentinelPorts[0], lazyConnect: true });
   await until("the Sentinels know the replica", async () => ((await sentinel.call("SENTINEL", "REPLICAS", name)) as unknown[]).length > 0);
 }, 60_000);
 
 afterAll(() => {
   sentinel?.disconnect();
+  sentinels?.stop();
   servers.stop();
 });
 
