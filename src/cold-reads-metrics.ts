@@ -53,7 +53,13 @@ export function watchColdReads(registry: Registry, reachability: Reachability, w
   totalCounter(
     registry,
     "likes_redis_lost_acknowledged_changes_total",
-    "Changes this process acknowledged that neither Redis nor PostgreSQL held after a failover (each logged with its pair); REDIS_REPLICA_ACKS prevents them",
+    "Changes this process acknowledged that neither Redis nor PostgreSQL held after a failover and that it could not append to PostgreSQL (each logged with its pair)",
     () => loads.histories().lostAcknowledged,
+  );
+  totalCounter(
+    registry,
+    "likes_redis_appended_acknowledged_changes_total",
+    "Changes this process acknowledged that PostgreSQL lacked as a Redis connection closed or a failover settled, appended to PostgreSQL by the process itself",
+    () => loads.histories().appendedAcknowledged,
   );
 }

@@ -2,6 +2,7 @@
 // from the clients an entry point opened, and nowhere else.
 import type { Logger } from "pino";
 import { composeCounts, type ComposedCounts } from "./compose/counts.js";
+import { composePersistence } from "./compose/persistence.js";
 import { composeRateLimits } from "./compose/rate-limits.js";
 import type { TargetUses } from "./domain/target-uses.js";
 import type { Warmer } from "./domain/warmer.js";
@@ -13,7 +14,6 @@ import { createListService } from "./domain/lists.js";
 import { createMemberIndexLoader, type MemberIndexLoader } from "./domain/member-indexes.js";
 import { createLiveCounts } from "./domain/live-counts.js";
 import { createMembershipService } from "./domain/memberships.js";
-import { createChangePersistence } from "./domain/persistence.js";
 import type { MessageBus, Reachability } from "./domain/ports/index.js";
 import { createRankingRefresher, createRankingService, type RankingRefresher } from "./domain/rankings.js";
 import { createRepairService } from "./domain/repairs.js";
@@ -38,11 +38,10 @@ import { createTopology } from "./stores/rabbitmq/topology.js";
 import { createCounterStore } from "./stores/redis/counter-store.js";
 import { createCountChanges } from "./stores/redis/count-changes.js";
 import { HotCounts } from "./stores/redis/hot-counts.js";
-import { isRedisUnavailable } from "./stores/redis/client.js";
 import { createRedisKeys } from "./stores/redis/keys.js";
 import { createLease, createTickClaims } from "./stores/redis/lease-store.js";
 import { createListStore } from "./stores/redis/list-store.js";
-import { createMemberIndexHolds, createMemberIndexStore, memberIndexesOf } from "./stores/redis/member-index-store.js";
+import { createMemberIndexStore, memberIndexesOf } from "./stores/redis/member-index-store.js";
 import { createMembershipStore } from "./stores/redis/membership-store.js";
 import { createMemoryStore } from "./stores/redis/memory-store.js";
 import { createOutboxStore } from "./stores/redis/outbox-store.js";
@@ -149,10 +148,15 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const knownUsers = new KnownUsers();
   const userAnnouncements = createUserAnnouncements(redis, clients.subscriberRedis ?? null, keys);
   const snapshots = createSnapshotStore(db);
+  const persistenceWith = composePersistence(
+    { redis, history, rebuilds, snapshots, counters: counterStore, lists: listStore, rankings: rankingStore, memberIndexes },
+    logger,
+  );
+  const appending = persistenceWith();
   // Counts from Redis, or PostgreSQL where it holds none; Redis filled in behind reads, within its memory policy.
-  const { reachability, warmer, uses, counters, loads, journal } = composeCounts(
+  const { reachability, warmer, uses, counters, loads, journal, closeJournal } = composeCounts(
     config,
-    { db, redis, keys, counterStore, rebuilds, snapshots, catalog, memberIndexes },
+    { db, redis, keys, counterStore, rebuilds, snapshots, catalog, memberIndexes, persist: (changes) => appending.persist(changes) },
     logger,
   );
   const tokens = createTokenService({
@@ -269,6 +273,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     uses,
     loads,
     async close() {
+      closeJournal();
       await warmer.close();
       await uses.close();
       reachability.close();
@@ -280,22 +285,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
         {
           outbox: createOutboxStore(clients.relayRedis, keys, { batchSize: config.relay.batchSize }),
           bus,
-          persistence: createChangePersistence({
-            history,
-            rebuilds,
-            snapshots,
-            counters: counterStore,
-            lists: listStore,
-            rankings: rankingStore,
-            ...(memberIndexes && { memberIndexes: createMemberIndexHolds(redis, memberIndexes) }),
-            afterCommit: hooks?.afterDatabaseCommit,
-            isRedisUnavailable,
-            onRedisBehind: (target, redisVersion, postgresVersion) =>
-              logger.warn(
-                { target: `${target.type}:${target.id}`, redisVersion: String(redisVersion), postgresVersion: String(postgresVersion) },
-                "Redis lacks a change PostgreSQL committed (a failover or a restart took it back): the target is loaded again from PostgreSQL",
-              ),
-          }),
+          persistence: persistenceWith(hooks?.afterDatabaseCommit),
           repairs: createRepairService({ database: databaseReconcile, redis: redisReconcile, counters: counterStore }),
           reconcileLease: createLease(redis, keys.reconcileLock()),
           // A day: far longer than the clocks of two workers differ.

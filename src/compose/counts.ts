@@ -9,7 +9,8 @@ import { createMemoryPolicy, type MemoryPolicy } from "../domain/memory-policy.j
 import type { CounterStore, RebuildStore, SnapshotStore } from "../domain/ports/index.js";
 import { createRebuildSlots } from "../domain/rebuild-slots.js";
 import { createTargetLoader } from "../domain/target-loads.js";
-import { AcknowledgedChanges } from "../domain/acknowledged-changes.js";
+import { AcknowledgedChanges, type AcknowledgedChange } from "../domain/acknowledged-changes.js";
+import type { RelationChange } from "../domain/model/index.js";
 import { createLostChangeCheck } from "../domain/lost-changes.js";
 import { createPairVersions } from "../stores/postgres/pair-versions.js";
 import { splitVersion } from "../stores/versions.js";
@@ -17,7 +18,8 @@ import { createTargetUses, type TargetUses } from "../domain/target-uses.js";
 import { createWarmer, type Warmer } from "../domain/warmer.js";
 import type { Database } from "../stores/postgres/database.js";
 import { createPersistedViews } from "../stores/postgres/persisted-views.js";
-import { lastConnectionLoss, type RedisClient } from "../stores/redis/client.js";
+import type { RedisClient } from "../stores/redis/client.js";
+import { lastConnectionLoss, onConnectionLoss } from "../stores/redis/connection-losses.js";
 import type { RedisKeys } from "../stores/redis/keys.js";
 import { createMemberIndexLookup, type MemberIndexes } from "../stores/redis/member-index-store.js";
 import { createMemoryStore } from "../stores/redis/memory-store.js";
@@ -34,6 +36,8 @@ export interface CountsParts {
   readonly catalog: Catalog;
   /** Where this Redis keeps member indexes; null on a cluster. */
   readonly memberIndexes: MemberIndexes | null;
+  /** Applies changes to PostgreSQL as the pipeline does: what a failover may take back is appended through it. */
+  readonly persist: (changes: readonly RelationChange[]) => Promise<unknown>;
 }
 
 export interface ComposedCounts {
@@ -46,6 +50,8 @@ export interface ComposedCounts {
   readonly loads: { histories(): LoadHistories };
   /** The changes this process acknowledged lately (acknowledged-changes.ts). */
   readonly journal: AcknowledgedChanges;
+  /** Stops appending acknowledged changes to PostgreSQL as connections close (the process stops). */
+  readonly closeJournal: () => void;
 }
 
 export interface LoadHistories {
@@ -53,36 +59,74 @@ export interface LoadHistories {
   readonly adopted: number;
   /** Targets lacking changes PostgreSQL holds, loaded again. */
   readonly reloaded: number;
-  /** Changes this process acknowledged that no store held after a failover. */
+  /** Changes this process acknowledged that no store held after a failover, and it could not append. */
   readonly lostAcknowledged: number;
+  /** Changes this process acknowledged that PostgreSQL lacked as a connection closed or a failover settled, appended by it. */
+  readonly appendedAcknowledged: number;
 }
 
-/** The changes this process acknowledged lately, and the check that reports those a failover lost from every store. */
-function composeLostChanges(db: Database, rebuilds: RebuildStore, logger: Logger) {
+/** The changes this process acknowledged lately, and what appends those a failover may take back to PostgreSQL. */
+function composeLostChanges(config: Config, parts: CountsParts, logger: Logger) {
   const journal = new AcknowledgedChanges();
+  const lookup = lookupTarget(parts.catalog);
+  const describe = (changes: readonly AcknowledgedChange[]) =>
+    changes.slice(0, 100).map((c) => `${c.relation} ${c.target.type}:${c.target.id} user ${c.userId} ${c.member ? "member" : "not member"} v${c.version}`);
   const lostChanges = createLostChangeCheck({
     journal,
-    versions: createPairVersions(db),
+    versions: createPairVersions(parts.db),
     async redisHolds(changes) {
-      const held = await rebuilds.rebuilds(changes.map((c) => c.target));
+      const held = await parts.rebuilds.rebuilds(changes.map((c) => c.target));
       return changes.map((c, i) => {
         const stamped = held[i]?.version;
         return stamped !== undefined && splitVersion(stamped).epoch === splitVersion(c.version).epoch && stamped >= c.version;
       });
     },
-    onLost: (changes) =>
+    authors: async (targets) => (await lookup(targets)).map((found) => found?.authorId ?? null),
+    persist: parts.persist,
+    recentMs: commitLagMs(config),
+    onAppended: (changes, reason) =>
+      reason === "failover"
+        ? logger.warn(
+            { appended: changes.length, pairs: describe(changes) },
+            "a Redis failover lost changes this process acknowledged; it appended them to PostgreSQL, and their targets load from there",
+          )
+        : logger.info(
+            { appended: changes.length, pairs: describe(changes) },
+            "a connection to Redis closed: the changes this process acknowledged just before that PostgreSQL lacked were appended to it, in case a failover takes them back",
+          ),
+    onLost: (changes, err) =>
       logger.error(
-        {
-          lost: changes.length,
-          pairs: changes
-            .slice(0, 100)
-            .map((c) => `${c.relation} ${c.target.type}:${c.target.id} user ${c.userId} ${c.member ? "member" : "not member"} v${c.version}`),
-        },
-        "a Redis failover lost changes this process acknowledged: neither the promoted replica nor PostgreSQL holds them (REDIS_REPLICA_ACKS prevents this)",
+        { err, lost: changes.length, pairs: describe(changes) },
+        "a Redis failover lost changes this process acknowledged, and PostgreSQL did not take them: no store holds them (REDIS_REPLICA_ACKS prevents this)",
+      ),
+    onFollowUpFailure: (err) =>
+      logger.warn(
+        { err },
+        "changes appended to PostgreSQL after a Redis failover: Redis did not take their credits and lists within a minute; reconcile repairs them",
       ),
   });
-  return { journal, lostChanges };
+  const stopWatching = onConnectionLoss(parts.redis, (atMs) => {
+    lostChanges
+      .appendRecent(atMs)
+      .catch((err: unknown) =>
+        logger.warn(
+          { err },
+          "the changes acknowledged before a connection to Redis closed could not be appended to PostgreSQL; checked again after a failover",
+        ),
+      );
+  });
+  return {
+    journal,
+    lostChanges,
+    close() {
+      stopWatching();
+      lostChanges.close();
+    },
+  };
 }
+
+/** How long a change the relay published takes at most to commit in PostgreSQL: both lingers and a margin. */
+const commitLagMs = (config: Config) => config.relay.lingerMs + config.persist.lingerMs + 2_000;
 
 export function composeCounts(config: Config, parts: CountsParts, logger: Logger): ComposedCounts {
   const { db, redis, keys, counterStore, rebuilds, snapshots, catalog, memberIndexes } = parts;
@@ -105,7 +149,8 @@ export function composeCounts(config: Config, parts: CountsParts, logger: Logger
         ? logger.info("Redis answers again: counts are read from it again")
         : logger.warn({ err: cause }, "Redis cannot be reached: counts are read from PostgreSQL and changes that need Redis are refused until it answers"),
   });
-  const { journal, lostChanges } = composeLostChanges(db, rebuilds, logger);
+  const lost = composeLostChanges(config, parts, logger);
+  const { journal, lostChanges } = lost;
   const loader = createTargetLoader({
     rebuildStore: rebuilds,
     snapshots,
@@ -113,7 +158,7 @@ export function composeCounts(config: Config, parts: CountsParts, logger: Logger
     lookup: lookupTarget(catalog),
     // What the relay published before a failover commits within both lingers and a margin: with
     // 500 ms, under the chaos suite's load, late commits still found targets adopted without them.
-    commitLagMs: config.relay.lingerMs + config.persist.lingerMs + 2_000,
+    commitLagMs: commitLagMs(config),
     connectionLostAt: () => lastConnectionLoss(redis),
     onSuspectEpisode: (atMs) =>
       void lostChanges.check(atMs).catch((err: unknown) => logger.warn({ err }, "the changes acknowledged before a Redis failover could not be checked")),
@@ -150,6 +195,6 @@ export function composeCounts(config: Config, parts: CountsParts, logger: Logger
     slots,
     admitLoad: memory.admit,
   });
-  const loads = { histories: () => ({ ...loader.histories(), lostAcknowledged: lostChanges.lost() }) };
-  return { memory, reachability, warmer, uses, counters, loads, journal };
+  const loads = { histories: () => ({ ...loader.histories(), lostAcknowledged: lostChanges.lost(), appendedAcknowledged: lostChanges.appended() }) };
+  return { memory, reachability, warmer, uses, counters, loads, journal, closeJournal: () => lost.close() };
 }

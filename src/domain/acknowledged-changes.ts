@@ -2,7 +2,8 @@
 // takes them back before anything else holds them. Redis copies a primary's writes to
 // its replicas, and the relay reads them, only after the primary answered: a change
 // acknowledged in the primary's last moments may reach neither. Only the process that
-// acknowledged it still knows it; after a failover, it asks PostgreSQL whether each
+// acknowledged it still knows it: it appends them to PostgreSQL itself when its
+// connection to Redis closes, and after a failover asks PostgreSQL whether each
 // change it acknowledged under the old history arrived (lost-changes.ts).
 //
 // A ring of fixed size: recording costs no allocation beyond the entry, and memory
@@ -19,6 +20,8 @@ export interface AcknowledgedChange {
   /** Whether the user is a member after it. */
   readonly member: boolean;
   readonly version: bigint;
+  /** When it was acknowledged, on this process's wall clock: when the user joined or left, should it be appended again. */
+  readonly at: Date;
   /** When it was acknowledged, on this process's monotonic clock (performance.now()). */
   readonly atMs: number;
 }
@@ -36,17 +39,22 @@ export class AcknowledgedChanges {
     this.ring = new Array<AcknowledgedChange | undefined>(capacity);
   }
 
-  record(change: Omit<AcknowledgedChange, "atMs">): void {
-    this.ring[this.next] = { ...change, atMs: this.now() };
+  record(change: Omit<AcknowledgedChange, "atMs" | "at">): void {
+    this.ring[this.next] = { ...change, at: new Date(), atMs: this.now() };
     this.next = (this.next + 1) % this.ring.length;
   }
 
   /** Per (target, relation, user), the newest change acknowledged before `atMs` and within the last `keepMs`. */
   before(atMs: number): AcknowledgedChange[] {
+    return this.within(this.now() - this.keepMs, atMs);
+  }
+
+  /** Per (target, relation, user), the newest change acknowledged from `fromMs` until before `toMs`, within the last `keepMs`. */
+  within(fromMs: number, toMs: number): AcknowledgedChange[] {
     const newest = new Map<string, AcknowledgedChange>();
-    const oldest = this.now() - this.keepMs;
+    const oldest = Math.max(fromMs, this.now() - this.keepMs);
     for (const change of this.ring) {
-      if (!change || change.atMs >= atMs || change.atMs < oldest) continue;
+      if (!change || change.atMs >= toMs || change.atMs < oldest) continue;
       const key = `${change.target.type}:${change.target.id}:${change.relation}:${change.userId}`;
       const kept = newest.get(key);
       if (!kept || change.version > kept.version) newest.set(key, change);

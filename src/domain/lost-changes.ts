@@ -1,26 +1,41 @@
-// After a Redis failover (a load found a target held from another replication
-// history, target-loads.ts): which changes this process acknowledged under the old
-// history no store holds. PostgreSQL lacks it, and Redis's target has not stamped it
-// (a failover or an AOF loses a suffix of a target's changes, so a target of the
-// same epoch whose version reached the change's holds it; one loaded again since,
-// of a newer epoch, tells nothing, and PostgreSQL decides): the promoted replica
-// lacks it and the relay never read it. Each is reported, with its pair, in the log
-// and a metric (likes_redis_lost_acknowledged_changes_total). REDIS_REPLICA_ACKS is
-// what prevents them.
+// The changes this process acknowledged that a Redis failover may take back before
+// any other store holds them: the old primary answered, and then neither its replica
+// nor the relay read them. This process appends them to PostgreSQL itself.
+//
+// - As soon as a connection to Redis that served closes (a failover closes them all),
+//   the changes acknowledged within the last `recentMs` that PostgreSQL lacks are
+//   appended, before the promoted replica answers anything: reads answer from
+//   PostgreSQL until the suspect targets are settled (target-loads.ts), and a target
+//   lacking one of them is loaded again from PostgreSQL, with it. A close without a
+//   failover appends what the pipeline is still carrying; it applies once, as its
+//   version makes every repeat a no-op.
+// - Once a new history is settled, every change acknowledged under the old one that
+//   neither PostgreSQL nor Redis's target holds (a failover or an AOF loses a suffix
+//   of a target's changes, so a target of the same epoch whose version reached the
+//   change's holds it; one loaded again since tells nothing, and PostgreSQL decides)
+//   is appended too. What cannot be is reported, with its pair, in the log and a
+//   metric (likes_redis_lost_acknowledged_changes_total). REDIS_REPLICA_ACKS is what
+//   keeps a failover from taking them back at all.
+import { setTimeout as sleep } from "node:timers/promises";
 import type { AcknowledgedChange, AcknowledgedChanges } from "./acknowledged-changes.js";
+import type { RelationChange, Target } from "./model/index.js";
+import { RedisFollowUpError } from "./persistence.js";
 import type { PairVersions } from "./ports/index.js";
 
 export interface LostChangeCheck {
-  /** Checks the changes acknowledged before `episodeAtMs` (performance.now()), once the pipeline had its time. */
+  /** As a connection to Redis that served closes at `atMs` (performance.now()): appends what PostgreSQL lacks of the changes acknowledged just before. */
+  appendRecent(atMs: number): Promise<void>;
+  /** Checks the changes acknowledged before `episodeAtMs`, once the pipeline had its time, and appends what no store holds. */
   check(episodeAtMs: number): Promise<void>;
-  /** Acknowledged changes found lost since start. */
+  /** Acknowledged changes PostgreSQL lacked that this process appended since start. */
+  appended(): number;
+  /** Acknowledged changes found in no store that could not be appended, since start. */
   lost(): number;
+  /** Appends nothing more (the process stops). */
+  close(): void;
 }
 
-/** Pairs asked of PostgreSQL in one statement at most. */
-const pairsPerQuery = 1_000;
-
-export function createLostChangeCheck(deps: {
+export interface LostChangeDeps {
   readonly journal: AcknowledgedChanges;
   readonly versions: PairVersions;
   /**
@@ -28,24 +43,128 @@ export function createLostChangeCheck(deps: {
    * version as new as the change's (its changes are kept in order, so it holds this one).
    */
   readonly redisHolds: (changes: readonly AcknowledgedChange[]) => Promise<boolean[]>;
-  readonly onLost: (changes: readonly AcknowledgedChange[]) => void;
-}): LostChangeCheck {
+  /** The author each target credits, in order (null for a user, or when unknown). */
+  readonly authors: (targets: readonly Target[]) => Promise<(bigint | null)[]>;
+  /** Applies changes to PostgreSQL as the pipeline does; RedisFollowUpError when PostgreSQL committed but Redis did not follow. */
+  readonly persist: (changes: readonly RelationChange[]) => Promise<unknown>;
+  /** How long before a connection closed a change may still be on its way to PostgreSQL: the pipeline's lingers and a margin. */
+  readonly recentMs: number;
+  readonly onAppended: (changes: readonly AcknowledgedChange[], reason: "connection" | "failover") => void;
+  readonly onLost: (changes: readonly AcknowledgedChange[], cause: unknown) => void;
+  /** Told when Redis did not take what follows appended changes (credits, lists) for `followUpMs`. */
+  readonly onFollowUpFailure: (cause: unknown) => void;
+  /** How long the follow-ups in Redis are tried again; default 60 s. */
+  readonly followUpMs?: number;
+}
+
+/** Pairs asked of PostgreSQL, or applied, in one statement at most. */
+const pairsPerQuery = 1_000;
+const followUpRetryMs = 1_000;
+
+// eslint-disable-next-line max-lines-per-function -- the two ways in share the counts and the single append in flight; each step is a function of its own.
+export function createLostChangeCheck(deps: LostChangeDeps): LostChangeCheck {
+  const followUpMs = deps.followUpMs ?? 60_000;
   let lost = 0;
-  return {
-    async check(episodeAtMs) {
-      const acknowledged = deps.journal.before(episodeAtMs);
-      const missing: AcknowledgedChange[] = [];
-      for (let i = 0; i < acknowledged.length; i += pairsPerQuery) {
-        const slice = acknowledged.slice(i, i + pairsPerQuery);
-        const [persisted, inRedis] = await Promise.all([deps.versions.newest(slice), deps.redisHolds(slice)]);
-        slice.forEach((change, j) => {
-          const version = persisted[j];
-          if ((version === null || version === undefined || version < change.version) && !inRedis[j]) missing.push(change);
-        });
+  let appended = 0;
+  let closed = false;
+  let running: Promise<void> | null = null;
+  let pendingAt: number | null = null;
+
+  /** Of `changes`, those PostgreSQL lacks, and (when asked) Redis's target too. */
+  async function missing(changes: readonly AcknowledgedChange[], askRedis: boolean): Promise<AcknowledgedChange[]> {
+    const found: AcknowledgedChange[] = [];
+    for (let i = 0; i < changes.length; i += pairsPerQuery) {
+      const slice = changes.slice(i, i + pairsPerQuery);
+      const [persisted, inRedis] = await Promise.all([deps.versions.newest(slice), askRedis ? deps.redisHolds(slice) : slice.map(() => false)]);
+      slice.forEach((change, j) => {
+        const version = persisted[j];
+        if ((version === null || version === undefined || version < change.version) && !inRedis[j]) found.push(change);
+      });
+    }
+    return found;
+  }
+
+  /**
+   * Commits the changes to PostgreSQL, which is what makes them safe; what follows in Redis
+   * (authors' credits, users' lists) is tried again in the background while Redis is away
+   * (a failover): a persist of the same changes finds them applied and does only that.
+   */
+  async function append(changes: readonly AcknowledgedChange[]): Promise<void> {
+    for (let i = 0; i < changes.length; i += pairsPerQuery) {
+      const slice = changes.slice(i, i + pairsPerQuery);
+      const authors = await deps.authors(slice.map((c) => c.target));
+      const relationChanges = slice.map((c, j): RelationChange => ({
+        kind: "relation",
+        relation: c.relation,
+        target: c.target,
+        userId: c.userId,
+        authorId: c.relation === "follow" ? null : (authors[j] ?? null),
+        member: c.member,
+        version: c.version,
+        at: c.at,
+      }));
+      try {
+        await deps.persist(relationChanges);
+      } catch (error) {
+        if (!(error instanceof RedisFollowUpError)) throw error;
+        void followUp(relationChanges);
       }
-      lost += missing.length;
-      if (missing.length > 0) deps.onLost(missing);
+    }
+  }
+
+  async function followUp(changes: readonly RelationChange[]): Promise<void> {
+    const until = Date.now() + followUpMs;
+    let cause: unknown;
+    while (!closed && Date.now() < until) {
+      await sleep(followUpRetryMs);
+      try {
+        await deps.persist(changes);
+        return;
+      } catch (error) {
+        cause = error;
+      }
+    }
+    if (!closed) deps.onFollowUpFailure(cause);
+  }
+
+  async function appendMissing(changes: readonly AcknowledgedChange[], askRedis: boolean, reason: "connection" | "failover"): Promise<void> {
+    const absent = await missing(changes, askRedis);
+    if (absent.length === 0 || closed) return;
+    try {
+      await append(absent);
+    } catch (error) {
+      if (reason === "connection") throw error;
+      lost += absent.length;
+      deps.onLost(absent, error);
+      return;
+    }
+    appended += absent.length;
+    deps.onAppended(absent, reason);
+  }
+
+  return {
+    appendRecent(atMs) {
+      if (closed) return Promise.resolve();
+      // Connections close together (a failover closes every one): one append at a time, the last moment asked next.
+      if (running) {
+        pendingAt = Math.max(pendingAt ?? atMs, atMs);
+        return running;
+      }
+      const run = async () => {
+        for (let at: number | null = atMs; at !== null && !closed;) {
+          pendingAt = null;
+          await appendMissing(deps.journal.within(at - deps.recentMs, at + 1), false, "connection");
+          at = pendingAt;
+        }
+      };
+      running = run().finally(() => (running = null));
+      return running;
     },
+    check: (episodeAtMs) => appendMissing(deps.journal.before(episodeAtMs), true, "failover"),
+    appended: () => appended,
     lost: () => lost,
+    close() {
+      closed = true;
+    },
   };
 }

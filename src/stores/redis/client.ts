@@ -1,7 +1,7 @@
-import { performance } from "node:perf_hooks";
 import { Cluster, Redis, type ChainableCommander } from "ioredis";
 import { defineScripts, variableKeyCommands } from "./scripts.js";
 import { RedisClockUnknownError } from "./redis-clock.js";
+import { watchConnectionLoss } from "./connection-losses.js";
 
 export type RedisClient = Redis | Cluster;
 
@@ -64,25 +64,6 @@ function resendOnlyAwaited(connection: Redis): void {
     const awaited = queue.toArray().filter((item) => !item.command.isSettled);
     queue.clear();
     for (const item of awaited) queue.push(item);
-  });
-}
-
-const connectionLosses = new WeakMap<RedisClient, number>();
-
-/**
- * When a connection of `redis` (any node's, on a cluster) that was serving last closed, on
- * this process's monotonic clock; -Infinity when none has. A failover or a restart of Redis closes them:
- * what the old primary acknowledged before was published by then.
- */
-export const lastConnectionLoss = (redis: RedisClient): number => connectionLosses.get(redis) ?? Number.NEGATIVE_INFINITY;
-
-/** Notes when a connection that was serving closed; the attempts to connect again that fail after it do not move the moment. */
-function watchConnectionLoss(client: RedisClient, connection: Redis): void {
-  let serving = false;
-  connection.on("ready", () => (serving = true));
-  connection.on("close", () => {
-    if (serving) connectionLosses.set(client, performance.now());
-    serving = false;
   });
 }
 

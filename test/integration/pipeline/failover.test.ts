@@ -125,7 +125,7 @@ describe("a failover that lost acknowledged writes", () => {
     }
   });
 
-  it("when a failover loses a like the relay never read, then the API process that acknowledged it reports it lost", async () => {
+  it("when a failover loses a like the relay never read, then the API process that acknowledged it appends it to PostgreSQL and nothing contradicts it", async () => {
     // The replica promoted by the test before is the primary now: it gets a replica of its own.
     const primaryNow = replicaPort;
     const nextReplica = await servers.start({ replicaOf: primaryNow });
@@ -136,7 +136,7 @@ describe("a failover that lost acknowledged writes", () => {
     try {
       const counters = createRedisKeys(api.config.redisPartitions).counters({ type: "post", id: BigInt(post) });
       await until("the replica holds the post", async () => (await replica.exists(counters)) === 1);
-      const before = api.loads.histories().lostAcknowledged;
+      const before = api.loads.histories();
       // Nothing relays the like: it is in the primary's outbox alone when the primary dies.
       await pipeline.stop();
       servers.pause(nextReplica);
@@ -148,13 +148,19 @@ describe("a failover that lost acknowledged writes", () => {
       proxy.retarget(nextReplica);
       pipeline = await startTestPipeline(testConfig({ REDIS_URL: proxy.url }));
 
-      // A read finds the post suspect on the promoted replica; the check follows the pipeline's wait.
-      expect(await viewOf(post, first)).toEqual({ counts: { likes: 0 }, viewerHasLiked: false });
+      // The connection that served closed with the primary: the like, in no other store, went to PostgreSQL.
       await eventually(
-        async () => api.loads.histories().lostAcknowledged === before + 1,
+        async () => api.loads.histories().appendedAcknowledged === before.appendedAcknowledged + 1,
         15_000,
-        () => `lost acknowledged changes: ${api.loads.histories().lostAcknowledged - before}`,
+        () => `appended acknowledged changes: ${api.loads.histories().appendedAcknowledged - before.appendedAcknowledged}`,
       );
+      // The post is suspect on the promoted replica, which lacks the like: reads answer from PostgreSQL, and a
+      // repeat of the like waits for the failover to settle, finds PostgreSQL ahead and loads the post again.
+      expect(await viewOf(post, second)).toEqual({ counts: { likes: 1 }, viewerHasLiked: true });
+      expect(await answered("likePost", post, second)).toBe(false);
+      expect(await viewOf(post, first)).toEqual({ counts: { likes: 1 }, viewerHasLiked: false });
+      expect(await replica.hget(counters, "like")).toBe("1");
+      expect(api.loads.histories().lostAcknowledged).toBe(before.lostAcknowledged);
     } finally {
       primary.disconnect();
       replica.disconnect();
