@@ -1,7 +1,7 @@
 import { Cluster, Redis, type ChainableCommander } from "ioredis";
 import { defineScripts, variableKeyCommands } from "./scripts.js";
 import { RedisClockUnknownError } from "./redis-clock.js";
-import { watchConnectionLoss } from "./connection-losses.js";
+import { reconnectAfterSentinelRace, watchConnectionLoss } from "./connection-losses.js";
 
 export type RedisClient = Redis | Cluster;
 
@@ -118,6 +118,7 @@ export function createRedisClient(options: RedisConnectionOptions): RedisClient 
   else {
     resendOnlyAwaited(client);
     watchConnectionLoss(client, client);
+    if (options.sentinels && options.sentinels.length > 0) reconnectAfterSentinelRace(client);
   }
   defineScripts(client);
   return client;

@@ -37,3 +37,23 @@ export function watchConnectionLoss(client: RedisClient, connection: Redis): voi
   });
 }
 
+/**
+ * Connects a client under Sentinels again after ioredis 6.0.0 ended it by a race: its
+ * failover detector drops the connection as the Sentinels announce a new primary, and
+ * when the client is already reconnecting then (the old primary died first), the
+ * connect gives up with "Connection is closed." and the client stays ended, every
+ * command failing (redis/ioredis#1683). Seen in the fault suite's sentinel-failover:
+ * one API process of two answered nothing from Redis until it stopped. A close the
+ * service asked for is not one: ioredis keeps that error to itself while closing.
+ */
+export function reconnectAfterSentinelRace(client: Redis, retryMs = 100): void {
+  let raced = false;
+  client.on("error", (error: unknown) => {
+    if (client.status === "connecting" && (error as Error)?.message === "Connection is closed.") raced = true;
+  });
+  client.on("end", () => {
+    if (!raced) return;
+    raced = false;
+    setTimeout(() => void client.connect().catch(() => {}), retryMs).unref();
+  });
+}
