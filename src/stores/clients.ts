@@ -6,12 +6,13 @@ import type { Connection } from "rabbitmq-client";
 import type { Config } from "../config.js";
 import { createDatabase, isPostgresUnavailable, type Database } from "./postgres/database.js";
 import { createRabbitConnection } from "./rabbitmq/connection.js";
+import { startIndexFence } from "./redis/index-fence.js";
 import { createRedisClient, hostAndPort, isRedisUnavailable, type RedisClient } from "./redis/client.js";
 import { createCountInvalidations, type CountInvalidations } from "./redis/count-invalidations.js";
 import { checkDurability, checkMemoryPolicy, checkRedisVersion, warnOfMissingReplicas } from "./redis/durability.js";
 import { askReplicaAcks, replicaAckConnections } from "./redis/replica-acks.js";
 import { clockUncertaintyAllowanceMs, watchRedisClock, type RedisClock } from "./redis/redis-clock.js";
-import { countersPrefix } from "./redis/keys.js";
+import { countersPrefix, createRedisKeys } from "./redis/keys.js";
 
 /**
  * How often the listeners of counter writes ping: how stale, at rest, the newest
@@ -238,6 +239,17 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
       warnOfMissingReplicas(durability, config.redisReplicaAcks, logger);
     }
     await checkMemoryPolicy(redis, { refuse: config.production, logger });
+    // Member indexes complete only while every process writing notes them as this version does
+    // (index-fence.ts); it leaves the registry before the clients close.
+    const fence = await startIndexFence(redis, createRedisKeys(config.redisPartitions).writers(), {
+      onMixed: (mixed) =>
+        mixed
+          ? logger.warn("processes of another version write too: member indexes answer nothing and complete none until one version runs")
+          : logger.info("one version writes again: member indexes load and answer again"),
+      onFailure: (err) =>
+        logger.warn({ err }, "this process could not renew its lease in the writers' registry; its member indexes answer nothing until it does"),
+    });
+    if (fence) redisClosers.unshift(() => fence.close());
     // The relay's reads block, and after an outage one read can return a large backlog that takes
     // longer than a request's timeout to arrive: a timeout there would repeat the same read forever.
     const relayRedis = needs.relay ? await connectRedis(undefined) : null;

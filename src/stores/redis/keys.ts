@@ -23,6 +23,8 @@
 //                                  their memberships, with marks 0 (complete) and -1 (overflowed); standalone only
 //                                  (scripts/includes/member-index.lua)
 //   up:{p}:user:<id>:<tag>:<type>  hash: that index's likes not yet in PostgreSQL, target id to version (epoch:micros)
+//   writers                        hash: the processes writing, with their versions' protocol and leases, and the
+//                                  member indexes' fence generation (index-fence.ts); standalone only
 //   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
 //   reconcile:tick:<ms>            string: a scheduled reconcile tick, claimed by the worker that runs its pass
 //   rif:{p}:<type>:<id>            string: versions at which reconcile passes found the target in flight, and how many in a row
@@ -147,6 +149,8 @@ export interface RedisKeys {
   parseUse(member: string): Target | null;
   /** The lock of the scheduled reconcile pass, so one worker runs it at a time. */
   reconcileLock(): string;
+  /** The registry of the processes writing, and the member indexes' fence (index-fence.ts). */
+  writers(): string;
   /** Where the claims of scheduled reconcile ticks go: the tick's time in milliseconds follows. */
   reconcileTickPrefix(): string;
   /**
@@ -241,6 +245,7 @@ export function createRedisKeys(partitions: number): RedisKeys {
       return match ? { type: match[1] as TargetType, id: BigInt(match[2] as string) } : null;
     },
     reconcileLock: () => "reconcile:lock",
+    writers: () => "writers",
     reconcileTickPrefix: () => "reconcile:tick:",
     rateBudget: (budget, subject) =>
       `rl:{${budget}:${plainSubject.test(subject) ? subject : createHash("sha256").update(subject).digest("base64url").slice(0, 22)}}`,

@@ -9,6 +9,7 @@ import type { Relation, TargetType } from "../../domain/model/index.js";
 import type { MemberIndexHolds, MemberIndexLookup, MemberIndexStore } from "../../domain/ports/index.js";
 import { splitVersion } from "../versions.js";
 import { inOneTrip, type RedisClient } from "./client.js";
+import { fenceOf, memberIndexProtocol } from "./index-fence.js";
 import type { RedisKeys } from "./keys.js";
 import { ScriptStatus, toError, type ScriptReply } from "./statuses.js";
 
@@ -28,6 +29,12 @@ const refreshEveryMs = 600_000;
 /** Where a Redis keeps member indexes, and how big they grow; null on a cluster. */
 export interface MemberIndexes {
   readonly capacity: number;
+  /** The writers' registry, which an index's completion checks (index-fence.ts). */
+  readonly writers: string;
+  /** The fence generation indexes complete and are read under. */
+  generation(): number;
+  /** Whether indexes may answer and load now: one version's protocol writes (index-fence.ts). */
+  open(): boolean;
   key(relation: Relation, targetType: TargetType, userId: bigint): string;
   /** The index's pending record: the likes noted in it that PostgreSQL does not hold yet. */
   pendingKey(relation: Relation, targetType: TargetType, userId: bigint): string;
@@ -44,6 +51,10 @@ export function memberIndexesOf(redis: RedisClient, keys: RedisKeys, capacity = 
   const refreshed = new LRUCache<string, number>({ max: 100_000 });
   return {
     capacity,
+    writers: keys.writers(),
+    // Without a fence started on this client (a test of the stores alone), generation 0 and open.
+    generation: () => fenceOf(redis)?.generation() ?? 0,
+    open: () => fenceOf(redis)?.open() ?? true,
     key: (relation, targetType, userId) => keys.memberIndex(relation, targetType, userId),
     pendingKey: (relation, targetType, userId) => keys.memberPending(relation, targetType, userId),
     used(key, loading = false) {
@@ -61,8 +72,12 @@ export function memberIndexesOf(redis: RedisClient, keys: RedisKeys, capacity = 
 export function createMemberIndexLookup(redis: RedisClient, indexes: MemberIndexes): MemberIndexLookup {
   return {
     async rulesOut(relation, targetType, userId, targetIds) {
+      if (!indexes.open()) return null;
       const key = indexes.key(relation, targetType, userId);
-      const [[status, ruledOut]] = (await inOneTrip(redis, [key], (to) => to.indexRulesOut(key, ...targetIds.map(String)))) as [ScriptReply<string>];
+      const generation = indexes.generation();
+      const [[status, ruledOut]] = (await inOneTrip(redis, [key], (to) => to.indexRulesOut(key, generation, ...targetIds.map(String)))) as [
+        ScriptReply<string>,
+      ];
       if (status !== ScriptStatus.Applied) return null;
       indexes.used(key);
       return targetIds.map((_, i) => ruledOut?.[i] === "1");
@@ -105,11 +120,15 @@ export function createMemberIndexStore(redis: RedisClient, indexes: MemberIndexe
       const [status] = await redis.completeMemberIndex(
         key,
         indexes.pendingKey(relation, targetType, userId),
+        indexes.writers,
         indexes.capacity,
         overflowed ? 1 : 0,
+        memberIndexProtocol,
+        indexes.generation(),
         ...targetIds.map(String),
       );
-      if (status !== ScriptStatus.Applied) throw toError("complete-member-index", status, { type: "user", id: userId });
+      // Fenced: versions overlap, or the generation just moved; the index stays incomplete, loaded again on a later read.
+      if (status !== ScriptStatus.Applied && status !== ScriptStatus.Fenced) throw toError("complete-member-index", status, { type: "user", id: userId });
     },
   };
 }

@@ -61,7 +61,8 @@ const definitions = {
   loadList: { file: "load-list", numberOfKeys: 3 },
   // Member indexes live in users' slots, which a like's script cannot reach on a cluster: standalone only.
   beginMemberIndex: { file: "begin-member-index", numberOfKeys: 1, standaloneOnly: true },
-  completeMemberIndex: { file: "complete-member-index", numberOfKeys: 2, standaloneOnly: true },
+  completeMemberIndex: { file: "complete-member-index", numberOfKeys: 3, standaloneOnly: true },
+  registerWriter: { file: "register-writer", numberOfKeys: 1, standaloneOnly: true },
   noteMembers: { file: "note-members", numberOfKeys: undefined, standaloneOnly: true },
   settleMemberIndexes: { file: "settle-member-indexes", numberOfKeys: undefined, standaloneOnly: true },
   indexRulesOut: { file: "index-rules-out", numberOfKeys: 1, standaloneOnly: true, readOnly: true },
@@ -138,11 +139,22 @@ declare module "ioredis" {
     /** scripts/begin-member-index.lua. */
     beginMemberIndex(index: string): Result<ScriptReply, Context>;
     /** scripts/complete-member-index.lua. */
-    completeMemberIndex(index: string, pending: string, capacity: number, over: 0 | 1, ...targetIds: string[]): Result<ScriptReply, Context>;
+    completeMemberIndex(
+      index: string,
+      pending: string,
+      writers: string,
+      capacity: number,
+      over: 0 | 1,
+      protocol: number,
+      generation: number,
+      ...targetIds: string[]
+    ): Result<ScriptReply, Context>;
+    /** scripts/register-writer.lua: the status, then the generation, mixed (0 or 1) and moved (0 or 1). */
+    registerWriter(writers: string, processId: string, protocol: number, leaseMs: number, leaving: 0 | 1): Result<[number, number?, number?, number?], Context>;
     /** scripts/note-members.lua. */
     noteMembers(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
-    /** scripts/index-rules-out.lua: the member index, then the targets' ids. */
-    indexRulesOut(index: string, ...targetIds: string[]): Result<ScriptReply<string>, Context>;
+    /** scripts/index-rules-out.lua: the member index, the fence generation, then the targets' ids. */
+    indexRulesOut(index: string, generation: number, ...targetIds: string[]): Result<ScriptReply<string>, Context>;
     /** scripts/settle-member-indexes.lua: the number of keys, the keys, then a target, epoch and microseconds per key. */
     settleMemberIndexes(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<number>, Context>;
     /** scripts/evict-target.lua: the number of keys, the keys, then ARGV. */

@@ -28,6 +28,8 @@ export const ScriptStatus = {
   DeadlinePassed: -9,
   /** The caller's lock expired or was taken over before the write; nothing was written. */
   LockLost: -10,
+  /** Processes writing member indexes another way run, or the caller's fence generation is stale (index-fence.ts); nothing was completed. */
+  Fenced: -11,
 } as const;
 
 export type ScriptStatus = (typeof ScriptStatus)[keyof typeof ScriptStatus];

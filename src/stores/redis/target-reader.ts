@@ -181,7 +181,12 @@ export function createTargetReader(redis: RedisClient, keys: RedisKeys, options:
     // one command then rules out every target the viewer did not join.
     const targetType = targets[0]?.type;
     const indexed = relations.map(
-      (_, j) => memberIndexes !== undefined && viewer !== null && !firstKeyOnly && shardCounts.some((p, k) => k % relations.length === j && p > 0),
+      (_, j) =>
+        memberIndexes !== undefined &&
+        viewer !== null &&
+        !firstKeyOnly &&
+        memberIndexes.indexes.open() &&
+        shardCounts.some((p, k) => k % relations.length === j && p > 0),
     );
     if (indexed.some(Boolean)) {
       relations.forEach((relation, j) => {
@@ -203,6 +208,7 @@ export function createTargetReader(redis: RedisClient, keys: RedisKeys, options:
       flags.join(""),
       shardCounts.join(""),
       indexed.map((x) => (x ? 1 : 0)).join(""),
+      memberIndexes?.indexes.generation() ?? 0,
       ...(indexed.some(Boolean) ? targets.map((t) => t.id.toString()) : []),
       ...keyList,
     ];

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys, type RedisKeys } from "../../../src/stores/redis/keys.js";
+import { memberIndexProtocol, startIndexFence } from "../../../src/stores/redis/index-fence.js";
 import { memberIndexIdleMs } from "../../../src/stores/redis/member-index-store.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
 import { createUsers, dataOf, openDatabase, openRedis, type TestUser } from "../../support/env.js";
@@ -170,5 +171,27 @@ describe("member indexes", () => {
     } finally {
       await fresh.close();
     }
+  });
+  it("when a process of another version writes, then indexes answer nothing: a like its index lacks is seen, and once it leaves the index loads again", async () => {
+    const [author] = (await createUsers(db, reader.config, 1)) as [TestUser];
+    const post = dataOf(await writer.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "f", body: "b") { id } }`, {}, author.token)).createPost
+      .id;
+    const viewerHasLiked = async () => dataOf(await reader.gql<Feed>(feedQuery, { ids: [post] }, viewer.token)).posts[0]?.viewerHasLiked;
+    expect(await viewerHasLiked()).toBe(false);
+    await expect.poll(indexComplete, { timeout: 10_000 }).toBe(true);
+
+    // Another version registers; it waits until the running processes have heard of it.
+    const other = await startIndexFence(redis, keys.writers(), { protocol: memberIndexProtocol + 1 });
+    try {
+      // A like whose note the viewer's complete index lacks, as a version noting another way leaves it.
+      expect(dataOf(await like(writer, post))).toEqual({ likePost: { changed: true } });
+      await redis.srem(indexKey(), post);
+      expect(await viewerHasLiked()).toBe(true);
+    } finally {
+      await other?.close();
+    }
+    // One version again: the index, of the generation before, loads again (the like from its pending record).
+    await expect.poll(async () => (await viewerHasLiked()) && (await redis.sismember(indexKey(), post)) === 1, { timeout: 15_000 }).toBe(true);
+    expect(await viewerHasLiked()).toBe(true);
   });
 });

@@ -6,29 +6,44 @@
   it reached PostgreSQL before the read, is still on its way to it, or was noted
   since (by its add, its replay or its target's rebuild).
 
+  It completes only while every process writing is of the caller's protocol,
+  under the fence generation the caller knows (includes/writer-fence.lua): a
+  process of another version may not note its likes in the index.
+
   Input:
     KEYS[1]   the member index
     KEYS[2]   its user's pending record: likes noted and not yet in PostgreSQL, added too
+    KEYS[3]   the writers' registry (register-writer.lua)
     ARGV[1]   its capacity
     ARGV[2]   1 when PostgreSQL holds more memberships than the capacity, else 0
-    ARGV[3..] the ids of the targets PostgreSQL holds the user a member of
+    ARGV[3]   the caller's protocol: how its version notes memberships in indexes
+    ARGV[4]   the fence generation the caller knows
+    ARGV[5..] the ids of the targets PostgreSQL holds the user a member of
 
   Output:
-    { APPLIED }            the index is complete (in this node's replication history), or overflowed
+    { APPLIED }            the index is complete (in this node's replication history and the
+                           fence generation), or overflowed
+    { FENCED }             nothing completed: a process of another protocol writes, or the
+                           generation moved on; the index answers nothing until loaded again
     { INVALID_ARGUMENTS }
 ]]
 --@include statuses
 --@include member-index
+--@include writer-fence
 
 local index = KEYS[1]
 local capacity = tonumber(ARGV[1])
 local over = ARGV[2]
-if not capacity or capacity < 1 or (over ~= '0' and over ~= '1') then
+local protocol, generation = ARGV[3], tonumber(ARGV[4])
+if not capacity or capacity < 1 or (over ~= '0' and over ~= '1') or not protocol or not string.match(protocol, '^%d+$') or not generation then
   return { INVALID_ARGUMENTS }
+end
+if not fenceOpen(KEYS[3], protocol, generation) then
+  return { FENCED }
 end
 if over == '0' then
   -- In steps, under Lua's bound on unpacked values.
-  for from = 3, #ARGV, 1000 do
+  for from = 5, #ARGV, 1000 do
     redis.call('SADD', index, unpack(ARGV, from, math.min(#ARGV, from + 999)))
   end
 end
@@ -42,6 +57,6 @@ redis.call('SREM', index, indexLoading)
 if over == '1' or redis.call('SCARD', index) - redis.call('SMISMEMBER', index, indexOverflowed)[1] > capacity then
   redis.call('SADD', index, indexOverflowed)
 else
-  redis.call('SADD', index, indexComplete, indexHistoryMark())
+  redis.call('SADD', index, indexComplete, indexHistoryMark(generation))
 end
 return { APPLIED }

@@ -6,17 +6,23 @@
 
   Input:
     KEYS[1]    the member index
-    ARGV       the targets' ids
+    ARGV[1]    the writers' fence generation (src/stores/redis/index-fence.ts)
+    ARGV[2..]  the targets' ids
 
   Output:
     { APPLIED, ruledOut }  ruledOut: a character per target, '1' when the index lacks it
     { UNCHANGED }          the index rules nothing out: absent, loading, overflowed, or
-                           completed in another replication history
+                           completed in another replication history or fence generation
+    { INVALID_ARGUMENTS }
 ]]
 --@include statuses
 --@include member-index
 
-local found = redis.call('SMISMEMBER', KEYS[1], indexComplete, indexOverflowed, indexHistoryMark(), unpack(ARGV))
+local generation = tonumber(ARGV[1])
+if not generation or generation < 0 or #ARGV < 2 then
+  return { INVALID_ARGUMENTS }
+end
+local found = redis.call('SMISMEMBER', KEYS[1], indexComplete, indexOverflowed, indexHistoryMark(generation), unpack(ARGV, 2))
 if found[1] == 0 or found[2] == 1 or found[3] == 0 then
   return { UNCHANGED }
 end

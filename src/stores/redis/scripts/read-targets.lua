@@ -32,6 +32,7 @@
                       relation j
     then              x: r characters, x_j: 1 when the user's member index of relation j is passed
                       (includes/member-index.lua)
+    then              the writers' fence generation the indexes completed under (index-fence.ts)
     then n ids        the targets' ids, when some x_j is 1
     keys after the shards: the member index of each relation whose x_j is 1
 
@@ -39,7 +40,8 @@
     { UNCHANGED, text, indexes }
                          indexes: a letter per relation, what its member index told: 'c' complete,
                          so a target it lacks was answered 0 without its shards; 'm' missing, not
-                         loaded, or loaded in another replication history; 'o' overflowed; '-' none passed
+                         loaded, or loaded in another replication history or fence generation;
+                         'o' overflowed; '-' none passed
                          text: one line per target, separated by ';':
                            ''                          Redis does not hold the target (c_i 1), or holds it
                                                        from another replication history (includes/history.lua)
@@ -64,8 +66,9 @@ local user = ARGV[2]
 local f = tonumber(ARGV[3])
 local r = f and tonumber(ARGV[4 + f])
 local flags = f and r and 5 + f + r
-local fixed = flags and flags + 2
-if not n or n < 0 or not f or f < 1 or not r or r < 0 or #ARGV < fixed or (user ~= '' and not isUserId(user)) then
+local fixed = flags and flags + 3
+local generation = fixed and tonumber(ARGV[fixed])
+if not n or n < 0 or not f or f < 1 or not r or r < 0 or #ARGV < fixed or (user ~= '' and not isUserId(user)) or not generation or generation < 0 then
   return { INVALID_ARGUMENTS }
 end
 local counterFlags, shardCounts, indexFlags = ARGV[flags], ARGV[flags + 1], ARGV[flags + 2]
@@ -155,7 +158,7 @@ for j = 1, r do
   if indexed[j] then
     indexKey = indexKey + 1
     -- The marks and the targets asked together, in steps under Lua's bound on unpacked values.
-    local found = redis.call('SMISMEMBER', keys[indexKey], indexComplete, indexOverflowed, indexHistoryMark(), unpack(ARGV, ids + 1, ids + math.min(n, 1000)))
+    local found = redis.call('SMISMEMBER', keys[indexKey], indexComplete, indexOverflowed, indexHistoryMark(generation), unpack(ARGV, ids + 1, ids + math.min(n, 1000)))
     if found[2] == 1 then
       indexStates[j] = 'o'
     elseif found[1] == 0 or found[3] == 0 then

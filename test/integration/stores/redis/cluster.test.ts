@@ -444,6 +444,7 @@ describe("scripts on a Redis Cluster", () => {
       sameSlot.map(() => 1).join(""),
       "111",
       "0",
+      0,
     ];
 
     // Alongside reads of other masters' targets, in one tick.
@@ -570,6 +571,7 @@ describe("scripts on a Redis Cluster", () => {
       "complete-member-index",
       "index-rules-out",
       "note-members",
+      "register-writer",
       "settle-member-indexes",
     ]);
   });

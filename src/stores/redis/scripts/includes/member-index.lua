@@ -30,7 +30,10 @@
   An index completes in its node's replication history (includes/history.lua),
   which it notes as a mark of its own: on a node of another history (a failover
   or restart may have taken notes back) it answers nothing until loaded again,
-  which adds what PostgreSQL holds to what it kept.
+  which adds what PostgreSQL holds to what it kept. The mark also carries the
+  writers' fence generation (src/stores/redis/index-fence.ts), which changes
+  when processes that note indexes another way (another version) start: an
+  index completed before answers nothing after, as they may not have noted in it.
 ]]
 --@include history
 
@@ -38,9 +41,12 @@ local indexComplete = '0'
 local indexOverflowed = '-1'
 -- Makes the index exist while it loads (begin-member-index.lua); complete-member-index.lua removes it.
 local indexLoading = '-2'
--- The mark of a load completed in this node's replication history (an integer below -2).
-local function indexHistoryMark()
-  return nodeHistory()
+-- The mark of a load completed in this node's replication history under the fence's
+-- `generation` (an integer below -2): the history's top 40 bits, then 12 of the generation,
+-- exact in a double.
+local function indexHistoryMark(generation)
+  local history = -tonumber(nodeHistory()) - 3
+  return string.format('-%.0f', math.floor(history / 4096) * 4096 + generation % 4096 + 3)
 end
 -- How long an index lives unused: 7 days.
 local indexIdleMs = 604800000

@@ -14,3 +14,4 @@ local TOO_LATE = -7
 local OVER_BUDGET = -8
 local DEADLINE_PASSED = -9
 local LOCK_LOST = -10
+local FENCED = -11
