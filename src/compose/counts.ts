@@ -37,7 +37,7 @@ export interface CountsParts {
   /** Where this Redis keeps member indexes; null on a cluster. */
   readonly memberIndexes: MemberIndexes | null;
   /** Applies changes to PostgreSQL as the pipeline does: what a failover may take back is appended through it. */
-  readonly persist: (changes: readonly RelationChange[]) => Promise<unknown>;
+  readonly persist: (changes: readonly RelationChange[]) => Promise<{ readonly passed: readonly unknown[] }>;
 }
 
 export interface ComposedCounts {

@@ -45,8 +45,11 @@ export interface LostChangeDeps {
   readonly redisHolds: (changes: readonly AcknowledgedChange[]) => Promise<boolean[]>;
   /** The author each target credits, in order (null for a user, or when unknown). */
   readonly authors: (targets: readonly Target[]) => Promise<(bigint | null)[]>;
-  /** Applies changes to PostgreSQL as the pipeline does; RedisFollowUpError when PostgreSQL committed but Redis did not follow. */
-  readonly persist: (changes: readonly RelationChange[]) => Promise<unknown>;
+  /**
+   * Applies changes to PostgreSQL as the pipeline does, answering those newer than what it
+   * held; RedisFollowUpError when PostgreSQL committed but Redis did not follow.
+   */
+  readonly persist: (changes: readonly RelationChange[]) => Promise<{ readonly passed: readonly unknown[] }>;
   /** How long before a connection closed a change may still be on its way to PostgreSQL: the pipeline's lingers and a margin. */
   readonly recentMs: number;
   readonly onAppended: (changes: readonly AcknowledgedChange[], reason: "connection" | "failover") => void;
@@ -68,7 +71,8 @@ export function createLostChangeCheck(deps: LostChangeDeps): LostChangeCheck {
   let appended = 0;
   let closed = false;
   let running: Promise<void> | null = null;
-  let pendingAt: number | null = null;
+  // The moments asked for while an append ran: the changes from the earliest's window to the latest.
+  let pending: { fromMs: number; toMs: number } | null = null;
 
   /** Of `changes`, those PostgreSQL lacks, and (when asked) Redis's target too. */
   async function missing(changes: readonly AcknowledgedChange[], askRedis: boolean): Promise<AcknowledgedChange[]> {
@@ -89,7 +93,8 @@ export function createLostChangeCheck(deps: LostChangeDeps): LostChangeCheck {
    * (authors' credits, users' lists) is tried again in the background while Redis is away
    * (a failover): a persist of the same changes finds them applied and does only that.
    */
-  async function append(changes: readonly AcknowledgedChange[]): Promise<void> {
+  async function append(changes: readonly AcknowledgedChange[]): Promise<number> {
+    let passed = 0;
     for (let i = 0; i < changes.length; i += pairsPerQuery) {
       const slice = changes.slice(i, i + pairsPerQuery);
       const authors = await deps.authors(slice.map((c) => c.target));
@@ -104,19 +109,23 @@ export function createLostChangeCheck(deps: LostChangeDeps): LostChangeCheck {
         at: c.at,
       }));
       try {
-        await deps.persist(relationChanges);
+        passed += (await deps.persist(relationChanges)).passed.length;
       } catch (error) {
         if (!(error instanceof RedisFollowUpError)) throw error;
+        // Committed, how many newer than what PostgreSQL held not told: all, at most.
+        passed += relationChanges.length;
         void followUp(relationChanges);
       }
     }
+    return passed;
   }
 
   async function followUp(changes: readonly RelationChange[]): Promise<void> {
     const until = Date.now() + followUpMs;
     let cause: unknown;
     while (!closed && Date.now() < until) {
-      await sleep(followUpRetryMs);
+      await sleep(followUpRetryMs, undefined, { ref: false });
+      if (closed) return;
       try {
         await deps.persist(changes);
         return;
@@ -128,39 +137,47 @@ export function createLostChangeCheck(deps: LostChangeDeps): LostChangeCheck {
   }
 
   async function appendMissing(changes: readonly AcknowledgedChange[], askRedis: boolean, reason: "connection" | "failover"): Promise<void> {
+    if (closed) return;
     const absent = await missing(changes, askRedis);
     if (absent.length === 0 || closed) return;
+    let passed: number;
     try {
-      await append(absent);
+      passed = await append(absent);
     } catch (error) {
       if (reason === "connection") throw error;
       lost += absent.length;
       deps.onLost(absent, error);
       return;
     }
-    appended += absent.length;
-    deps.onAppended(absent, reason);
+    // Those the pipeline had not committed meanwhile: on a close without a failover, few or none.
+    appended += passed;
+    if (passed > 0) deps.onAppended(absent, reason);
   }
 
   return {
     appendRecent(atMs) {
       if (closed) return Promise.resolve();
-      // Connections close together (a failover closes every one): one append at a time, the last moment asked next.
-      if (running) {
-        pendingAt = Math.max(pendingAt ?? atMs, atMs);
-        return running;
-      }
+      // Connections close together (a failover closes every one): one append at a time; the moments
+      // asked meanwhile are covered next, from the earliest's window to the latest, whatever became of this one.
+      pending = { fromMs: Math.min(pending?.fromMs ?? Infinity, atMs - deps.recentMs), toMs: Math.max(pending?.toMs ?? -Infinity, atMs + 1) };
+      if (running) return running;
       const run = async () => {
-        for (let at: number | null = atMs; at !== null && !closed;) {
-          pendingAt = null;
-          await appendMissing(deps.journal.within(at - deps.recentMs, at + 1), false, "connection");
-          at = pendingAt;
+        const failures: Error[] = [];
+        while (pending && !closed) {
+          const { fromMs, toMs } = pending;
+          pending = null;
+          await appendMissing(deps.journal.within(fromMs, toMs), false, "connection").catch((error: unknown) => {
+            failures.push(error instanceof Error ? error : new Error(String(error)));
+            // Another moment asked meanwhile tries this window again with its own.
+            if (pending) pending = { ...pending, fromMs: Math.min(pending.fromMs, fromMs) };
+          });
         }
+        if (failures[0]) throw failures[0];
       };
       running = run().finally(() => (running = null));
       return running;
     },
-    check: (episodeAtMs) => appendMissing(deps.journal.before(episodeAtMs), true, "failover"),
+    check: (episodeAtMs) => (closed ? Promise.resolve() : appendMissing(deps.journal.before(episodeAtMs), true, "failover")),
     appended: () => appended,
     lost: () => lost,
     close() {

@@ -26,8 +26,10 @@ function world(clock: { now: number }) {
       const failure = failures.shift();
       if (failure && !(failure instanceof RedisFollowUpError)) throw failure;
       persisted.push([...changes]);
-      for (const c of changes) if ((postgres.get(pairKey(c)) ?? -1n) < c.version) postgres.set(pairKey(c), c.version);
+      const passed = changes.filter((c) => (postgres.get(pairKey(c)) ?? -1n) < c.version);
+      for (const c of passed) postgres.set(pairKey(c), c.version);
       if (failure) throw failure;
+      return { passed };
     },
     recentMs: 3_000,
     onAppended: (changes, reason) => told.appended.push(`${reason}:${changes.map((c) => c.userId).join(",")}`),
@@ -67,6 +69,39 @@ describe("the changes a failover may take back", () => {
     const second = check.appendRecent(clock.now);
     await Promise.all([first, second]);
     expect(w.persisted.map((batch) => batch.map((c) => c.userId))).toEqual([[1n], [2n]]);
+  });
+
+  it("when an append fails while connections close, then the moments asked meanwhile are still covered, from the earliest's window", async () => {
+    const clock = { now: 10_000 };
+    const w = world(clock);
+    w.journal.record(like(post(1n), 1n, 1n));
+    w.failures.push(new Error("PostgreSQL is busy"));
+    const check = createLostChangeCheck(w.deps);
+    const first = check.appendRecent(clock.now);
+    clock.now += 5_000;
+    w.journal.record(like(post(1n), 2n, 2n));
+    const second = check.appendRecent(clock.now);
+    await expect(first).rejects.toThrow("PostgreSQL is busy");
+    await expect(second).rejects.toThrow("PostgreSQL is busy");
+    // The second moment's window reaches back to the first's: the change the failed append missed goes too.
+    expect(w.persisted.flat().map((c) => c.userId)).toEqual([1n, 2n]);
+  });
+
+  it("when the pipeline committed a change meanwhile, then it is not counted as appended", async () => {
+    const clock = { now: 10_000 };
+    const w = world(clock);
+    w.journal.record(like(post(1n), 1n, 4n));
+    const check = createLostChangeCheck({
+      ...w.deps,
+      // PostgreSQL took the pipeline's copy between the question and the append.
+      persist: async (changes) => {
+        for (const c of changes) w.postgres.set(pairKey(c), c.version);
+        return { passed: [] };
+      },
+    });
+    await check.appendRecent(clock.now);
+    expect(check.appended()).toBe(0);
+    expect(w.told.appended).toEqual([]);
   });
 
   it("when PostgreSQL refuses the append after a failover, then the changes are reported lost with their pairs", async () => {
