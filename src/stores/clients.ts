@@ -8,6 +8,7 @@ import { createDatabase, isPostgresUnavailable, type Database } from "./postgres
 import { createRabbitConnection } from "./rabbitmq/connection.js";
 import { startIndexFence } from "./redis/index-fence.js";
 import { createRedisClient, hostAndPort, isRedisUnavailable, type RedisClient } from "./redis/client.js";
+import { closingClient } from "./redis/connection-losses.js";
 import { createCountInvalidations, type CountInvalidations } from "./redis/count-invalidations.js";
 import { checkDurability, checkMemoryPolicy, checkRedisVersion, warnOfMissingReplicas } from "./redis/durability.js";
 import { askReplicaAcks, replicaAckConnections } from "./redis/replica-acks.js";
@@ -214,12 +215,13 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
         subscriber,
       });
       client.on("error", (err: Error) => logger.warn({ err }, "Redis connection problem"));
-      redisClosers.push(() =>
-        closeWithin(
+      redisClosers.push(() => {
+        closingClient(client);
+        return closeWithin(
           () => client.quit(),
           () => client.disconnect(),
-        ),
-      );
+        );
+      });
       await client.connect();
       return client;
     };

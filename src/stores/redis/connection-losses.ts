@@ -52,8 +52,17 @@ export function reconnectAfterSentinelRace(client: Redis, retryMs = 100): void {
     if (client.status === "connecting" && (error as Error)?.message === "Connection is closed.") raced = true;
   });
   client.on("end", () => {
-    if (!raced) return;
+    if (!raced || closing.has(client)) return;
     raced = false;
-    setTimeout(() => void client.connect().catch(() => {}), retryMs).unref();
+    setTimeout(() => {
+      if (!closing.has(client)) client.connect().catch(() => {});
+    }, retryMs).unref();
   });
+}
+
+const closing = new WeakSet<RedisClient>();
+
+/** Tells that the service closes `client`: no race is answered by connecting it again (a QUIT queued while it reconnects fails the same way). */
+export function closingClient(client: RedisClient): void {
+  closing.add(client);
 }
