@@ -242,7 +242,7 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     }
     await checkMemoryPolicy(redis, { refuse: config.production, logger });
     // Member indexes complete only while every process writing notes them as this version does
-    // (index-fence.ts); it leaves the registry before the clients close.
+    // (index-fence.ts); it leaves the registry before any Redis client closes.
     const fence = await startIndexFence(redis, createRedisKeys(config.redisPartitions).writers(), {
       onMixed: (mixed) =>
         mixed
@@ -251,7 +251,7 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
       onFailure: (err) =>
         logger.warn({ err }, "this process could not renew its lease in the writers' registry; its member indexes answer nothing until it does"),
     });
-    if (fence) redisClosers.unshift(() => fence.close());
+    if (fence) closers.push(() => fence.close());
     // The relay's reads block, and after an outage one read can return a large backlog that takes
     // longer than a request's timeout to arrive: a timeout there would repeat the same read forever.
     const relayRedis = needs.relay ? await connectRedis(undefined) : null;

@@ -123,7 +123,7 @@ export function createMemberIndexStore(redis: RedisClient, indexes: MemberIndexe
         indexes.writers,
         indexes.capacity,
         overflowed ? 1 : 0,
-        memberIndexProtocol,
+        fenceOf(redis)?.protocol ?? memberIndexProtocol,
         indexes.generation(),
         ...targetIds.map(String),
       );

@@ -149,8 +149,15 @@ declare module "ioredis" {
       generation: number,
       ...targetIds: string[]
     ): Result<ScriptReply, Context>;
-    /** scripts/register-writer.lua: the status, then the generation, mixed (0 or 1) and moved (0 or 1). */
-    registerWriter(writers: string, processId: string, protocol: number, leaseMs: number, leaving: 0 | 1): Result<[number, number?, number?, number?], Context>;
+    /** scripts/register-writer.lua: the status, then the generation, mixed (0 or 1), and moved (0 or 1) or, asked, the writers behind. */
+    registerWriter(
+      writers: string,
+      processId: string,
+      protocol: number,
+      leaseMs: number,
+      mode: "renew" | "leave" | "ask",
+      quietMs: number,
+    ): Result<[number, number?, number?, number?], Context>;
     /** scripts/note-members.lua. */
     noteMembers(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply, Context>;
     /** scripts/index-rules-out.lua: the member index, the fence generation, then the targets' ids. */

@@ -172,7 +172,7 @@ describe("member indexes", () => {
       await fresh.close();
     }
   });
-  it("when a process of another version writes, then indexes answer nothing: a like its index lacks is seen, and once it leaves the index loads again", async () => {
+  it("when a process of another version writes, then indexes answer nothing: a like its index lacks is seen", async () => {
     const [author] = (await createUsers(db, reader.config, 1)) as [TestUser];
     const post = dataOf(await writer.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "f", body: "b") { id } }`, {}, author.token)).createPost
       .id;
@@ -190,8 +190,5 @@ describe("member indexes", () => {
     } finally {
       await other?.close();
     }
-    // One version again: the index, of the generation before, loads again (the like from its pending record).
-    await expect.poll(async () => (await viewerHasLiked()) && (await redis.sismember(indexKey(), post)) === 1, { timeout: 15_000 }).toBe(true);
-    expect(await viewerHasLiked()).toBe(true);
   });
 });

@@ -42,11 +42,11 @@ local indexOverflowed = '-1'
 -- Makes the index exist while it loads (begin-member-index.lua); complete-member-index.lua removes it.
 local indexLoading = '-2'
 -- The mark of a load completed in this node's replication history under the fence's
--- `generation` (an integer below -2): the history's top 40 bits, then 12 of the generation,
--- exact in a double.
+-- `generation` (an integer below -2): the history's top 32 bits, then 20 of the generation
+-- (a time in ms), exact in a double.
 local function indexHistoryMark(generation)
   local history = -tonumber(nodeHistory()) - 3
-  return string.format('-%.0f', math.floor(history / 4096) * 4096 + generation % 4096 + 3)
+  return string.format('-%.0f', math.floor(history / 1048576) * 1048576 + generation % 1048576 + 3)
 end
 -- How long an index lives unused: 7 days.
 local indexIdleMs = 604800000
