@@ -14,9 +14,6 @@ import { redisClockOf } from "./redis-clock.js";
 
 const positionText = (p: ListPosition) => `${p.at.getTime()}:${p.targetId}`;
 
-/** How long a list is kept after its last read or write (scripts/includes/list-positions.lua names the same). */
-const listIdleMs = 86_400_000;
-
 export function parsePosition(text: string): ListPosition | null {
   const match = /^(\d+):([1-9]\d*)$/.exec(text);
   return match ? { at: new Date(Number(match[1])), targetId: BigInt(match[2] as string) } : null;
@@ -32,7 +29,6 @@ function parseRecords(recent: Record<string, string>): Map<bigint, RecentChange>
   return records;
 }
 
-// eslint-disable-next-line max-lines-per-function -- a store's methods share its client and keys in one closure; each is one port method.
 export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore {
   const timeoutMs = commandTimeoutOf(redis);
   const clock = redisClockOf(redis);
@@ -77,19 +73,13 @@ export function createListStore(redis: RedisClient, keys: RedisKeys): ListStore 
     },
     async read(relation, userId) {
       const list = keys.list(relation, userId);
-      // One slot: one pipeline, on a cluster too. A read keeps the list a day longer, as a write does
-      // (scripts/includes/list-positions.lua: the horizon a minute less than the entries).
-      const [flat, horizon, recent] = (await pipelineReplies(
-        redis
-          .pipeline()
-          .zrange(list.entries, "0", "-1", "WITHSCORES")
-          .get(list.horizon)
-          .hgetall(list.recent)
-          .pexpire(list.horizon, listIdleMs)
-          .pexpire(list.entries, listIdleMs + 60_000)
-          .exec(),
-      )) as [string[], string | null, Record<string, string>];
-      if (horizon === null || horizon === "loading") return null;
+      // One script in the user's slot: it answers only a list loaded in its node's replication history,
+      // and keeps it a day longer, as a write does (scripts/read-list.lua).
+      const [status, flat = [], horizon = "", fields = []] = await redis.readList(list.entries, list.horizon, list.recent);
+      if (status === ScriptStatus.Unchanged) return null;
+      if (status !== ScriptStatus.Applied) throw toError("read-list", status, { type: "user", id: userId });
+      const recent: Record<string, string> = {};
+      for (let i = 0; i + 1 < fields.length; i += 2) recent[fields[i] as string] = fields[i + 1] as string;
       const entries: ListPosition[] = [];
       for (let i = 0; i + 1 < flat.length; i += 2) entries.push({ targetId: BigInt(flat[i] as string), at: new Date(Number(flat[i + 1])) });
       entries.sort((a, b) => b.at.getTime() - a.at.getTime() || (a.targetId < b.targetId ? 1 : a.targetId > b.targetId ? -1 : 0));

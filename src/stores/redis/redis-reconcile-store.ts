@@ -251,7 +251,9 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
           if (horizon === null || horizon === "loading" || again !== horizon) return null;
           const entries: ListPosition[] = [];
           for (let i = 0; i + 1 < flat.length; i += 2) entries.push({ targetId: BigInt(flat[i] as string), at: new Date(Number(flat[i + 1])) });
-          return { entries, horizon: horizon === "" ? null : parseListPosition(horizon) };
+          // Stamped with the replication history it was loaded in (scripts/includes/list-positions.lua).
+          const position = horizon.split("@")[0] ?? "";
+          return { entries, horizon: position === "" ? null : parseListPosition(position) };
         }),
       );
     },

@@ -59,6 +59,7 @@ const definitions = {
   releaseLock: { file: "release-lock", numberOfKeys: 1 },
   applyListChanges: { file: "apply-list-changes", numberOfKeys: undefined },
   loadList: { file: "load-list", numberOfKeys: 3 },
+  readList: { file: "read-list", numberOfKeys: 3 },
   // Member indexes live in users' slots, which a like's script cannot reach on a cluster: standalone only.
   beginMemberIndex: { file: "begin-member-index", numberOfKeys: 1, standaloneOnly: true },
   completeMemberIndex: { file: "complete-member-index", numberOfKeys: 3, standaloneOnly: true },
@@ -136,6 +137,8 @@ declare module "ioredis" {
     applyListChanges(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<ScriptReply<string>, Context>;
     /** scripts/load-list.lua: entries, horizon, recent changes, then ARGV. */
     loadList(entries: string, horizon: string, recent: string, ...args: (string | number)[]): Result<ScriptReply, Context>;
+    /** scripts/read-list.lua: the status, then the entries (post, ms, …), the horizon and the records (field, value, …). */
+    readList(entries: string, horizon: string, recent: string): Result<[number, string[]?, string?, string[]?], Context>;
     /** scripts/begin-member-index.lua. */
     beginMemberIndex(index: string): Result<ScriptReply, Context>;
     /** scripts/complete-member-index.lua. */

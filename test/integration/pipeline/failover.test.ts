@@ -69,6 +69,16 @@ const viewOf = async (post: string, user: number) =>
     ),
   ).post;
 
+/** The posts the user's likedPosts lists, newest first. */
+const likedOf = async (user: number) =>
+  dataOf(
+    await api.gql<{ user: { likedPosts: { edges: { node: { id: string } }[] } } }>(
+      `query($id: ID!) { user(id: $id) { likedPosts(first: 10) { edges { node { id } } } } }`,
+      { id: String(users[user]?.id) },
+      users[user]?.token,
+    ),
+  ).user.likedPosts.edges.map((e) => e.node.id);
+
 describe("a failover that lost acknowledged writes", () => {
   it("when the promoted replica lacks a like and an unlike PostgreSQL holds, then reads and changes answer from PostgreSQL's truth, none contradicting them", async () => {
     const post = dataOf(await api.gql<{ createPost: { id: string } }>(`mutation { createPost(title: "f", body: "b") { id } }`, {}, users[author]?.token))
@@ -83,9 +93,12 @@ describe("a failover that lost acknowledged writes", () => {
       // The second user's member index, loaded by their read, complete on both: it will lack their like.
       expect(await viewOf(post, second)).toEqual({ counts: { likes: 1 }, viewerHasLiked: false });
       const index = keys.memberIndex("like", "post", users[second]?.id ?? 0n);
+      // And their list of liked posts, loaded by their read: it will lack the like too.
+      expect(await likedOf(second)).toEqual([]);
+      const list = keys.list("like", users[second]?.id ?? 0n);
       await until(
-        "the replica holds the first like and the complete index",
-        async () => (await replicaLikes()) === 1 && (await replica.sismember(index, "0")) === 1,
+        "the replica holds the first like, the complete index and the list",
+        async () => (await replicaLikes()) === 1 && (await replica.sismember(index, "0")) === 1 && (await replica.exists(list.horizon)) === 1,
       );
 
       // The replica hears nothing more: paused, and its link dropped so it cannot catch up on resuming.
@@ -107,6 +120,8 @@ describe("a failover that lost acknowledged writes", () => {
       expect(await replicaLikes()).toBe(1);
 
       expect(await viewOf(post, second)).toEqual({ counts: { likes: 1 }, viewerHasLiked: true });
+      expect(await replica.zcard(list.entries)).toBe(0);
+      expect(await likedOf(second)).toEqual([post]);
       expect(await answered("unlikePost", post, second)).toBe(true);
       expect(await answered("likePost", post, first)).toBe(true);
       expect(await viewOf(post, first)).toEqual({ counts: { likes: 1 }, viewerHasLiked: true });

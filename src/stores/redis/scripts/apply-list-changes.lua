@@ -96,6 +96,11 @@ end
 -- Applies ARGV[from..to] (changes of 5 values) to one list; returns whether Redis holds it.
 local function applyList(entriesKey, horizonKey, recentKey, from, to)
   local horizonValue = redis.call('GET', horizonKey)
+  if horizonValue and not trustedHorizon(horizonValue) then
+    -- Held from another replication history: it may lack changes; loaded again when next read.
+    redis.call('DEL', entriesKey, horizonKey)
+    horizonValue = false
+  end
   local held = horizonValue ~= false
   local wroteRecent = false
   local pendingDelta = 0

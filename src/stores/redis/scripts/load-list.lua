@@ -6,7 +6,7 @@
   PostgreSQL held the change when it was read. The snapshot's entries join
   except where a record speaks for the post, the records are applied (those
   written while Redis did not hold the list), the entries are trimmed to the
-  capacity and the horizon is set.
+  capacity and the horizon is set, stamped with this node's replication history.
 
   Input:
     KEYS[1]      the list's entries (sorted set)
@@ -54,7 +54,7 @@ for i = 1, #recent, 2 do
     redis.call('ZREM', KEYS[1], recent[i])
   end
 end
-redis.call('SET', KEYS[2], ARGV[2])
+redis.call('SET', KEYS[2], stampedHorizon(ARGV[2]))
 trimList(KEYS[1], KEYS[2], capacity)
 keepList(KEYS[1], KEYS[2])
 return { APPLIED }

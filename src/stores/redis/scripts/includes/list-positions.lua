@@ -3,8 +3,12 @@
   first; ids are compared as decimal strings (they may pass 2^53). A list's
   horizon (its 'uh' key) is '' when Redis holds every entry, 'loading' while
   scripts/load-list.lua has yet to run, or the position 'ms:id' at and before
-  which entries are read from PostgreSQL.
+  which entries are read from PostgreSQL; but 'loading', followed by '@' and the
+  replication history the list was loaded in (includes/history.lua): a list of
+  another history (a failover or a restart may have taken writes back) is not
+  answered from, but dropped and loaded again from PostgreSQL.
 ]]
+--@include history
 
 local function idBelow(a, b)
   if #a ~= #b then
@@ -21,13 +25,26 @@ local function olderPosition(atA, idA, atB, idB)
   return idBelow(idA, idB)
 end
 
--- The horizon's time and id, or nil when there is none.
+-- The horizon's time and id, stamped or not, or nil when there is none.
 local function horizonOf(value)
   local at, id = string.match(value or '', '^(%d+):(%d+)$')
+  if not at then
+    at, id = string.match(value or '', '^(%d+):(%d+)@')
+  end
   if not at then
     return nil
   end
   return tonumber(at), id
+end
+
+-- A horizon's position ('' or 'ms:id') stamped with this node's history.
+local function stampedHorizon(position)
+  return position .. '@' .. nodeHistory()
+end
+
+-- Whether a held list's horizon (not false) may be answered from: loading, or loaded in this node's history.
+local function trustedHorizon(value)
+  return value == 'loading' or string.match(value, '@(%-%d+)$') == nodeHistory()
 end
 
 local listIdleMs = 86400000
@@ -52,6 +69,6 @@ local function trimList(entries, horizonKey, capacity)
     end
   end
   if moved then
-    redis.call('SET', horizonKey, string.format('%.0f:%s', hAt, hId))
+    redis.call('SET', horizonKey, stampedHorizon(string.format('%.0f:%s', hAt, hId)))
   end
 end
