@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../../scripts/lib/ports.js";
 import type { Config } from "../../../src/config.js";
-import { createUsers, graphqlClient, openDatabase, testConfig } from "../../support/env.js";
+import { createUsers, emptyRedis, graphqlClient, openDatabase, openRedis, testConfig } from "../../support/env.js";
 import { eventually } from "../../support/pipeline.js";
 import { startApiProcess, startWorkerProcess, type ServiceProcess } from "../../support/service-process.js";
 import { deployedQueries, isServed, metricFamilies, metricNamesIn } from "../../support/observability.js";
@@ -35,6 +35,10 @@ describe("the metrics of the dashboard and the alert rules", () => {
   const config = testConfig();
   const db = openDatabase(config);
   beforeAll(async () => {
+    // An outbox earlier files left would be persisted first: "before anything happened" starts from an empty Redis.
+    const redis = await openRedis();
+    await emptyRedis(redis);
+    await redis.quit();
     [api, worker] = await Promise.all([run(startApiProcess, config), run(startWorkerProcess, config)]);
   }, 60_000);
   afterAll(async () => {
