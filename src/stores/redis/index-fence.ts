@@ -62,8 +62,8 @@ export const fenceOf = (redis: RedisClient): IndexFence | null => fences.get(red
 
 /**
  * Registers this process as a writer and renews its lease in the background; resolves once
- * it may write (after a renewal more when it moved the generation while others run). Null
- * on a cluster, which keeps no member indexes.
+ * it may write: when it moved the generation while others run, once each has learned it (a
+ * lease at most). Null on a cluster, which keeps no member indexes.
  */
 export async function startIndexFence(redis: RedisClient, writers: string, options: IndexFenceOptions = {}): Promise<IndexFence | null> {
   if (redis instanceof Cluster) return null;
