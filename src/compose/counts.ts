@@ -84,14 +84,14 @@ function composeLostChanges(config: Config, parts: CountsParts, logger: Logger) 
     authors: async (targets) => (await lookup(targets)).map((found) => found?.authorId ?? null),
     persist: parts.persist,
     recentMs: commitLagMs(config),
-    onAppended: (changes, reason) =>
+    onAppended: (changes, reason, passed) =>
       reason === "failover"
         ? logger.warn(
-            { appended: changes.length, pairs: describe(changes) },
+            { lacking: changes.length, appended: passed, pairs: describe(changes) },
             "a Redis failover lost changes this process acknowledged; it appended them to PostgreSQL, and their targets load from there",
           )
         : logger.info(
-            { appended: changes.length, pairs: describe(changes) },
+            { lacking: changes.length, appended: passed, pairs: describe(changes) },
             "a connection to Redis closed: the changes this process acknowledged just before that PostgreSQL lacked were appended to it, in case a failover takes them back",
           ),
     onLost: (changes, err) =>

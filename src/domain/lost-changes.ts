@@ -52,7 +52,8 @@ export interface LostChangeDeps {
   readonly persist: (changes: readonly RelationChange[]) => Promise<{ readonly passed: readonly unknown[] }>;
   /** How long before a connection closed a change may still be on its way to PostgreSQL: the pipeline's lingers and a margin. */
   readonly recentMs: number;
-  readonly onAppended: (changes: readonly AcknowledgedChange[], reason: "connection" | "failover") => void;
+  /** Told of the changes PostgreSQL lacked when asked and that were appended, and how many it took as newer (the pipeline may have committed the others meanwhile). */
+  readonly onAppended: (changes: readonly AcknowledgedChange[], reason: "connection" | "failover", passed: number) => void;
   readonly onLost: (changes: readonly AcknowledgedChange[], cause: unknown) => void;
   /** Told when Redis did not take what follows appended changes (credits, lists) for `followUpMs`. */
   readonly onFollowUpFailure: (cause: unknown) => void;
@@ -151,7 +152,7 @@ export function createLostChangeCheck(deps: LostChangeDeps): LostChangeCheck {
     }
     // Those the pipeline had not committed meanwhile: on a close without a failover, few or none.
     appended += passed;
-    if (passed > 0) deps.onAppended(absent, reason);
+    if (passed > 0) deps.onAppended(absent, reason, passed);
   }
 
   return {
