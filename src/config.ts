@@ -283,6 +283,16 @@ const settings = {
    * production, any in development. "*" allows any origin; an empty list allows none.
    */
   corsOrigins: setting("CORS_ORIGINS", z.string().optional().transform(parseCorsOrigins)),
+  persistedQueries: {
+    /** "apq": automatic persisted queries shared in Redis; "safelist": only the manifest's operations run; "off". */
+    mode: setting("PERSISTED_QUERIES", z.enum(["apq", "safelist", "off"]).default("apq")),
+    /** Apollo's persisted query manifest (JSON), required with PERSISTED_QUERIES=safelist. */
+    manifest: setting("PERSISTED_QUERIES_MANIFEST", z.string().min(1).optional()),
+    /** How long Redis keeps a query's text after it was last registered or read there. */
+    ttlSeconds: setting("PERSISTED_QUERIES_TTL_S", positiveInt(86_400)),
+    /** How many texts Redis keeps at most (each at most 16 KiB), the least recently used leaving first. */
+    maxEntries: setting("PERSISTED_QUERIES_MAX", positiveInt(5_000)),
+  },
   /** Null without an endpoint: no tracing, and no tracing code loaded. */
   tracing: {
     /** OTLP/HTTP collector base URL (e.g. http://127.0.0.1:4318); when set, GraphQL operations are traced. */
@@ -318,6 +328,8 @@ const configSchema = z.object(shape).transform((values, ctx) => {
   const refuse = (variable: string, message: string) => ctx.issues.push({ code: "custom", path: [variable], input: undefined, message });
   if (rest.redisSentinels.length > 0 && rest.redisClusterNodes.length > 0)
     refuse("REDIS_SENTINELS", "REDIS_SENTINELS and REDIS_CLUSTER_NODES are both set; a Redis Cluster fails over by itself: set one of them.");
+  if (rest.persistedQueries.mode === "safelist" && rest.persistedQueries.manifest === undefined)
+    refuse("PERSISTED_QUERIES_MANIFEST", "PERSISTED_QUERIES=safelist needs PERSISTED_QUERIES_MANIFEST: the path of the app's persisted query manifest.");
   if (jwtSecret === undefined && rest.production) refuse("JWT_SECRET", "JWT_SECRET must be set in production; the development default is public.");
   return Object.freeze({
     ...rest,

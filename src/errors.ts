@@ -57,6 +57,8 @@ export const RequestErrorCode = {
   PERSISTED_QUERY_NOT_SUPPORTED: "PERSISTED_QUERY_NOT_SUPPORTED",
   /** The persisted query's `sha256Hash` is not the SHA-256 of the query sent with it. */
   PERSISTED_QUERY_HASH_MISMATCH: "PERSISTED_QUERY_HASH_MISMATCH",
+  /** PERSISTED_QUERIES=safelist: the operation sent is not among those of the service's manifest. */
+  OPERATION_NOT_IN_SAFELIST: "OPERATION_NOT_IN_SAFELIST",
   /** The persisted query extension names a version other than 1. */
   PERSISTED_QUERY_VERSION_UNSUPPORTED: "PERSISTED_QUERY_VERSION_UNSUPPORTED",
   /** A subscription sent over plain HTTP (subscriptions need a WebSocket connection), or a query or mutation sent over WebSocket. */

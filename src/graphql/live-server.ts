@@ -54,6 +54,8 @@ export interface LiveServerOptions {
   readonly subscribesPerSecond?: number;
   readonly sendTimeoutMs: number;
   readonly maxBufferedBytes: number;
+  /** PERSISTED_QUERIES=safelist: whether a subscription's text is among the manifest's operations; default any. */
+  readonly inSafelist?: (query: string) => boolean;
   /** How often a connection is pinged; one that does not answer within the same time is dropped. Default 12 s. */
   readonly keepAliveMs?: number;
   /** Whether a page at `origin` may connect (the Origin header browsers send); clients sending none, and pages of the host connected to, always may. */
@@ -83,6 +85,8 @@ interface Extra {
 
 /** RFC 6455 "try again later": the close code of a connection the service could not serve for a moment. */
 const tryAgainLater = 1013;
+
+const notInSafelist = "This service runs only the operations of its safelist (PERSISTED_QUERIES=safelist); this one is not among them.";
 
 function refusal(message: string, code: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code } });
@@ -192,6 +196,7 @@ export function attachLiveServer(http: Server, options: LiveServerOptions): Live
           refusal(`A connection holds at most ${options.maxSubscriptions} subscriptions at once; complete one first.`, RequestErrorCode.TOO_MANY_SUBSCRIPTIONS),
         ];
       }
+      if (options.inSafelist && !options.inSafelist(payload.query)) return [refusal(notInSafelist, RequestErrorCode.OPERATION_NOT_IN_SAFELIST)];
       let document: DocumentNode;
       try {
         document = parse(payload.query, { maxTokens: 5_000 });

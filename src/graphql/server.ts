@@ -23,6 +23,7 @@ import { requestLimitsPlugin, type RequestLimitsOptions } from "./limits/request
 import { chargeOperation, rateLimitPlugin } from "./rate-limit-plugin.js";
 import { unavailablePlugin } from "./unavailable-plugin.js";
 import { operationFactsPlugin, type OperationFacts } from "./operation-facts.js";
+import { apolloPersistedQueries, inSafelist, safelistPlugin, type PersistedQueries } from "./persisted-queries.js";
 import { requestIdOf } from "./request-id.js";
 import { createRequestLog } from "./request-log.js";
 import { createSchema } from "./schema.js";
@@ -50,6 +51,8 @@ export interface GraphQLServerOptions {
   readonly corsOrigins?: "*" | readonly string[];
   /** Where each request's duration, errors and store latencies are counted; default none. */
   readonly metrics?: ApiMetrics;
+  /** Automatic persisted queries shared by every process, a safelist, or none (PERSISTED_QUERIES). */
+  readonly persistedQueries: PersistedQueries;
   /** More Apollo plugins (tracing). */
   readonly plugins?: readonly ApolloServerPlugin<Context>[];
   /** Bounds of subscriptions over WebSocket (LIVE_* settings); served when the services have live counts. */
@@ -157,6 +160,7 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
     formatError,
     // A bound on document size: no legitimate query of this schema comes near it.
     parseOptions: { maxTokens: 5_000 },
+    persistedQueries: apolloPersistedQueries(options.persistedQueries),
     plugins: [
       // Stopping Apollo closes Fastify, letting requests in flight finish.
       fastifyApolloDrainPlugin(http),
@@ -177,6 +181,7 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
         const request = (context as HttpContext)[httpRequest];
         if (request) operations.set(request, facts);
       }),
+      ...(options.persistedQueries.mode === "safelist" ? [safelistPlugin(options.persistedQueries.operations)] : []),
       ...(options.plugins ?? []),
     ],
   });
@@ -207,6 +212,7 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
           formatError,
           isUnavailable: options.isUnavailable,
           allowsOrigin,
+          ...(options.persistedQueries.mode === "safelist" && { inSafelist: inSafelist(options.persistedQueries.operations) }),
           ...options.live,
           ...(options.metrics && { onDroppedClient: options.metrics.observeDroppedClient }),
         })

@@ -1,6 +1,7 @@
 // Entry point of one API process (npm start runs one per core): GraphQL over
 // HTTP, without the persistence pipeline. SIGTERM and SIGINT stop taking
 // requests, let those in flight finish, then close the clients.
+import { composePersistedQueries } from "../compose/persisted-queries.js";
 import cluster from "node:cluster";
 import { compose } from "../compose.js";
 import { configWarnings } from "../config-warnings.js";
@@ -87,6 +88,7 @@ async function start(waiting: AbortSignal): Promise<void> {
     keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs,
     corsOrigins: config.corsOrigins,
     live: config.live,
+    persistedQueries: composePersistedQueries(config, clients.redis, logger),
     ...(metrics && { metrics }),
     ...(tracing && { plugins: [tracing.plugin] }),
   });

@@ -1,4 +1,5 @@
 // A running API on an ephemeral port, wired to the test database and private Redis.
+import { composePersistedQueries } from "../../src/compose/persisted-queries.js";
 import type { ApolloServerPlugin } from "@apollo/server";
 import type { Logger } from "pino";
 import { compose, type App } from "../../src/compose.js";
@@ -84,6 +85,7 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
     keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs,
     corsOrigins: config.corsOrigins,
     live: config.live,
+    persistedQueries: composePersistedQueries(config, clients.redis, logger),
     ...(metrics && { metrics }),
     ...(options.plugins && { plugins: options.plugins }),
   });

@@ -11,6 +11,7 @@ export type * from "./memberships.js";
 export type * from "./memory.js";
 export type * from "./message-bus.js";
 export type * from "./outbox.js";
+export type * from "./persisted-queries.js";
 export type * from "./rankings.js";
 export type * from "./rate-budgets.js";
 export type * from "./reachability.js";

@@ -25,6 +25,8 @@
 //   up:{p}:user:<id>:<tag>:<type>  hash: that index's likes not yet in PostgreSQL, target id to version (epoch:micros)
 //   writers                        hash: the processes writing, with their versions' protocol and leases, and the
 //                                  member indexes' fence generation (index-fence.ts); standalone only
+//   pq:{pq}:<sha256>               string: the text of a persisted query (APQ), expiring unless read (persisted-query-store.ts)
+//   pq:{pq}:index                  sorted set: those hashes by their last registration or read in ms, to bound how many are kept
 //   reconcile:lock                 string: lock held by the worker running a scheduled reconcile pass
 //   reconcile:tick:<ms>            string: a scheduled reconcile tick, claimed by the worker that runs its pass
 //   rif:{p}:<type>:<id>            string: versions at which reconcile passes found the target in flight, and how many in a row
@@ -151,6 +153,12 @@ export interface RedisKeys {
   reconcileLock(): string;
   /** The registry of the processes writing, and the member indexes' fence (index-fence.ts). */
   writers(): string;
+  /**
+   * A persisted query's text, and the sorted set of every hash held. One hash tag: the
+   * set and its entries share a slot, so they are trimmed together on a cluster.
+   */
+  persistedQuery(hash: string): string;
+  persistedQueryIndex(): string;
   /** Where the claims of scheduled reconcile ticks go: the tick's time in milliseconds follows. */
   reconcileTickPrefix(): string;
   /**
@@ -246,6 +254,8 @@ export function createRedisKeys(partitions: number): RedisKeys {
     },
     reconcileLock: () => "reconcile:lock",
     writers: () => "writers",
+    persistedQuery: (hash) => `pq:{pq}:${hash}`,
+    persistedQueryIndex: () => "pq:{pq}:index",
     reconcileTickPrefix: () => "reconcile:tick:",
     rateBudget: (budget, subject) =>
       `rl:{${budget}:${plainSubject.test(subject) ? subject : createHash("sha256").update(subject).digest("base64url").slice(0, 22)}}`,
