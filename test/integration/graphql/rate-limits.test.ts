@@ -80,8 +80,11 @@ const likesOf = `query($id: ID!) { post(id: $id) { counts { likes } } }`;
 const login = `mutation($u: String!, $p: String!) { login(username: $u, password: $p) { token user { id } } }`;
 const register = `mutation($u: String!, $e: String!, $p: String!) { register(username: $u, email: $e, password: $p) { token } }`;
 
+/** Every rate limit, at the edge or in a use case, answers one shape: errors alone, no data and no path. */
 function expectRateLimited(answer: Answer): void {
   expect(codes(answer)).toEqual(["RATE_LIMITED"]);
+  expect(answer.body).not.toHaveProperty("data");
+  expect(answer.body.errors?.[0]).not.toHaveProperty("path");
   const wait = answer.body.errors?.[0]?.extensions?.retryAfterSeconds;
   expect(Number.isInteger(wait) && (wait as number) >= 1).toBe(true);
   expect(answer.status).toBe(429);
@@ -287,6 +290,7 @@ describe("sign-in budgets", () => {
     const [storm, signedIn] = await Promise.all([storming, signingIn]);
     const outcomes = storm.map((a) => codes(a).join());
     expect(outcomes.filter((c) => c === "RATE_LIMITED")).toHaveLength(195);
+    for (const refused of storm.filter((a) => codes(a).join() === "RATE_LIMITED")) expectRateLimited(refused);
     expect(outcomes.filter((c) => c === "UNAUTHENTICATED")).toHaveLength(5);
     expect(codes(signedIn)).toEqual([]);
     expect(passwordHashCount() - before).toBe(6);
