@@ -41,6 +41,8 @@ export const RequestErrorCode = {
   PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
   /** No route at this path (GraphQL is served on /graphql only; HTTP 404). */
   ROUTE_NOT_FOUND: "ROUTE_NOT_FOUND",
+  /** A method /graphql does not take (PUT, DELETE, PATCH…; HTTP 405 with `Allow: GET, POST, OPTIONS`). */
+  METHOD_NOT_ALLOWED: "METHOD_NOT_ALLOWED",
   /** Fields nest deeper than MAX_QUERY_DEPTH (`extensions.depth`, `extensions.limit`). */
   QUERY_TOO_DEEP: "QUERY_TOO_DEEP",
   /** The operation could resolve more objects than MAX_QUERY_COST allows (`extensions.cost`, `extensions.limit`). */

@@ -7,6 +7,9 @@ import type { Logger } from "pino";
 import { RequestErrorCode } from "../errors.js";
 import { ApolloServerErrorCode } from "@apollo/server/errors";
 
+/** The methods served at /graphql: queries by GET, operations by POST, and CORS preflights. */
+const graphqlMethods = "GET, POST, OPTIONS";
+
 const graphqlError = (message: string, code: string, extensions: Record<string, unknown> = {}) => ({
   errors: [{ message, extensions: { code, ...extensions } }] as const,
 });
@@ -57,6 +60,14 @@ export function installHttpErrorHandlers(
     return reply.code(status).send(body);
   });
   http.setNotFoundHandler((request, reply) => {
+    // Fastify answers a method no route takes as an unknown path; for /graphql, HTTP says 405 with Allow.
+    if (request.url === "/graphql" || request.url.startsWith("/graphql?")) {
+      sent(request, RequestErrorCode.METHOD_NOT_ALLOWED);
+      return reply
+        .code(405)
+        .header("allow", graphqlMethods)
+        .send(graphqlError(`GraphQL takes ${graphqlMethods} at /graphql, not ${request.method}.`, RequestErrorCode.METHOD_NOT_ALLOWED));
+    }
     sent(request, RequestErrorCode.ROUTE_NOT_FOUND);
     return reply
       .code(404)

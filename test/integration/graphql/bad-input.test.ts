@@ -153,11 +153,20 @@ describe("HTTP", () => {
       ["GET", "health"],
       ["POST", ""],
       ["GET", "graphql/x"],
-      ["PUT", "graphql"],
+      ["PUT", "graphqlx"],
     ] as const) {
       const answer = await send({ method, headers: { "content-type": "application/json" }, ...(method === "GET" ? {} : { body: "{}" }) }, path);
       expect(answer.status, `${method} /${path}`).toBe(404);
       expect(codesOf(answer.body)).toEqual(["ROUTE_NOT_FOUND"]);
+    }
+  });
+
+  it("when /graphql is sent a method it does not take, then it is METHOD_NOT_ALLOWED (HTTP 405) with Allow", async () => {
+    for (const method of ["PUT", "DELETE", "PATCH"]) {
+      const response = await fetch(new URL("graphql?query=%7B__typename%7D", api.url), { method, headers: { "content-type": "application/json" }, body: "{}" });
+      expect(response.status, method).toBe(405);
+      expect(response.headers.get("allow")).toBe("GET, POST, OPTIONS");
+      expect(codesOf((await response.json()) as GraphQLResponse<unknown>)).toEqual(["METHOD_NOT_ALLOWED"]);
     }
   });
 

@@ -128,7 +128,7 @@ describe("the request log", () => {
   it.each([
     ["log-4", { body: "{not json" }, 400, "BAD_REQUEST"],
     ["log-5", { body: JSON.stringify({ query: `{ ${"a".repeat(2_000_000)} }` }) }, 413, "PAYLOAD_TOO_LARGE"],
-    ["log-6", { method: "PUT", body: "{}" }, 404, "ROUTE_NOT_FOUND"],
+    ["log-6", { method: "PUT", body: "{}" }, 405, "METHOD_NOT_ALLOWED"],
   ])("when the HTTP layer refuses a request (%s), then its line has the code its body carries", async (requestId, request, status, code) => {
     const answer = await send(`${api.url}graphql`, { ...request, headers: { "x-request-id": requestId } });
     expect(answer.status).toBe(status);
