@@ -18,7 +18,7 @@ import { openClients } from "../stores/clients.js";
 import { serveWhileStarting, type StartingServer } from "../starting-server.js";
 
 const config = loadConfigOrRefuse("api");
-const logger = createLogger(config.logLevel, "api", cluster.worker ? { apiProcess: cluster.worker.id } : {});
+const logger = createLogger(config.logLevel, "api", cluster.worker ? { apiProcess: cluster.worker.id } : {}, { pretty: !config.production });
 // Under npm start the supervisor says them, once for all its processes.
 if (!cluster.worker) for (const warning of configWarnings(config)) logger.warn(warning);
 const shutdown = onTermination(logger);

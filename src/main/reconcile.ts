@@ -14,7 +14,7 @@ const tally = (t: TargetTally) => (t.count === 0 ? "0" : `${t.count}: ${t.sample
 const phaseLabels = { redis: "Redis     ", postgres: "PostgreSQL", counters: "Counters  ", lists: "Lists     " } as const;
 
 const config = loadConfigOrRefuse("reconcile");
-const logger = createLogger(config.logLevel === "info" ? "warn" : config.logLevel, "reconcile");
+const logger = createLogger(config.logLevel === "info" ? "warn" : config.logLevel, "reconcile", {}, { pretty: !config.production });
 const clients = await openClients(config, logger, { rabbit: true }).catch((error: unknown) => exitAfterFailedStart(logger, error));
 const bar = new SingleBar({ format: "{phase} [{bar}] {value}/{total} targets | {eta_formatted} left", etaBuffer: 20 }, Presets.shades_classic);
 let phase = "";

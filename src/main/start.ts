@@ -13,7 +13,7 @@ import { startSupervisor } from "../supervisor.js";
 const config = loadConfigOrRefuse("supervisor");
 // Beside this file, in what it was started as: dist/*.js (npm start), or src/*.ts under tsx (tests).
 const sibling = (name: string) => new URL(`./${name}${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url);
-const logger = createLogger(config.logLevel, "supervisor");
+const logger = createLogger(config.logLevel, "supervisor", {}, { pretty: !config.production });
 for (const warning of configWarnings(config)) logger.warn(warning);
 startSupervisor({
   logger,

@@ -12,7 +12,7 @@ import { loadConfigOrRefuse, openPatiently, runStart } from "../start-up.js";
 import { openClients } from "../stores/clients.js";
 
 const config = loadConfigOrRefuse("pipeline");
-const logger = createLogger(config.logLevel, "pipeline");
+const logger = createLogger(config.logLevel, "pipeline", {}, { pretty: !config.production });
 const shutdown = onTermination(logger);
 await runStart(logger, shutdown, start);
 
