@@ -32,6 +32,8 @@ async function start(waiting: AbortSignal): Promise<void> {
     watchRabbit: true,
     subscriber: true,
     countInvalidations: true,
+    // Under npm start the first API process says what it finds of Redis, for all of them.
+    startWarnings: !cluster.worker || cluster.worker.id === 1,
     ...(metrics && { onSqlQuery: metrics.observeSqlQuery, onRedisCommand: metrics.observeRedisCommand }),
   };
   const clients = await openPatiently((signal) => openClients(config, logger, needs, signal), logger, {

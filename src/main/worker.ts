@@ -17,7 +17,10 @@ const shutdown = onTermination(logger);
 await runStart(logger, shutdown, start);
 
 async function start(waiting: AbortSignal): Promise<void> {
-  const clients = await openPatiently((signal) => openClients(config, logger, { rabbit: true, relay: true }, signal), logger, { signal: waiting });
+  // Forked by npm start's supervisor (process.send), an API process says what it finds of Redis.
+  const clients = await openPatiently((signal) => openClients(config, logger, { rabbit: true, relay: true, startWarnings: !process.send }, signal), logger, {
+    signal: waiting,
+  });
   shutdown.add("the store clients", () => clients.close());
   const pipeline = await compose(config, clients, logger).startPipeline();
   let metricsServer: Server | null = null;

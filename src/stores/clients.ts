@@ -61,6 +61,12 @@ export interface ClientNeeds {
   readonly subscriber?: boolean;
   /** Connections that hear writes to counter hashes, one per Redis node, for counts kept in memory (an API process). */
   readonly countInvalidations?: boolean;
+  /**
+   * Whether this process says what it finds of Redis at start (durability, memory policy, clock,
+   * replicas) as warnings; default true. Under npm start one API process says them for all, so
+   * each is read once. Refusals (production) are said by every process, as errors.
+   */
+  readonly startWarnings?: boolean;
   /** Called for every SQL statement answered, with how long PostgreSQL took (metrics; tests count queries with it). */
   readonly onSqlQuery?: (durationMs: number) => void;
   /** Called for every command the request-serving Redis client got a reply (or error) to, with its round trip. */
@@ -232,15 +238,17 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     const clock = watchRedisClock(redis);
     redisClosers.push(async () => clock.close());
     for (let i = 0; i < 3; i++) await clock.sample();
-    warnOfClock(clock, logger);
-    const durability = await checkDurability(redis, { policy: config.redisDurability, refuse: config.production, logger });
+    // Errors and refusals only, where another process says the warnings.
+    const startLogger = needs.startWarnings === false ? logger.child({}, { level: "error" }) : logger;
+    warnOfClock(clock, startLogger);
+    const durability = await checkDurability(redis, { policy: config.redisDurability, refuse: config.production, logger: startLogger });
     // Writes that wait for replicas have connections of their own (replica-acks.ts).
     if (config.redisReplicaAcks > 0) {
       const writers = await Promise.all(Array.from({ length: replicaAckConnections }, () => connectRedis(config.redisCommandTimeoutMs)));
       askReplicaAcks(redis, writers, config.redisReplicaAcks);
-      warnOfMissingReplicas(durability, config.redisReplicaAcks, logger);
+      warnOfMissingReplicas(durability, config.redisReplicaAcks, startLogger);
     }
-    await checkMemoryPolicy(redis, { refuse: config.production, logger });
+    await checkMemoryPolicy(redis, { refuse: config.production, logger: startLogger });
     // Member indexes complete only while every process writing notes them as this version does
     // (index-fence.ts); it leaves the registry before any Redis client closes.
     const fence = await startIndexFence(redis, createRedisKeys(config.redisPartitions).writers(), {
