@@ -1,5 +1,6 @@
 // One subscription's stream of counts: the newest counts of each of its posts not
-// yet taken, sent at most once an interval per post (live-counts.ts feeds it).
+// yet taken, sent at most once an interval per post after the first change
+// (live-counts.ts feeds it).
 import { performance } from "node:perf_hooks";
 import type { Counts } from "./model/index.js";
 
@@ -42,10 +43,13 @@ export class Stream implements CountStream {
   private take(now: number): PostCountsUpdate | number {
     let soonest = Infinity;
     for (const [postId, counts] of this.waiting) {
-      const readyAt = (this.sentAt.get(postId) ?? -Infinity) + this.intervalMs;
+      const sent = this.sentAt.get(postId);
+      const readyAt = (sent ?? -Infinity) + this.intervalMs;
       if (readyAt <= now) {
         this.waiting.delete(postId);
-        this.sentAt.set(postId, now);
+        // The first message, the counts as they stood at subscribing, starts no interval: a like
+        // made right after it is sent at once, not an interval later. The interval runs from the second.
+        this.sentAt.set(postId, sent === undefined ? -Infinity : now);
         return { postId, counts };
       }
       soonest = Math.min(soonest, readyAt - now);

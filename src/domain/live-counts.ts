@@ -58,7 +58,7 @@ export interface LiveCountsOptions {
 
 interface WatchedPost {
   readonly streams: Set<Stream>;
-  /** When its counts last came back from a read (ms); 0 before the first read. */
+  /** When its counts last came back from a read (ms on the monotonic clock); -Infinity before the first read. */
   readAt: number;
   /** A change was heard that no read started since has seen. */
   changed: boolean;
@@ -243,7 +243,11 @@ export function createLiveCounts(options: LiveCountsOptions): LiveCounts {
       const waits = new Set<Promise<void>>();
       for (const id of ids) {
         let entry = watched.get(id);
-        if (!entry) watched.set(id, (entry = { streams: new Set(), readAt: 0, changed: false, reading: false, timer: null, listening: listened, reads: 0 }));
+        if (!entry)
+          watched.set(
+            id,
+            (entry = { streams: new Set(), readAt: Number.NEGATIVE_INFINITY, changed: false, reading: false, timer: null, listening: listened, reads: 0 }),
+          );
         entry.streams.add(stream);
         waits.add(entry.listening);
       }
