@@ -7,7 +7,7 @@ import { ApolloGateway, RemoteGraphQLDataSource } from "@apollo/gateway";
 import { ApolloServer } from "@apollo/server";
 import { startStandaloneServer } from "@apollo/server/standalone";
 import { buildSubgraphSchema } from "@apollo/subgraph";
-import { parse } from "graphql";
+import { GraphQLError, parse, type GraphQLFormattedError } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
@@ -56,13 +56,28 @@ async function startContentSubgraph(): Promise<string> {
   return (await startStandaloneServer(content, { listen: { host: "127.0.0.1", port: 0 } })).url;
 }
 
+/**
+ * The data source docs/federation.md sets up: the service answers refusals with an HTTP
+ * error status (401, 429, 400) and a GraphQL body, which @apollo/gateway would turn into
+ * "401: Unauthorized"; this passes the service's message and code on instead.
+ */
+class CountsSubgraph extends RemoteGraphQLDataSource<{ authorization?: string }> {
+  override async errorFromResponse(response: Parameters<RemoteGraphQLDataSource["errorFromResponse"]>[0]): Promise<GraphQLError> {
+    const body = await this.parseBody(response.clone());
+    const errors = typeof body === "object" && "errors" in body && Array.isArray(body.errors) ? (body.errors as GraphQLFormattedError[]) : [];
+    const first = errors[0];
+    if (!first) return super.errorFromResponse(response);
+    return new GraphQLError(first.message, { extensions: { ...first.extensions, response: { status: response.status } } });
+  }
+}
+
 async function startSupergraph(subgraphs: { name: string; url: string }[], sdlOf: (name: string) => Promise<string>): Promise<string> {
   const composed = composeServices(await Promise.all(subgraphs.map(async ({ name, url }) => ({ name, url, typeDefs: parse(await sdlOf(name)) }))));
   if (composed.errors) throw new Error(`composition failed: ${composed.errors.map((e) => e.message).join("; ")}`);
   const federation = new ApolloGateway({
     supergraphSdl: composed.supergraphSdl,
     buildService: ({ name, url }) =>
-      new RemoteGraphQLDataSource<{ authorization?: string }>({
+      new CountsSubgraph({
         url,
         willSendRequest(options) {
           // Only operations a client sent carry a client's context; health checks and schema loads have none.
@@ -162,6 +177,14 @@ describe("as a subgraph of a supergraph", () => {
   it("when a mutation comes through the gateway without a token, then this subgraph's UNAUTHENTICATED reaches the client", async () => {
     const refused = await gateway(`mutation($id: ID!) { likePost(postId: $id) { changed } }`, { id: (articles[0] as Article).id });
     expect(codesOf(refused)).toEqual(["UNAUTHENTICATED"]);
+  });
+
+  it("when a mutation comes through the gateway with a bad token, then the client gets this subgraph's message and code, not the HTTP status line", async () => {
+    const refused = await gateway(`mutation($id: ID!) { likePost(postId: $id) { changed } }`, { id: (articles[0] as Article).id }, "not-a-token");
+    expect(codesOf(refused)).toEqual(["UNAUTHENTICATED"]);
+    const direct = await api.gql(`mutation($id: ID!) { likePost(postId: $id) { changed } }`, { id: (articles[0] as Article).id }, "not-a-token");
+    expect(refused.errors?.[0]?.message).toBe(direct.errors?.[0]?.message);
+    expect(refused.errors?.[0]?.message).not.toMatch(/^401/);
   });
 });
 
