@@ -2,12 +2,12 @@
 // up as docs/clients.md tells clients to: it gets the current counts on
 // subscribe, each change after, and the current counts again once the service is
 // back, changes made while it was away included, without refetching anything.
-import { createClient, type Client } from "graphql-ws";
+import type { Client } from "graphql-ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import WebSocket from "ws";
 import { freePort } from "../../../scripts/lib/ports.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
+import { createSnippetDirectory, importLiveCountsSnippet } from "../../support/doc-snippets.js";
 import { createUsers, dataOf, graphqlClient, openDatabase, type TestUser } from "../../support/env.js";
 import { eventually } from "../../support/pipeline.js";
 import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
@@ -30,20 +30,20 @@ afterAll(async () => {
   await db.$disconnect();
 });
 
-/** graphql-ws as docs/clients.md sets it up: retry whatever ended the connection, with a short backoff. */
-function reconnectingClient(url: string, onConnected: () => void): Client {
-  return createClient({
-    url: `${url.replace(/^http/, "ws")}graphql`,
-    webSocketImpl: WebSocket,
-    lazy: false,
-    retryAttempts: Number.POSITIVE_INFINITY,
-    // graphql-ws's default retries only after a close event: a refused connection while the
-    // server restarts would end the subscription.
-    shouldRetry: () => true,
-    retryWait: (retries) => new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * 2 ** retries))),
-    on: { connected: onConnected },
-    onNonLazyError: () => {},
-  });
+/**
+ * graphql-ws as docs/clients.md sets it up: the guide's own snippet, imported, so that what this
+ * test proves is what the guide tells clients to write.
+ */
+async function reconnectingClient(url: string, onConnected: () => void): Promise<Client> {
+  const directory = createSnippetDirectory();
+  try {
+    const { client } = await importLiveCountsSnippet(directory, { endpoint: `${url.replace(/^http/, "ws")}graphql` });
+    client.on("connected", onConnected);
+    return client;
+  } finally {
+    // Imported, the module no longer needs its file.
+    directory.remove();
+  }
 }
 
 describe("live counts across a restart", () => {
@@ -57,7 +57,7 @@ describe("live counts across a restart", () => {
 
     let connections = 0;
     const likesSeen: number[] = [];
-    const client = reconnectingClient(service.url, () => connections++);
+    const client = await reconnectingClient(service.url, () => connections++);
     const stop = client.subscribe<{ postCounts: { id: string; counts: { likes: number } } }>(
       { query: postCounts, variables: { ids: [post] } },
       { next: ({ data }) => data && likesSeen.push(data.postCounts.counts.likes), error: () => {}, complete: () => {} },
