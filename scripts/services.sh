@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure PostgreSQL, Redis and RabbitMQ answer on their local ports,
 # installing them from Debian's packages and starting them where needed.
-# Idempotent: when all three answer it only checks and returns. With --chaos,
-# also the tools the fault suite needs (faketime).
+# Idempotent: when all is there and answers it only checks and returns. With --chaos,
+# also the tools the fault suite needs (faketime); with --browser, Debian's Chromium
+# for the explorer's browser test.
 set -euo pipefail
 
 log() { printf '[services] %s\n' "$*" >&2; }
@@ -63,8 +64,16 @@ ensure_rabbitmq() {
   wait_port RabbitMQ 5672 120
 }
 
+ensure_chromium() {
+  # By its path: the test drives this very binary (playwright-core downloads no browser), and
+  # another chromium on PATH would not do. The service runs without it, so a miss is only reported.
+  ensure_package /usr/bin/chromium chromium || log "without it, test/integration/graphql/explorer.test.ts fails"
+}
+
 ensure_postgres
 ensure_redis
 ensure_rabbitmq
+# npm test also drives a browser (test/integration/graphql/explorer.test.ts); the service needs none.
+if [ "${1:-}" = "--browser" ]; then ensure_chromium; fi
 # npm run chaos also shifts the service's clock (clock-ahead, clock-behind).
 if [ "${1:-}" = "--chaos" ]; then ensure_package faketime faketime || log "without faketime, clock-ahead and clock-behind are skipped"; fi

@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export DATABASE_URL="${TEST_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/likes_test}"
 bash scripts/prepare.sh
+bash scripts/services.sh --browser
 echo "[test] types, lint and layers (npm run lint)" >&2
 npm run --silent lint
 exec node_modules/.bin/vitest run "$@"

@@ -76,15 +76,9 @@ const settings = {
   redisCommandTimeoutMs: setting("REDIS_COMMAND_TIMEOUT_MS", positiveInt(1000)),
   /** How long a GraphQL request may take before it answers SERVICE_UNAVAILABLE; every store call of the request inherits it. */
   requestDeadlineMs: setting("REQUEST_DEADLINE_MS", positiveInt(1000)),
-  /**
-   * The same for operations that only create content or sign in (createPost, createComment, register,
-   * login): PostgreSQL-bound, they may queue for a connection or a password hash under load.
-   */
+  /** The same for operations that only create content or sign in: PostgreSQL-bound, they may queue for a connection or a password hash. */
   contentDeadlineMs: setting("CONTENT_DEADLINE_MS", positiveInt(5000)),
-  /**
-   * "volatile": accept a Redis without AOF or replicas (a restart loses what the outbox holds).
-   * Otherwise such a Redis is warned about, and refused when NODE_ENV=production.
-   */
+  /** "volatile" accepts a Redis without AOF or replicas (a restart loses what the outbox holds); "durable" warns of it, and refuses it in production. */
   redisDurability: setting("REDIS_DURABILITY", z.enum(["durable", "volatile"]).default("durable")),
   /**
    * Hash partitions of likes, collects, follows and relation_versions, chosen when `npm run migrate`
@@ -278,19 +272,19 @@ const settings = {
    * (60–65 s is common), so that the balancer, not the server, closes it and never reuses a closed one.
    */
   httpKeepAliveTimeoutMs: setting("HTTP_KEEP_ALIVE_TIMEOUT_MS", positiveInt(72_000)),
+  /** GraphiQL for browsers at GET /graphql (src/graphql/explorer.ts): "on" or "off"; unset, off in production only. */
+  explorer: setting("EXPLORER", z.enum(["on", "off"]).optional()),
   /**
    * Origins browsers may call the API from: comma-separated, or "*" for any. Unset: none in
    * production, any in development. "*" allows any origin; an empty list allows none.
    */
   corsOrigins: setting("CORS_ORIGINS", z.string().optional().transform(parseCorsOrigins)),
+  /** "apq": automatic persisted queries kept in Redis for every process; "safelist": only the operations of an Apollo manifest; "off". */
   persistedQueries: {
-    /** "apq": automatic persisted queries shared in Redis; "safelist": only the manifest's operations run; "off". */
     mode: setting("PERSISTED_QUERIES", z.enum(["apq", "safelist", "off"]).default("apq")),
-    /** Apollo's persisted query manifest (JSON), required with PERSISTED_QUERIES=safelist. */
     manifest: setting("PERSISTED_QUERIES_MANIFEST", z.string().min(1).optional()),
-    /** How long Redis keeps a query's text after it was last registered or read there. */
+    /** Redis keeps a text this long after it was last registered or read there, and this many at most (least recently used go first). */
     ttlSeconds: setting("PERSISTED_QUERIES_TTL_S", positiveInt(86_400)),
-    /** How many texts Redis keeps at most (each at most 16 KiB), the least recently used leaving first. */
     maxEntries: setting("PERSISTED_QUERIES_MAX", positiveInt(5_000)),
   },
   /** Null without an endpoint: no tracing, and no tracing code loaded. */
@@ -324,17 +318,18 @@ const shape = shapeOf(settings);
 
 /** The environment in, the frozen Config out; the settings that depend on one another are settled here. */
 const configSchema = z.object(shape).transform((values, ctx) => {
-  const { jwtSecret, corsOrigins, tracing, ...rest } = read(settings, values);
+  const { jwtSecret, corsOrigins, explorer, tracing, ...rest } = read(settings, values);
   const refuse = (variable: string, message: string) => ctx.issues.push({ code: "custom", path: [variable], input: undefined, message });
   if (rest.redisSentinels.length > 0 && rest.redisClusterNodes.length > 0)
     refuse("REDIS_SENTINELS", "REDIS_SENTINELS and REDIS_CLUSTER_NODES are both set; a Redis Cluster fails over by itself: set one of them.");
-  if (rest.persistedQueries.mode === "safelist" && rest.persistedQueries.manifest === undefined)
-    refuse("PERSISTED_QUERIES_MANIFEST", "PERSISTED_QUERIES=safelist needs PERSISTED_QUERIES_MANIFEST: the path of the app's persisted query manifest.");
+  if (rest.persistedQueries.mode === "safelist" && !rest.persistedQueries.manifest)
+    refuse("PERSISTED_QUERIES_MANIFEST", "PERSISTED_QUERIES=safelist needs the manifest's path.");
   if (jwtSecret === undefined && rest.production) refuse("JWT_SECRET", "JWT_SECRET must be set in production; the development default is public.");
   return Object.freeze({
     ...rest,
     jwtSecret: jwtSecret ?? developmentJwtSecret,
     corsOrigins: corsOrigins ?? (rest.production ? Object.freeze<string[]>([]) : "*"),
+    explorer: explorer === undefined ? !rest.production : explorer === "on",
     tracing: tracing.endpoint === undefined ? null : Object.freeze({ endpoint: tracing.endpoint, serviceName: tracing.serviceName }),
   });
 });

@@ -55,7 +55,10 @@ export function rateLimitPlugin(): ApolloServerPlugin<Context> {
               // A refusal from a resolver (a username's sign-ins, known only to the login use case)
               // answers as the edge's refusals do, before anything ran: errors alone, no data or path.
               const { errors: formatted = [], extensions } = response.body.singleResult;
-              response.body.singleResult = { errors: formatted.map(({ path: _path, locations: _locations, ...error }) => error), ...(extensions && { extensions }) };
+              response.body.singleResult = {
+                errors: formatted.map(({ path: _path, locations: _locations, ...error }) => error),
+                ...(extensions && { extensions }),
+              };
             }
           }
           if (standing) setRateLimitHeaders(response.http.headers, standing);

@@ -2,7 +2,11 @@
 // Fastify rather than Apollo's standalone server, so that other routes (health,
 // WebSockets) and limits such as the body's can share the port with /graphql.
 import { ApolloServer, type ApolloServerPlugin } from "@apollo/server";
-import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginInlineTraceDisabled } from "@apollo/server/plugin/disabled";
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from "@apollo/server/plugin/disabled";
 import { fastifyApolloDrainPlugin } from "@as-integrations/fastify";
 import fastifyCors from "@fastify/cors";
 import Fastify, { type FastifyRequest } from "fastify";
@@ -12,6 +16,7 @@ import { authenticationPlugin } from "./authentication-plugin.js";
 import { deadlinePlugin } from "./deadline-plugin.js";
 import type { ApiMetrics } from "./api-metrics.js";
 import { createContext, defaultContentDeadlineMs, type Context } from "./context.js";
+import { registerExplorer } from "./explorer.js";
 import { createFormatError } from "./format-error.js";
 import { installHttpErrorHandlers } from "./http-errors.js";
 import { originPolicy } from "./origins.js";
@@ -51,6 +56,8 @@ export interface GraphQLServerOptions {
   readonly corsOrigins?: "*" | readonly string[];
   /** Where each request's duration, errors and store latencies are counted; default none. */
   readonly metrics?: ApiMetrics;
+  /** GraphiQL for browsers at GET /graphql, from the service's own files (EXPLORER); default off. */
+  readonly explorer?: boolean;
   /** Automatic persisted queries shared by every process, a safelist, or none (PERSISTED_QUERIES). */
   readonly persistedQueries: PersistedQueries;
   /** More Apollo plugins (tracing). */
@@ -171,6 +178,8 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
       // from graphql-js's executor, which graphql-jit replaces here, so it would only cost.
       // Routers see this service's spans through OpenTelemetry instead.
       ApolloServerPluginInlineTraceDisabled(),
+      // Apollo's landing page loads from a CDN; browsers get explorer.ts's page instead.
+      ApolloServerPluginLandingPageDisabled(),
       authenticationPlugin(),
       deadlinePlugin(options.contentDeadlineMs ?? defaultContentDeadlineMs),
       // Budgets are spent by the limits' onCost hook, so only operations the limits let through pay.
@@ -193,6 +202,7 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
     const status = !report.ready ? "unavailable" : report.degraded ? "degraded" : "ready";
     return reply.code(report.ready ? 200 : 503).send({ status, checks: report.checks });
   });
+  registerExplorer(http, { enabled: options.explorer ?? false });
   registerGraphQLRoute(http, apollo, {
     context: async (request) => {
       // The request is added to the context made, not copied with it into another object.

@@ -89,6 +89,7 @@ async function start(waiting: AbortSignal): Promise<void> {
     port: config.port,
     keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs,
     corsOrigins: config.corsOrigins,
+    explorer: config.explorer,
     live: config.live,
     persistedQueries: composePersistedQueries(config, clients.redis, logger),
     ...(metrics && { metrics }),

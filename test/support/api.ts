@@ -84,6 +84,7 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
     port: config.port,
     keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs,
     corsOrigins: config.corsOrigins,
+    explorer: config.explorer,
     live: config.live,
     persistedQueries: composePersistedQueries(config, clients.redis, logger),
     ...(metrics && { metrics }),
