@@ -40,11 +40,14 @@ export function createPersistedQueryStore(redis: RedisClient, keys: RedisKeys, o
   const maxQueryBytes = options.maxQueryBytes ?? 16_384;
   const lookupTimeoutMs = options.lookupTimeoutMs ?? 200;
   const index = keys.persistedQueryIndex();
+  // Scores in ms, kept apart within a millisecond, so that the least recently used leave first even then.
+  let lastScore = 0;
+  const score = () => (lastScore = Math.max(Date.now(), lastScore + 1));
   const seen = new LRUCache<string, string>({ maxSize: options.memoryBytes ?? 8 * 1024 * 1024, sizeCalculation: (query) => query.length + 64 });
 
   /** Reads a text and keeps it another TTL, as a use: what clients still send stays. */
   async function read(hash: string): Promise<string | undefined> {
-    const replies = await redis.multi().getex(keys.persistedQuery(hash), "EX", options.ttlSeconds).zadd(index, "XX", Date.now(), hash).exec();
+    const replies = await redis.multi().getex(keys.persistedQuery(hash), "EX", options.ttlSeconds).zadd(index, "XX", score(), hash).exec();
     const [error, query] = replies?.[0] ?? [null, null];
     if (error) throw error;
     return typeof query === "string" ? query : undefined;
@@ -79,7 +82,7 @@ export function createPersistedQueryStore(redis: RedisClient, keys: RedisKeys, o
       if (!sha256Hex.test(hash) || Buffer.byteLength(query) > maxQueryBytes) return;
       seen.set(hash, query);
       try {
-        const replies = await redis.multi().set(keys.persistedQuery(hash), query, "EX", options.ttlSeconds).zadd(index, Date.now(), hash).zcard(index).exec();
+        const replies = await redis.multi().set(keys.persistedQuery(hash), query, "EX", options.ttlSeconds).zadd(index, score(), hash).zcard(index).exec();
         if (Number(replies?.[2]?.[1] ?? 0) > options.maxEntries) await trim();
       } catch (error) {
         options.onFailure?.(error);

@@ -22,7 +22,7 @@ import { startTcpProxy } from "../../support/tcp-proxy.js";
 const guide = "docs/clients.md";
 const snippets = docSnippets(guide);
 /** The headings of the snippets this file runs, in the guide's order: a new snippet needs a check here. */
-const checked = ["Apollo Client 4", "urql", "graphql-request", liveCountsHeading];
+const checked = ["Apollo Client 4", "urql", "graphql-request", liveCountsHeading, "Apollo Client: persisted queries", "urql: persisted queries"];
 
 const likePost = `mutation($id: ID!) { likePost(postId: $id) { changed } }`;
 
@@ -270,6 +270,57 @@ describe("the snippets of docs/clients.md", () => {
       timers.mockRestore();
       await Promise.resolve(client.dispose()).catch(() => {});
       await proxy.close();
+    }
+  });
+});
+
+interface HotPosts {
+  hotPosts: { id: string; counts: { likes: number } }[];
+}
+
+/** What each request a client sent carried: its method, and whether it held the query's text or a hash. */
+function requestsOf(sent: { mock: { calls: Parameters<typeof fetch>[] } }) {
+  return sent.mock.calls.map(([input, init]) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const body = typeof init?.body === "string" ? (JSON.parse(init.body) as { query?: string; extensions?: unknown }) : {};
+    return {
+      method: init?.method ?? "GET",
+      text: url.searchParams.has("query") || typeof body.query === "string",
+      hash: (url.searchParams.get("extensions") ?? JSON.stringify(body.extensions ?? null)).includes("sha256Hash"),
+    };
+  });
+}
+
+describe("the persisted-query snippets of docs/clients.md", () => {
+  it("when one Apollo client registered a query, then another client's first request of it is the hash alone, by GET, and answers", async () => {
+    type Snippet = { client: ApolloClient; HOT_POSTS: TypedDocumentNode<HotPosts> };
+    const first = await run<Snippet>("Apollo Client: persisted queries", { endpoint, token: viewer.token });
+    expect((await first.client.query({ query: first.HOT_POSTS })).data?.hotPosts).toBeInstanceOf(Array);
+    // Another app instance: a client of its own, as on another device or after a restart.
+    const second = await run<Snippet>("Apollo Client: persisted queries", { endpoint, token: viewer.token });
+    const sent = vi.spyOn(globalThis, "fetch");
+    try {
+      const { data } = await second.client.query({ query: second.HOT_POSTS, fetchPolicy: "network-only" });
+      expect(data?.hotPosts).toBeInstanceOf(Array);
+      expect(requestsOf(sent)).toEqual([{ method: "GET", text: false, hash: true }]);
+    } finally {
+      sent.mockRestore();
+    }
+  });
+
+  it("when one urql client registered a query, then another client's first request of it is the hash alone, by GET, and answers", async () => {
+    type Snippet = { client: UrqlClient; HOT_POSTS: UrqlDocument<HotPosts> };
+    const first = await run<Snippet>("urql: persisted queries", { endpoint, token: viewer.token });
+    expect((await first.client.query(first.HOT_POSTS, {}).toPromise()).data?.hotPosts).toBeInstanceOf(Array);
+    const second = await run<Snippet>("urql: persisted queries", { endpoint, token: viewer.token });
+    const sent = vi.spyOn(globalThis, "fetch");
+    try {
+      const answer = await second.client.query(second.HOT_POSTS, {}, { requestPolicy: "network-only" }).toPromise();
+      expect(answer.error).toBeUndefined();
+      expect(answer.data?.hotPosts).toBeInstanceOf(Array);
+      expect(requestsOf(sent)).toEqual([{ method: "GET", text: false, hash: true }]);
+    } finally {
+      sent.mockRestore();
     }
   });
 });

@@ -3,8 +3,6 @@
 // API process, so a hash registered through one must be found by every other, and
 // after a restart. Then the bounds of what Redis keeps, a Redis out of reach, the
 // safelist and the mode without persisted queries.
-import { createHash } from "node:crypto";
-import { request as httpRequest } from "node:http";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -15,37 +13,9 @@ import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createPersistedQueryStore } from "../../../src/stores/redis/persisted-query-store.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { codesOf, openRedis, type GraphQLResponse } from "../../support/env.js";
+import { codesOf, openRedis } from "../../support/env.js";
+import { persistedQuery, postOnce, sha256 } from "../../support/persisted-queries.js";
 import { startTcpProxy } from "../../support/tcp-proxy.js";
-
-const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
-
-/** One request on a connection of its own, closed after the answer: no keep-alive agent. */
-function postOnce(url: string, body: unknown): Promise<{ status: number; body: GraphQLResponse<unknown> }> {
-  const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      new URL("graphql", url),
-      { method: "POST", agent: false, headers: { "content-type": "application/json", connection: "close", "content-length": Buffer.byteLength(payload) } },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => (text += chunk));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as GraphQLResponse<unknown> }));
-      },
-    );
-    req.on("error", reject);
-    req.end(payload);
-  });
-}
-
-/** Apollo's protocol: the hash alone, then the text with it when the hash is unknown. */
-async function persistedQuery(url: string, query: string): Promise<{ hit: boolean; response: GraphQLResponse<unknown> }> {
-  const extensions = { persistedQuery: { version: 1, sha256Hash: sha256(query) } };
-  const first = await postOnce(url, { extensions });
-  if (!codesOf(first.body).includes("PERSISTED_QUERY_NOT_FOUND")) return { hit: true, response: first.body };
-  return { hit: false, response: (await postOnce(url, { query, extensions })).body };
-}
 
 let redis: RedisClient;
 beforeAll(async () => {
