@@ -52,13 +52,16 @@ export function rateLimitPlugin(): ApolloServerPlugin<Context> {
             if (response.body.kind === "single" && response.body.singleResult.data == null) {
               response.http.status = 429;
               response.http.headers.set("retry-after", String(refusal.retryAfterSeconds));
-              // A refusal from a resolver (a username's sign-ins, known only to the login use case)
-              // answers as the edge's refusals do, before anything ran: errors alone, no data or path.
+              // A refusal from a resolver (a username's sign-ins, known only to the login use case) that left
+              // no data answers in the edge's shape: errors alone, no data or path. Only when every error is a
+              // refusal: another error's path says which field failed.
               const { errors: formatted = [], extensions } = response.body.singleResult;
-              response.body.singleResult = {
-                errors: formatted.map(({ path: _path, locations: _locations, ...error }) => error),
-                ...(extensions && { extensions }),
-              };
+              if (errors?.every(({ originalError }) => originalError instanceof RateLimitedError)) {
+                response.body.singleResult = {
+                  errors: formatted.map(({ path: _path, locations: _locations, ...error }) => error),
+                  ...(extensions && { extensions }),
+                };
+              }
             }
           }
           if (standing) setRateLimitHeaders(response.http.headers, standing);
