@@ -17,7 +17,8 @@ const shutdown = onTermination(logger);
 await runStart(logger, shutdown, start);
 
 async function start(waiting: AbortSignal): Promise<void> {
-  // Forked by npm start's supervisor (process.send), an API process says what it finds of Redis.
+  // Under npm start (forked by its supervisor, so process.send is set) the first API process says what
+  // it finds of Redis at start, for all; run alone (npm run worker), the pipeline says it itself.
   const clients = await openPatiently((signal) => openClients(config, logger, { rabbit: true, relay: true, startWarnings: !process.send }, signal), logger, {
     signal: waiting,
   });

@@ -239,7 +239,7 @@ export async function openClients(config: Config, logger: Logger, needs: ClientN
     redisClosers.push(async () => clock.close());
     for (let i = 0; i < 3; i++) await clock.sample();
     // Errors and refusals only, where another process says the warnings.
-    const startLogger = needs.startWarnings === false ? logger.child({}, { level: "error" }) : logger;
+    const startLogger = needs.startWarnings === false && logger.isLevelEnabled("warn") ? logger.child({}, { level: "error" }) : logger;
     warnOfClock(clock, startLogger);
     const durability = await checkDurability(redis, { policy: config.redisDurability, refuse: config.production, logger: startLogger });
     // Writes that wait for replicas have connections of their own (replica-acks.ts).
