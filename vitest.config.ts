@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config";
 
 /**
  * The suites that cross Redis nodes (likes, relations, lists, views, rankings, live counts,
- * new users' announcements, persistence, rebuild and reconcile) run a second time with the
+ * new users' announcements, persisted queries, persistence, rebuild and reconcile) run a second time with the
  * service's Redis a 3-master cluster (REDIS_CLUSTER_NODES), as the project "cluster": the
  * rest test HTTP, limits and faults, which do not depend on where a key lives.
  */
@@ -15,6 +15,7 @@ const acrossNodes = [
   "test/integration/graphql/live-counts.test.ts",
   "test/integration/graphql/hot-counts.test.ts",
   "test/integration/graphql/known-users.test.ts",
+  "test/integration/graphql/persisted-queries.test.ts",
   "test/integration/pipeline/persistence.test.ts",
   "test/integration/pipeline/persist-batch.test.ts",
   "test/integration/pipeline/relations.test.ts",

@@ -284,8 +284,8 @@ const settings = {
     mode: setting("PERSISTED_QUERIES", z.enum(["apq", "safelist", "off"]).default("apq")),
     manifest: setting("PERSISTED_QUERIES_MANIFEST", z.string().min(1).optional()),
     /** Redis keeps a text this long after it was last registered or read there, and this many at most (least recently used go first). */
-    ttlSeconds: setting("PERSISTED_QUERIES_TTL_S", positiveInt(86_400)),
-    maxEntries: setting("PERSISTED_QUERIES_MAX", positiveInt(5_000)),
+    ttlSeconds: setting("PERSISTED_QUERIES_TTL_SECONDS", positiveInt(86_400)),
+    maxEntries: setting("PERSISTED_QUERIES_MAX_ENTRIES", positiveInt(5_000)),
   },
   /** Null without an endpoint: no tracing, and no tracing code loaded. */
   tracing: {

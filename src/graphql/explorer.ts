@@ -17,7 +17,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 // Apollo Server's own negotiation library (already installed with it), so that the page is
 // chosen by the very rule Apollo chose its landing page by.
 import Negotiator from "negotiator";
@@ -26,6 +26,8 @@ import { RequestErrorCode } from "../errors.js";
 export interface ExplorerOptions {
   /** Whether GraphiQL is served (EXPLORER); when off, browsers get a 404 that names the setting. */
   readonly enabled: boolean;
+  /** Hears the code an answer carried (the 404 when off), for the request log and the metrics. */
+  readonly sent?: (request: FastifyRequest, code: string) => void;
 }
 
 /** Where GraphQL is served: the page's own address, which its queries and subscriptions use. */
@@ -42,8 +44,9 @@ const mediaTypes = [
   "multipart/mixed",
   "text/html",
 ];
+// Most GETs are GraphQL clients' (hashed persisted queries among them): a header naming no HTML is not negotiated.
 const prefersHtml = (accept: string | undefined): boolean =>
-  accept !== undefined && new Negotiator({ headers: { accept } }).mediaType(mediaTypes) === "text/html";
+  accept !== undefined && accept.includes("html") && new Negotiator({ headers: { accept } }).mediaType(mediaTypes) === "text/html";
 
 const explorerOff = {
   errors: [
@@ -296,7 +299,11 @@ function servePage(http: FastifyInstance): (reply: FastifyReply) => void {
       vary: "Accept-Encoding",
     });
     if (new Negotiator({ headers: { "accept-encoding": request.headers["accept-encoding"] } }).encoding(["gzip", "identity"]) !== "gzip") return asset.body;
-    asset.gzipped ??= promisify(gzip)(asset.body);
+    asset.gzipped ??= promisify(gzip)(asset.body).catch((error: unknown) => {
+      // Compressed again on the next request rather than failing every one after.
+      asset.gzipped = undefined;
+      throw error;
+    });
     void reply.header("content-encoding", "gzip");
     return asset.gzipped;
   });
@@ -321,7 +328,11 @@ function servePage(http: FastifyInstance): (reply: FastifyReply) => void {
 
 /** Serves GraphiQL to the browsers that ask GET /graphql for HTML, or, when it is off, a 404 naming EXPLORER. */
 export function registerExplorer(http: FastifyInstance, options: ExplorerOptions): void {
-  const answer = options.enabled ? servePage(http) : (reply: FastifyReply) => void reply.code(404).send(explorerOff);
+  const off = (reply: FastifyReply) => {
+    options.sent?.(reply.request, RequestErrorCode.ROUTE_NOT_FOUND);
+    void reply.code(404).send(explorerOff);
+  };
+  const answer = options.enabled ? servePage(http) : off;
   // In callback style, as server.ts's hooks: this one runs on every request, GraphQL's POSTs included.
   http.addHook("onRequest", (request, reply, done) => {
     if (request.method !== "GET" || request.routeOptions.url !== graphqlPath || !prefersHtml(request.headers.accept)) return done();

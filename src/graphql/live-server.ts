@@ -36,6 +36,7 @@ import type { Services } from "../domain/services.js";
 import { ErrorCode, RequestErrorCode } from "../errors.js";
 import { createLoaders } from "./loaders.js";
 import { mapIterator } from "./map-iterator.js";
+import { notInSafelist } from "./persisted-queries.js";
 import { isSameHost } from "./origins.js";
 import type { Context } from "./context.js";
 import { createRequestLimitsCheck, type RequestLimits } from "./limits/request-limits-plugin.js";
@@ -85,8 +86,6 @@ interface Extra {
 
 /** RFC 6455 "try again later": the close code of a connection the service could not serve for a moment. */
 const tryAgainLater = 1013;
-
-const notInSafelist = "This service runs only the operations of its safelist (PERSISTED_QUERIES=safelist); this one is not among them.";
 
 function refusal(message: string, code: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code } });

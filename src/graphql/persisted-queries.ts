@@ -6,8 +6,8 @@
 //   that ship their operations: nothing else can be asked of the service.
 // - "off": texts only; a persisted-query extension answers PERSISTED_QUERY_NOT_SUPPORTED.
 import { createHash } from "node:crypto";
-import type { ApolloServerOptions, ApolloServerPlugin } from "@apollo/server";
-import { GraphQLError } from "graphql";
+import type { ApolloServerOptions } from "@apollo/server";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { PersistedQueryStore } from "../domain/ports/index.js";
 import { RequestErrorCode } from "../errors.js";
 
@@ -34,26 +34,35 @@ export function apolloPersistedQueries(persisted: PersistedQueries): ApolloServe
   };
 }
 
+export const notInSafelist = "This service runs only the operations of its safelist (PERSISTED_QUERIES=safelist); this one is not among them.";
+
+/** The query texts a request to /graphql sends: a GET's `query` parameter, a POST's `query` (or each of a batch's). */
+function textsOf(request: FastifyRequest): unknown[] {
+  if (request.method === "GET") return [(request.query as { query?: unknown } | undefined)?.query];
+  const body: unknown = request.body;
+  return (Array.isArray(body) ? body : [body]).map((item) => (typeof item === "object" && item !== null ? (item as { query?: unknown }).query : undefined));
+}
+
 /**
- * Refuses, in safelist mode, a query whose text is not among the manifest's
- * operations, before it executes or is registered; hashes the manifest lacks are
- * answered PERSISTED_QUERY_NOT_FOUND by Apollo. Refused once parsed (MAX_* bound
- * that) rather than before: Apollo answers an error thrown earlier as a fault (500).
+ * Refuses, in safelist mode, a request whose query text is not among the manifest's
+ * operations, before Apollo parses, validates or prices it: an operation refused
+ * spends no rate budget, and its validation errors cannot describe the schema. A
+ * request with a hash alone reaches Apollo, whose lookup knows the manifest's alone.
+ * `sent` hears the code, for the request log.
  */
-export function safelistPlugin(operations: ReadonlyMap<string, string>): ApolloServerPlugin {
-  // The same words as the WebSocket server's refusal (live-server.ts).
-  return {
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ queryHash }) {
-          if (operations.has(queryHash)) return;
-          throw new GraphQLError("This service runs only the operations of its safelist (PERSISTED_QUERIES=safelist); this one is not among them.", {
-            extensions: { code: RequestErrorCode.OPERATION_NOT_IN_SAFELIST, http: { status: 400 } },
-          });
-        },
-      };
-    },
-  };
+export function refuseOutsideSafelist(
+  http: FastifyInstance,
+  operations: ReadonlyMap<string, string>,
+  sent: (request: FastifyRequest, code: string) => void,
+): void {
+  const allowed = inSafelist(operations);
+  http.addHook("preHandler", (request, reply, done) => {
+    if (request.routeOptions.url !== "/graphql") return done();
+    const texts = textsOf(request).filter((text) => text !== undefined);
+    if (texts.every((text) => typeof text === "string" && allowed(text))) return done();
+    sent(request, RequestErrorCode.OPERATION_NOT_IN_SAFELIST);
+    void reply.code(400).send({ errors: [{ message: notInSafelist, extensions: { code: RequestErrorCode.OPERATION_NOT_IN_SAFELIST } }] });
+  });
 }
 
 /** Whether a subscription's text is one of the manifest's operations. */
@@ -78,12 +87,14 @@ export function parseManifest(text: string): ReadonlyMap<string, string> {
     );
   }
   const operations = new Map<string, string>();
-  for (const operation of manifest.operations as { id?: unknown; body?: unknown }[]) {
-    if (typeof operation.body !== "string") throw new Error("A manifest operation has no body.");
+  (manifest.operations as unknown[]).forEach((entry, i) => {
+    const operation = (typeof entry === "object" && entry !== null ? entry : {}) as { id?: unknown; name?: unknown; body?: unknown };
+    const which = `operations[${i}]${typeof operation.name === "string" ? ` (${operation.name})` : ""}`;
+    if (typeof operation.body !== "string") throw new Error(`The manifest's ${which} has no body.`);
     const hash = sha256Hex(operation.body);
     if (operation.id !== undefined && operation.id !== hash)
-      throw new Error(`The manifest operation ${JSON.stringify(operation.id)} is not the SHA-256 of its body (${hash}).`);
+      throw new Error(`The manifest's ${which} has id ${JSON.stringify(operation.id)}, not the SHA-256 of its body (${hash}).`);
     operations.set(hash, operation.body);
-  }
+  });
   return operations;
 }

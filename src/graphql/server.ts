@@ -28,7 +28,7 @@ import { requestLimitsPlugin, type RequestLimitsOptions } from "./limits/request
 import { chargeOperation, rateLimitPlugin } from "./rate-limit-plugin.js";
 import { unavailablePlugin } from "./unavailable-plugin.js";
 import { operationFactsPlugin, type OperationFacts } from "./operation-facts.js";
-import { apolloPersistedQueries, inSafelist, safelistPlugin, type PersistedQueries } from "./persisted-queries.js";
+import { apolloPersistedQueries, inSafelist, refuseOutsideSafelist, type PersistedQueries } from "./persisted-queries.js";
 import { requestIdOf } from "./request-id.js";
 import { createRequestLog } from "./request-log.js";
 import { createSchema } from "./schema.js";
@@ -121,7 +121,9 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
   const requestLog = createRequestLog({ logger: options.logger });
   http.addHook("onResponse", (request, reply, done) => {
     // CORS preflights carry no operation: counting them would read as failed GraphQL requests.
-    if (request.method !== "OPTIONS" && (request.url === "/graphql" || request.url.startsWith("/graphql?"))) {
+    // Nor are the explorer's pages (HTML) GraphQL requests.
+    const graphql = request.url === "/graphql" || request.url.startsWith("/graphql?");
+    if (graphql && request.method !== "OPTIONS" && !String(reply.getHeader("content-type") ?? "").startsWith("text/html")) {
       const facts = { requestId: request.id, clientIp: request.ip, status: reply.statusCode, durationMs: reply.elapsedTime };
       const transportCode = transportCodes.get(request);
       const operation =
@@ -149,6 +151,9 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
   // preflight) is refused before it runs, which keeps mutations, POST-only, out of reach of
   // cross-site forms. GET carries queries alone: Apollo answers a mutation over GET 405.
   http.removeContentTypeParser("text/plain");
+  if (options.persistedQueries.mode === "safelist") {
+    refuseOutsideSafelist(http, options.persistedQueries.operations, (request, code) => transportCodes.set(request, code));
+  }
   const formatError = createFormatError(options.logger, options.isUnavailable);
   const execution = jitExecution(schema, { deadlineOf: (context) => (context as Context).deadlineAtMs });
   const apollo = new ApolloServer<Context>({
@@ -190,7 +195,6 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
         const request = (context as HttpContext)[httpRequest];
         if (request) operations.set(request, facts);
       }),
-      ...(options.persistedQueries.mode === "safelist" ? [safelistPlugin(options.persistedQueries.operations)] : []),
       ...(options.plugins ?? []),
     ],
   });
@@ -202,7 +206,7 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
     const status = !report.ready ? "unavailable" : report.degraded ? "degraded" : "ready";
     return reply.code(report.ready ? 200 : 503).send({ status, checks: report.checks });
   });
-  registerExplorer(http, { enabled: options.explorer ?? false });
+  registerExplorer(http, { enabled: options.explorer ?? false, sent: (request, code) => transportCodes.set(request, code) });
   registerGraphQLRoute(http, apollo, {
     context: async (request) => {
       // The request is added to the context made, not copied with it into another object.

@@ -1,9 +1,9 @@
 // Entry point of one API process (npm start runs one per core): GraphQL over
 // HTTP, without the persistence pipeline. SIGTERM and SIGINT stop taking
 // requests, let those in flight finish, then close the clients.
-import { composePersistedQueries } from "../compose/persisted-queries.js";
 import cluster from "node:cluster";
 import { compose } from "../compose.js";
+import { preparePersistedQueries } from "../compose/persisted-queries.js";
 import { configWarnings } from "../config-warnings.js";
 import { createApiMetrics } from "../graphql/api-metrics.js";
 import { serveGraphQL } from "../graphql/server.js";
@@ -25,6 +25,8 @@ const shutdown = onTermination(logger);
 await runStart(logger, shutdown, start);
 
 async function start(waiting: AbortSignal): Promise<void> {
+  // Before any store: a manifest that cannot be read refuses the start.
+  const persistedQueries = preparePersistedQueries(config);
   const metrics = config.metricsPort === 0 ? null : createApiMetrics();
   // Served only while a store cannot be reached: readiness 503 and liveness meanwhile.
   let starting = null as Promise<StartingServer | null> | null;
@@ -91,7 +93,7 @@ async function start(waiting: AbortSignal): Promise<void> {
     corsOrigins: config.corsOrigins,
     explorer: config.explorer,
     live: config.live,
-    persistedQueries: composePersistedQueries(config, clients.redis, logger),
+    persistedQueries: persistedQueries(clients.redis, logger),
     ...(metrics && { metrics }),
     ...(tracing && { plugins: [tracing.plugin] }),
   });

@@ -1,8 +1,8 @@
 // A running API on an ephemeral port, wired to the test database and private Redis.
-import { composePersistedQueries } from "../../src/compose/persisted-queries.js";
 import type { ApolloServerPlugin } from "@apollo/server";
 import type { Logger } from "pino";
 import { compose, type App } from "../../src/compose.js";
+import { preparePersistedQueries } from "../../src/compose/persisted-queries.js";
 import type { Config } from "../../src/config.js";
 import type { Services } from "../../src/domain/services.js";
 import type { MemberIndexLoader } from "../../src/domain/member-indexes.js";
@@ -86,7 +86,7 @@ export async function startTestApi(overrides: Record<string, string> = {}, optio
     corsOrigins: config.corsOrigins,
     explorer: config.explorer,
     live: config.live,
-    persistedQueries: composePersistedQueries(config, clients.redis, logger),
+    persistedQueries: preparePersistedQueries(config)(clients.redis, logger),
     ...(metrics && { metrics }),
     ...(options.plugins && { plugins: options.plugins }),
   });

@@ -1,8 +1,8 @@
 // A running API like startTestApi's, with what limit and input tests need besides:
 // the server options they vary (introspection, a cost hook) and a count of use-case
 // calls, which shows whether any resolver got as far as the domain.
-import { composePersistedQueries } from "../../src/compose/persisted-queries.js";
 import { compose } from "../../src/compose.js";
+import { preparePersistedQueries } from "../../src/compose/persisted-queries.js";
 import type { Config } from "../../src/config.js";
 import type { Services } from "../../src/domain/services.js";
 import { serveGraphQL, type GraphQLServerOptions } from "../../src/graphql/server.js";
@@ -60,7 +60,7 @@ export async function startCustomApi(options: CustomApiOptions = {}): Promise<Cu
     limits: config.limits,
     onCost: options.onCost,
     introspection: options.introspection ?? true,
-    persistedQueries: composePersistedQueries(config, clients.redis, silentLogger),
+    persistedQueries: preparePersistedQueries(config)(clients.redis, silentLogger),
     host: config.host,
     port: config.port,
   });

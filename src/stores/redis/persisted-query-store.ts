@@ -6,9 +6,12 @@
 // feed's lookup costs no Redis round trip once a process has seen it.
 //
 // Redis runs with maxmemory-policy noeviction, so what is kept is bounded here: each
-// text expires `ttlSeconds` after its last registration or read from Redis, at most
-// `maxEntries` are kept (the least recently used leave first), and a text longer than
-// `maxQueryBytes` is not kept (it still runs; its client sends it again next time).
+// text expires `ttlSeconds` after its last use (a registration, a read from Redis, or
+// an answer from a process's memory, which it tells Redis of a few times a TTL), at
+// most `maxEntries` are kept (10% more between two trims; the least recently used
+// leave first), and a text longer than `maxQueryBytes` is not kept (it still runs;
+// its client sends it again next time). Every key shares the hash tag {pq}: on a
+// cluster they sit on one node, which each process reads only for texts it has not seen.
 import { LRUCache } from "lru-cache";
 import type { PersistedQueryStore } from "../../domain/ports/index.js";
 import type { RedisClient } from "./client.js";
@@ -31,29 +34,62 @@ export interface PersistedQueryStoreOptions {
 
 const sha256Hex = /^[0-9a-f]{64}$/;
 
-/** Resolves to `undefined` after `ms`; the timer does not hold the process open. */
-function timeout(ms: number): Promise<undefined> {
-  return new Promise((resolve) => setTimeout(() => resolve(undefined), ms).unref());
+/** What a lookup that Redis did not answer in time is reported as. */
+class PersistedQueryLookupTimeout extends Error {
+  override readonly name = "PersistedQueryLookupTimeout";
 }
+
+/** Rejects after `ms` unless `cancel` is called first; the timer does not hold the process open. */
+function deadline(ms: number): { readonly expired: Promise<never>; cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new PersistedQueryLookupTimeout(`Redis did not answer a persisted query lookup within ${ms} ms`)), ms).unref();
+  });
+  return { expired, cancel: () => clearTimeout(timer) };
+}
+
+/** A text a process holds, and when it last told Redis of its use (ms, monotonic). */
+interface Seen {
+  readonly query: string;
+  touchedAt: number;
+}
+
+/** How far past its bound the index may grow before it is trimmed back: one trim per many registrations, not one each. */
+const trimSlack = 1.1;
 
 export function createPersistedQueryStore(redis: RedisClient, keys: RedisKeys, options: PersistedQueryStoreOptions): PersistedQueryStore {
   const maxQueryBytes = options.maxQueryBytes ?? 16_384;
   const lookupTimeoutMs = options.lookupTimeoutMs ?? 200;
+  // A text in use is told to Redis a few times a TTL, so that it neither expires nor leaves first.
+  const touchEveryMs = (options.ttlSeconds * 1000) / 4;
   const index = keys.persistedQueryIndex();
   // Scores in ms, kept apart within a millisecond, so that the least recently used leave first even then.
   let lastScore = 0;
   const score = () => (lastScore = Math.max(Date.now(), lastScore + 1));
-  const seen = new LRUCache<string, string>({ maxSize: options.memoryBytes ?? 8 * 1024 * 1024, sizeCalculation: (query) => query.length + 64 });
+  const seen = new LRUCache<string, Seen>({ maxSize: options.memoryBytes ?? 8 * 1024 * 1024, sizeCalculation: ({ query }) => query.length + 64 });
 
   /** Reads a text and keeps it another TTL, as a use: what clients still send stays. */
   async function read(hash: string): Promise<string | undefined> {
-    const replies = await redis.multi().getex(keys.persistedQuery(hash), "EX", options.ttlSeconds).zadd(index, "XX", score(), hash).exec();
-    const [error, query] = replies?.[0] ?? [null, null];
-    if (error) throw error;
-    return typeof query === "string" ? query : undefined;
+    const query = await redis.getex(keys.persistedQuery(hash), "EX", options.ttlSeconds);
+    if (query === null) return undefined;
+    // Added back if a trim took it out meanwhile: what is kept is always counted.
+    await redis.zadd(index, score(), hash);
+    return query;
   }
 
-  /** Drops the least recently used texts past the bound, and hashes whose texts expired. */
+  /** Tells Redis that a text this process answered from memory is in use; a failure waits for the next use. */
+  function touch(hash: string, known: Seen): void {
+    if (performance.now() - known.touchedAt < touchEveryMs) return;
+    known.touchedAt = performance.now();
+    redis
+      .multi()
+      .expire(keys.persistedQuery(hash), options.ttlSeconds)
+      .zadd(index, "XX", score(), hash)
+      .exec()
+      .catch((error: unknown) => options.onFailure?.(error));
+  }
+
+  /** Drops hashes whose texts expired, then the least recently used texts past the bound. */
   async function trim(): Promise<void> {
     await redis.zremrangebyscore(index, "-inf", Date.now() - options.ttlSeconds * 1000);
     const over = (await redis.zcard(index)) - options.maxEntries;
@@ -68,22 +104,28 @@ export function createPersistedQueryStore(redis: RedisClient, keys: RedisKeys, o
     async get(hash) {
       if (!sha256Hex.test(hash)) return undefined;
       const known = seen.get(hash);
-      if (known !== undefined) return known;
+      if (known !== undefined) {
+        touch(hash, known);
+        return known.query;
+      }
+      const timer = deadline(lookupTimeoutMs);
       try {
-        const query = await Promise.race([read(hash), timeout(lookupTimeoutMs)]);
-        if (query !== undefined) seen.set(hash, query);
+        const query = await Promise.race([read(hash), timer.expired]);
+        if (query !== undefined) seen.set(hash, { query, touchedAt: performance.now() });
         return query;
       } catch (error) {
         options.onFailure?.(error);
         return undefined;
+      } finally {
+        timer.cancel();
       }
     },
     async set(hash, query) {
       if (!sha256Hex.test(hash) || Buffer.byteLength(query) > maxQueryBytes) return;
-      seen.set(hash, query);
+      seen.set(hash, { query, touchedAt: performance.now() });
       try {
         const replies = await redis.multi().set(keys.persistedQuery(hash), query, "EX", options.ttlSeconds).zadd(index, score(), hash).zcard(index).exec();
-        if (Number(replies?.[2]?.[1] ?? 0) > options.maxEntries) await trim();
+        if (Number(replies?.[2]?.[1] ?? 0) > options.maxEntries * trimSlack) await trim();
       } catch (error) {
         options.onFailure?.(error);
       }

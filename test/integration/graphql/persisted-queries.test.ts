@@ -13,7 +13,7 @@ import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createPersistedQueryStore } from "../../../src/stores/redis/persisted-query-store.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { codesOf, openRedis } from "../../support/env.js";
+import { codesOf, createUsers, openDatabase, openRedis, type GraphQLResponse, type TestUser } from "../../support/env.js";
 import { persistedQuery, postOnce, sha256 } from "../../support/persisted-queries.js";
 import { startTcpProxy } from "../../support/tcp-proxy.js";
 
@@ -51,7 +51,7 @@ describe("automatic persisted queries", () => {
     }
   });
 
-  it("when more queries are registered than PERSISTED_QUERIES_MAX, then Redis keeps the most recent ones, each with a TTL", async () => {
+  it("when more queries are registered than PERSISTED_QUERIES_MAX_ENTRIES, then Redis keeps the most recent ones, each with a TTL", async () => {
     const keys = createRedisKeys(4);
     await redis.del(keys.persistedQueryIndex());
     const store = createPersistedQueryStore(redis, keys, { ttlSeconds: 600, maxEntries: 3 });
@@ -83,7 +83,9 @@ describe("automatic persisted queries", () => {
   it("when Redis stalls, then a lookup answers unknown within its timeout and the query runs from its text", async () => {
     const url = new URL(inject("redisUrl"));
     const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
-    const api = await startTestApi({ REDIS_URL: proxy.url });
+    // The private Redis through a proxy, in either project; commands wait far longer than the request's
+    // deadline, so only the lookup's own timeout can answer in time.
+    const api = await startTestApi({ REDIS_URL: proxy.url, REDIS_CLUSTER_NODES: "", REDIS_COMMAND_TIMEOUT_MS: "60000" });
     try {
       const query = `query Stalled { hotPosts(first: 3, window: ALL) { id } }`;
       proxy.stall();
@@ -101,12 +103,21 @@ describe("automatic persisted queries", () => {
 
 describe("PERSISTED_QUERIES=safelist", () => {
   const allowed = `query Allowed { hotPosts(first: 5, window: ALL) { id } }`;
+  const listedSubscription = `subscription Listed($ids: [ID!]!) { postCounts(postIds: $ids) { id } }`;
   let api: TestApi;
+  let post: string;
   beforeAll(async () => {
     const manifest = path.join(mkdtempSync(path.join(tmpdir(), "manifest-")), "persisted-query-manifest.json");
-    const operations = [{ id: sha256(allowed), name: "Allowed", type: "query", body: allowed }];
+    const operations = [
+      { id: sha256(allowed), name: "Allowed", type: "query", body: allowed },
+      { id: sha256(listedSubscription), name: "Listed", type: "subscription", body: listedSubscription },
+    ];
     writeFileSync(manifest, JSON.stringify({ format: "apollo-persisted-query-manifest", version: 1, operations }));
     api = await startTestApi({ PERSISTED_QUERIES: "safelist", PERSISTED_QUERIES_MANIFEST: manifest });
+    const db = openDatabase(api.config);
+    const [author] = (await createUsers(db, api.config, 1)) as [TestUser];
+    await db.$disconnect();
+    post = (await api.services.content.createPost(author.id, "listed", "b")).id.toString();
   });
   afterAll(async () => {
     await api.close();
@@ -117,6 +128,26 @@ describe("PERSISTED_QUERIES=safelist", () => {
     expect(byHash.body.errors).toBeUndefined();
     expect(byHash.body.data).toHaveProperty("hotPosts");
     expect((await postOnce(api.url, { query: allowed })).body.errors).toBeUndefined();
+  });
+
+  it("when a client sends an operation of the manifest by GET, by hash or by text, then it runs; any other text by GET is refused", async () => {
+    const get = async (params: Record<string, string>) => {
+      const response = await fetch(`${api.url}graphql?${new URLSearchParams(params).toString()}`, { headers: { accept: "application/json" } });
+      return { status: response.status, body: (await response.json()) as GraphQLResponse<unknown> };
+    };
+    const byHash = await get({ extensions: JSON.stringify({ persistedQuery: { version: 1, sha256Hash: sha256(allowed) } }) });
+    expect(byHash.body.errors).toBeUndefined();
+    expect((await get({ query: allowed })).body.errors).toBeUndefined();
+    const other = await get({ query: `{ hotPosts(first: 9, window: ALL) { id } }` });
+    expect(other.status).toBe(400);
+    expect(codesOf(other.body)).toEqual(["OPERATION_NOT_IN_SAFELIST"]);
+  });
+
+  it("when a client sends a document not in the manifest that would not even validate, then it is refused for the safelist, telling nothing of the schema", async () => {
+    const probe = await postOnce(api.url, { query: `{ secretField }` });
+    expect(probe.status).toBe(400);
+    expect(codesOf(probe.body)).toEqual(["OPERATION_NOT_IN_SAFELIST"]);
+    expect(JSON.stringify(probe.body)).not.toContain("secretField");
   });
 
   it("when a client sends any other operation, then it is refused with OPERATION_NOT_IN_SAFELIST and HTTP 400, and registers nothing", async () => {
@@ -130,12 +161,25 @@ describe("PERSISTED_QUERIES=safelist", () => {
     expect(codesOf(byHash.body)).toEqual(["PERSISTED_QUERY_NOT_FOUND"]);
   });
 
-  it("when a client subscribes with an operation not in the manifest, then the subscription is refused with OPERATION_NOT_IN_SAFELIST", async () => {
+  it("when a client subscribes, then a subscription of the manifest runs and any other is refused with OPERATION_NOT_IN_SAFELIST", async () => {
     const client = createClient({ url: `${api.url.replace(/^http/, "ws")}graphql`, webSocketImpl: WebSocket, retryAttempts: 0 });
-    try {
-      const refusal = await new Promise<unknown>((resolve) => {
-        client.subscribe({ query: `subscription { postCounts(postIds: ["1"]) { id } }` }, { next: () => {}, error: resolve, complete: () => resolve(null) });
+    const firstOf = (query: string) =>
+      new Promise<unknown>((resolve) => {
+        const stop = client.subscribe(
+          { query, variables: { ids: [post] } },
+          {
+            next: (message) => {
+              resolve(message);
+              stop();
+            },
+            error: resolve,
+            complete: () => resolve(null),
+          },
+        );
       });
+    try {
+      expect(await firstOf(listedSubscription)).toMatchObject({ data: { postCounts: { id: post } } });
+      const refusal = await firstOf(`subscription($ids: [ID!]!) { postCounts(postIds: $ids) { id counts { likes } } }`);
       expect((refusal as { extensions?: { code?: string } }[])[0]?.extensions?.code).toBe("OPERATION_NOT_IN_SAFELIST");
     } finally {
       await client.dispose();
