@@ -49,7 +49,7 @@ const models: Record<string, (document: object) => { validate(): void }> = {
 
 /**
  * The ports the service listens on, by the name containers must give them: the paths a probe
- * may ask of each (src/graphql/server.ts, src/metrics-endpoint.ts), and where it listens.
+ * may ask of each (src/graphql/server.ts, src/process/metrics-endpoint.ts), and where it listens.
  */
 const servedPorts: Record<string, { readonly probePaths: readonly string[]; readonly port: (config: Config) => number }> = {
   http: { probePaths: ["/health/live", "/health/ready"], port: (config) => config.port },

@@ -6,7 +6,7 @@ import { SingleBar, Presets } from "cli-progress";
 import { compose } from "../src/compose.js";
 import { loadConfig } from "../src/config.js";
 import { DomainError } from "../src/errors.js";
-import { createLogger } from "../src/logger.js";
+import { createLogger } from "../src/process/logger.js";
 import { openClients } from "../src/stores/clients.js";
 
 const [users = 20, posts = 100] = process.argv.slice(2).map(Number);

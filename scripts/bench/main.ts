@@ -52,7 +52,7 @@ import { compose } from "../../src/compose.js";
 import { loadConfig } from "../../src/config.js";
 import { createTokenService } from "../../src/domain/tokens.js";
 import type { Target } from "../../src/domain/model/index.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/process/logger.js";
 import { createDatabase } from "../../src/stores/postgres/database.js";
 import { loadDataset, quick, realistic, type Dataset } from "./dataset.js";
 import { benchSecret, prepareDatabase, startPrivateCluster, startPrivateRedis, startService, type BenchRedis, type ServiceMode } from "./harness.js";

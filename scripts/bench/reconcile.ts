@@ -7,7 +7,7 @@ import type pg from "pg";
 import { loadConfig } from "../../src/config.js";
 import type { LikeableTarget as Target } from "../../src/domain/model/index.js";
 import { compose } from "../../src/compose.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/process/logger.js";
 import { createDatabase } from "../../src/stores/postgres/database.js";
 import { projectRoot } from "../../src/stores/postgres/schema-engine.js";
 import { entryArgs } from "../lib/entries.js";

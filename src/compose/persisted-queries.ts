@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import { parseManifest, type PersistedQueries } from "../graphql/persisted-queries.js";
-import { StartRefusal } from "../refusal.js";
+import { StartRefusal } from "../process/refusal.js";
 import type { RedisClient } from "../stores/redis/client.js";
 import { createRedisKeys } from "../stores/redis/keys.js";
 import { createPersistedQueryStore } from "../stores/redis/persisted-query-store.js";

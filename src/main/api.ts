@@ -4,18 +4,18 @@
 import cluster from "node:cluster";
 import { compose } from "../compose.js";
 import { preparePersistedQueries } from "../compose/persisted-queries.js";
-import { configWarnings } from "../config-warnings.js";
+import { configWarnings } from "../process/config-warnings.js";
 import { createApiMetrics } from "../graphql/api-metrics.js";
 import { serveGraphQL } from "../graphql/server.js";
-import { watchColdReads } from "../cold-reads-metrics.js";
-import { watchRedisClockMetrics } from "../redis-clock-metrics.js";
-import { watchHotCounts } from "../hot-counts-metrics.js";
-import { createLogger } from "../logger.js";
-import { answerMetricsRequests, serveMetrics } from "../metrics-endpoint.js";
-import { onTermination } from "../shutdown.js";
-import { loadConfigOrRefuse, openPatiently, runStart } from "../start-up.js";
+import { watchColdReads } from "../process/cold-reads-metrics.js";
+import { watchRedisClockMetrics } from "../process/redis-clock-metrics.js";
+import { watchHotCounts } from "../process/hot-counts-metrics.js";
+import { createLogger } from "../process/logger.js";
+import { answerMetricsRequests, serveMetrics } from "../process/metrics-endpoint.js";
+import { onTermination } from "../process/shutdown.js";
+import { loadConfigOrRefuse, openPatiently, runStart } from "../process/start-up.js";
 import { openClients } from "../stores/clients.js";
-import { serveWhileStarting, type StartingServer } from "../starting-server.js";
+import { serveWhileStarting, type StartingServer } from "../process/starting-server.js";
 
 const config = loadConfigOrRefuse("api");
 const logger = createLogger(config.logLevel, "api", cluster.worker ? { apiProcess: cluster.worker.id } : {}, { pretty: !config.production });
@@ -66,7 +66,7 @@ async function start(waiting: AbortSignal): Promise<void> {
     }
   }
   // Loaded only when asked for: without an endpoint no OpenTelemetry code runs or loads.
-  const tracing = config.tracing ? (await import("../tracing.js")).startTracing({ ...config.tracing, attributes: { "process.pid": process.pid } }) : null;
+  const tracing = config.tracing ? (await import("../process/tracing.js")).startTracing({ ...config.tracing, attributes: { "process.pid": process.pid } }) : null;
   if (tracing) shutdown.add("tracing", () => tracing.close());
   const app = compose(config, clients, logger, metrics ? { readinessFailures: metrics.readinessFailures } : {});
   shutdown.add("the loads into Redis behind reads", () => app.close());

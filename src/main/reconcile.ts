@@ -3,10 +3,10 @@
 // running worker (or npm start) applies them.
 import { Presets, SingleBar } from "cli-progress";
 import { compose } from "../compose.js";
-import { createLogger } from "../logger.js";
+import { createLogger } from "../process/logger.js";
 import { stuckAfterPasses } from "../domain/reconcile.js";
 import type { TargetTally } from "../pipeline/reconcile-pass.js";
-import { exitAfterFailedStart, loadConfigOrRefuse } from "../start-up.js";
+import { exitAfterFailedStart, loadConfigOrRefuse } from "../process/start-up.js";
 import { openClients } from "../stores/clients.js";
 
 const tally = (t: TargetTally) => (t.count === 0 ? "0" : `${t.count}: ${t.sample.join(" ")}${t.count > t.sample.length ? " …" : ""}`);

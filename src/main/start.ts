@@ -5,10 +5,10 @@
 // 78 when one refused to start (its configuration must change; see supervisor.ts).
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { configWarnings } from "../config-warnings.js";
-import { createLogger } from "../logger.js";
-import { loadConfigOrRefuse } from "../start-up.js";
-import { startSupervisor } from "../supervisor.js";
+import { configWarnings } from "../process/config-warnings.js";
+import { createLogger } from "../process/logger.js";
+import { loadConfigOrRefuse } from "../process/start-up.js";
+import { startSupervisor } from "../process/supervisor.js";
 
 const config = loadConfigOrRefuse("supervisor");
 // Beside this file, in what it was started as: dist/*.js (npm start), or src/*.ts under tsx (tests).

@@ -4,11 +4,11 @@
 // at start; SIGTERM and SIGINT close it in reverse order.
 import type { Server } from "node:http";
 import { compose } from "../compose.js";
-import { createLogger } from "../logger.js";
-import { answerMetricsRequests, serveMetrics } from "../metrics-endpoint.js";
-import { watchRedisClockMetrics } from "../redis-clock-metrics.js";
-import { onTermination } from "../shutdown.js";
-import { loadConfigOrRefuse, openPatiently, runStart } from "../start-up.js";
+import { createLogger } from "../process/logger.js";
+import { answerMetricsRequests, serveMetrics } from "../process/metrics-endpoint.js";
+import { watchRedisClockMetrics } from "../process/redis-clock-metrics.js";
+import { onTermination } from "../process/shutdown.js";
+import { loadConfigOrRefuse, openPatiently, runStart } from "../process/start-up.js";
 import { openClients } from "../stores/clients.js";
 
 const config = loadConfigOrRefuse("pipeline");

@@ -3,7 +3,7 @@
 // (both stores agree afterwards, so nothing would ever notice).
 import { Cluster } from "ioredis";
 import type { Logger } from "pino";
-import { StartRefusal } from "../../refusal.js";
+import { StartRefusal } from "../../process/refusal.js";
 import type { RedisClient } from "./client.js";
 
 export interface RedisDurability {

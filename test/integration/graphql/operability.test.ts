@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { createApiMetrics, type ApiMetrics } from "../../../src/graphql/api-metrics.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
-import { startTracing } from "../../../src/tracing.js";
+import { startTracing } from "../../../src/process/tracing.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
 import { createUsers, openDatabase, testConfig, type TestUser } from "../../support/env.js";
 import { eventually } from "../../support/pipeline.js";

@@ -1,7 +1,7 @@
 // Start-up warnings of settings that are likely wrong where they run.
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config.js";
-import { configWarnings } from "../../src/config-warnings.js";
+import { loadConfig } from "../../../src/config.js";
+import { configWarnings } from "../../../src/process/config-warnings.js";
 
 const production = { NODE_ENV: "production", JWT_SECRET: "a-production-secret-long-enough" };
 const warningsFor = (env: Record<string, string>) => configWarnings(loadConfig(env));

@@ -2,7 +2,7 @@
 // port (node:cluster), and the persistence pipeline once beside them, as the
 // same process `npm run worker` runs. The supervisor serves no GraphQL; it
 // starts the others, restarts one that dies, serves their metrics summed on one
-// port (src/metrics-endpoint.ts says why), and on SIGTERM or SIGINT stops them
+// port (src/process/metrics-endpoint.ts says why), and on SIGTERM or SIGINT stops them
 // all and exits 0 only when every one of them stopped cleanly.
 //
 // A process that dies is started again, alone: the others go on serving. One that

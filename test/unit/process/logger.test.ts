@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 
 const logOneLine = (pretty: boolean) =>
-  `import { createLogger } from "./src/logger.ts"; createLogger("info", "api", {}, { pretty: ${pretty} }).warn({ postId: "7" }, "a warning");`;
+  `import { createLogger } from "./src/process/logger.ts"; createLogger("info", "api", {}, { pretty: ${pretty} }).warn({ postId: "7" }, "a warning");`;
 
 /** Runs a module as a child process, its standard output a terminal (util-linux's `script` gives it one) or a pipe. */
 function run(source: string, terminal: boolean): string {

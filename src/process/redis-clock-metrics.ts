@@ -2,7 +2,7 @@
 // set on it (stores/redis/redis-clock.ts), so an offset is tolerated, but an
 // uncertainty above the allowance refuses writes.
 import { Gauge, type Registry } from "prom-client";
-import type { RedisClock } from "./stores/redis/redis-clock.js";
+import type { RedisClock } from "../stores/redis/redis-clock.js";
 
 export function watchRedisClockMetrics(registry: Registry, clock: RedisClock): void {
   new Gauge({

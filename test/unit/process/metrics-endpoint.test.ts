@@ -3,8 +3,8 @@
 import type { Server } from "node:http";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { freePort } from "../../scripts/lib/ports.js";
-import { serveMetrics, type MetricsSource } from "../../src/metrics-endpoint.js";
+import { freePort } from "../../../scripts/lib/ports.js";
+import { serveMetrics, type MetricsSource } from "../../../src/process/metrics-endpoint.js";
 
 const logger = pino({ level: "silent" });
 

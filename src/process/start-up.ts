@@ -2,7 +2,7 @@
 // for while they cannot be reached, and a start that failed ended in one way.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
-import { loadConfig, type Config } from "./config.js";
+import { loadConfig, type Config } from "../config.js";
 import { createLogger } from "./logger.js";
 import { refusalExitCode, StartRefusal } from "./refusal.js";
 import type { Shutdown } from "./shutdown.js";

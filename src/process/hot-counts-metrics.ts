@@ -3,7 +3,7 @@
 // one, how many are held, and how stale at most what they answered was.
 import { Gauge, Histogram, type Registry } from "prom-client";
 import { totalCounter } from "./metric-totals.js";
-import type { HotCounts } from "./stores/redis/hot-counts.js";
+import type { HotCounts } from "../stores/redis/hot-counts.js";
 
 /** Seconds: the confirmation's age at rest is the listeners' ping interval (20 ms); the bound is 100 ms. */
 const ageBuckets = [0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1];

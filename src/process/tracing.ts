@@ -17,7 +17,7 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import type { GraphQLFormattedError } from "graphql";
-import type { Context } from "./graphql/context.js";
+import type { Context } from "../graphql/context.js";
 import { ApolloServerErrorCode } from "@apollo/server/errors";
 
 export interface TracingOptions {

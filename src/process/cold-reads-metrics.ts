@@ -3,9 +3,9 @@
 // warmer fills back in what reads answered from PostgreSQL, and what loads found of
 // targets held from another replication history (a failover, a restart).
 import { Gauge, type Registry } from "prom-client";
-import type { Reachability } from "./domain/ports/index.js";
-import type { LoadHistories } from "./compose/counts.js";
-import type { Warmer } from "./domain/warmer.js";
+import type { Reachability } from "../domain/ports/index.js";
+import type { LoadHistories } from "../compose/counts.js";
+import type { Warmer } from "../domain/warmer.js";
 import { totalCounter } from "./metric-totals.js";
 
 export function watchColdReads(registry: Registry, reachability: Reachability, warmer: Warmer, loads: { histories(): LoadHistories }): void {

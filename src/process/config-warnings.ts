@@ -1,6 +1,6 @@
 // Settings that start but are likely wrong where they run: said once at start,
 // never refused, since each can be right (an API only servers call needs no CORS).
-import type { Config } from "./config.js";
+import type { Config } from "../config.js";
 
 const loopback = (host: string) => host === "localhost" || host === "::1" || /^127\./.test(host);
 
