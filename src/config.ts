@@ -3,6 +3,9 @@
 // schema reads them all, and Config is what that schema gives.
 import { availableParallelism } from "node:os";
 import { z } from "zod";
+import { addresses, parseCorsOrigins, parseTrustProxy, withPgOptions, type TrustProxy } from "./config/parsers.js";
+
+export type { TrustProxy };
 
 /** A setting: the environment variable it is read from, and the schema that parses it. */
 class Setting<S extends z.ZodType> {
@@ -22,48 +25,15 @@ type Read<T> = T extends Setting<infer S> ? z.output<S> : { readonly [K in keyof
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 const nonNegativeInt = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
-const commaSeparated = (value: string) =>
-  value
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-/** host:port,… as a frozen list; empty by default. */
-const addresses = () =>
-  z
-    .string()
-    .default("")
-    .transform((v): readonly string[] => Object.freeze(commaSeparated(v)));
-
-/** Fastify's `trustProxy`: whether and which proxies' X-Forwarded-For to believe. */
-export type TrustProxy = boolean | number | string[];
-
-function parseTrustProxy(value: string): TrustProxy {
-  const v = value.trim().toLowerCase();
-  if (v === "" || v === "false" || v === "off") return false;
-  if (v === "true" || v === "on") return true;
-  if (/^\d+$/.test(v)) return Number(v);
-  return commaSeparated(value);
-}
-
-/** CORS_ORIGINS as set: "*", or origins as browsers write them; undefined when unset, as that depends on NODE_ENV. */
-function parseCorsOrigins(value: string | undefined, ctx: z.RefinementCtx): "*" | readonly string[] | undefined {
-  if (value === undefined) return undefined;
-  const origins = commaSeparated(value);
-  if (origins.includes("*")) return "*";
-  // Browsers send the Origin header as scheme://host[:port], so only that form can ever match.
-  const notOrigins = origins.filter((origin) => !/^https?:\/\/[^/\s]+$/.test(origin) || !URL.canParse(origin));
-  for (const origin of notOrigins) {
-    ctx.issues.push({ code: "custom", input: value, message: `"${origin}" is not an origin such as https://example.com (scheme and host, no path), nor "*".` });
-  }
-  // As browsers write the Origin header: a lower-case host, no default port.
-  return notOrigins.length > 0 ? z.NEVER : Object.freeze(origins.map((origin) => new URL(origin).origin));
-}
-
 /** Public, so refused in production (see configSchema). */
 const developmentJwtSecret = "dev-secret-change-me-in-production";
 
 const settings = {
   databaseUrl: setting("DATABASE_URL", z.url().default("postgresql://postgres@127.0.0.1:5432/likes")),
+  /** libpq's session options, given with the service's own to every connection (stores/postgres/session-options.ts). */
+  pgOptions: setting("PGOPTIONS", z.string().default("")),
+  /** Node's, read by npm start's supervisor: a young generation size given there is kept (process/supervisor.ts). */
+  nodeOptions: setting("NODE_OPTIONS", z.string().default("")),
   redisUrl: setting("REDIS_URL", z.url().default("redis://127.0.0.1:6379")),
   /** Comma-separated seed nodes; when set, Redis is used in cluster mode. */
   redisClusterNodes: setting("REDIS_CLUSTER_NODES", addresses()),
@@ -318,7 +288,7 @@ const shape = shapeOf(settings);
 
 /** The environment in, the frozen Config out; the settings that depend on one another are settled here. */
 const configSchema = z.object(shape).transform((values, ctx) => {
-  const { jwtSecret, corsOrigins, explorer, tracing, ...rest } = read(settings, values);
+  const { jwtSecret, corsOrigins, explorer, tracing, databaseUrl, pgOptions, ...rest } = read(settings, values);
   const refuse = (variable: string, message: string) => ctx.issues.push({ code: "custom", path: [variable], input: undefined, message });
   if (rest.redisSentinels.length > 0 && rest.redisClusterNodes.length > 0)
     refuse("REDIS_SENTINELS", "REDIS_SENTINELS and REDIS_CLUSTER_NODES are both set; a Redis Cluster fails over by itself: set one of them.");
@@ -327,6 +297,7 @@ const configSchema = z.object(shape).transform((values, ctx) => {
   if (jwtSecret === undefined && rest.production) refuse("JWT_SECRET", "JWT_SECRET must be set in production; the development default is public.");
   return Object.freeze({
     ...rest,
+    databaseUrl: withPgOptions(databaseUrl, pgOptions),
     jwtSecret: jwtSecret ?? developmentJwtSecret,
     corsOrigins: corsOrigins ?? (rest.production ? Object.freeze<string[]>([]) : "*"),
     explorer: explorer === undefined ? !rest.production : explorer === "on",

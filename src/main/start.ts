@@ -21,5 +21,6 @@ startSupervisor({
   pipeline: config.pipeline === "embedded",
   apiEntry: sibling("api"),
   pipelineEntry: sibling("worker"),
+  nodeOptions: config.nodeOptions,
   metrics: { host: config.host, port: config.metricsPort },
 });

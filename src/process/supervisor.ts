@@ -28,6 +28,8 @@ export interface SupervisorOptions {
   readonly apiEntry: URL;
   /** Entry file of the pipeline process. */
   readonly pipelineEntry: URL;
+  /** NODE_OPTIONS as set: a young generation size given there is kept. */
+  readonly nodeOptions: string;
   /**
    * How long stopping may take before what is left is killed, in milliseconds; past
    * the processes' own bound (shutdown.ts), so each ends itself first.
@@ -51,8 +53,8 @@ export interface SupervisorOptions {
 const youngGeneration = "--max-semi-space-size=32";
 
 /** Node flags for an API process: the supervisor's, and the young generation size unless one was given. */
-function apiFlags(): string[] {
-  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)].some((flag) => flag.startsWith("--max-semi-space-size"));
+function apiFlags(nodeOptions: string): string[] {
+  const given = [...process.execArgv, ...nodeOptions.split(/\s+/)].some((flag) => flag.startsWith("--max-semi-space-size"));
   return given ? process.execArgv : [...process.execArgv, youngGeneration];
 }
 
@@ -83,7 +85,7 @@ export function startSupervisor(options: SupervisorOptions): void {
   const running = new Map<number, Child & { readonly role: string }>();
   let announced = false;
 
-  cluster.setupPrimary({ exec: fileURLToPath(options.apiEntry), execArgv: apiFlags() });
+  cluster.setupPrimary({ exec: fileURLToPath(options.apiEntry), execArgv: apiFlags(options.nodeOptions) });
   cluster.on("listening", (_worker: Worker, address) => {
     // Every API process listens on the same port; the first to listen tells where.
     if (announced) return;

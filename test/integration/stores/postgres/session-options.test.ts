@@ -1,7 +1,7 @@
 // The service's own session settings (jit=off) and an operator's (DATABASE_URL's
 // ?options=, PGOPTIONS) reach a real PostgreSQL session together: pg would let
 // either replace the other.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createDatabase } from "../../../../src/stores/postgres/database.js";
 import { testConfig } from "../../../support/env.js";
 
@@ -16,12 +16,6 @@ const settingsOf = async (url: string) => {
   }
 };
 
-const pgOptions = process.env.PGOPTIONS;
-afterEach(() => {
-  if (pgOptions === undefined) delete process.env.PGOPTIONS;
-  else process.env.PGOPTIONS = pgOptions;
-});
-
 describe("session options", () => {
   it("when DATABASE_URL carries options of its own, then the session has those and jit off", async () => {
     const url = new URL(testConfig().databaseUrl);
@@ -30,7 +24,6 @@ describe("session options", () => {
   });
 
   it("when PGOPTIONS gives options, then the session has those and jit off", async () => {
-    process.env.PGOPTIONS = "-c work_mem=9MB";
-    expect(await settingsOf(testConfig().databaseUrl)).toMatchObject({ jit: "off", work_mem: "9MB" });
+    expect(await settingsOf(testConfig({ PGOPTIONS: "-c work_mem=9MB" }).databaseUrl)).toMatchObject({ jit: "off", work_mem: "9MB" });
   });
 });
