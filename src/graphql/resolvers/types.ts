@@ -1,5 +1,6 @@
-// Field resolvers of the object types. Parents are the model's entities; list
-// fields go through the request's loaders, never straight to a service.
+// Field resolvers of the object types. Parents are the model's entities; a list
+// field's page goes through the request's loaders (one read for every parent of a
+// level), and the entities a page names are read from the catalog in one call.
 import type { ListPage } from "../../domain/lists.js";
 import type { MembersPage } from "../../domain/memberships.js";
 import {

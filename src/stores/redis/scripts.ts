@@ -104,6 +104,11 @@ export const standaloneOnlyScripts: ReadonlySet<string> = new Set(
 );
 
 /** Every command defined, with its script file (scripts/<file>.lua). */
+/** Each command's key count, where it is fixed: what its script's header must list (test/unit/stores/redis/script-headers.test.ts). */
+export const scriptKeyCounts: ReadonlyMap<string, number> = new Map(
+  Object.entries(definitions).flatMap(([command, { numberOfKeys }]): [string, number][] => (numberOfKeys === undefined ? [] : [[command, numberOfKeys]])),
+);
+
 export const scriptFiles: ReadonlyMap<string, string> = new Map(Object.entries(definitions).map(([command, { file }]) => [command, file]));
 
 declare module "ioredis" {

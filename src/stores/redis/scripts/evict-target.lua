@@ -12,7 +12,8 @@
     KEYS[3]       the last uses of the target's partition (keys.ts, tu:), whose record of it goes too
     KEYS[4..n]    the rest to delete: the target's rebuild records and every membership
                   shard of generations 0..ARGV[4] of each of its relations
-    ARGV[1], ARGV[2]  epoch and microseconds of the highest version PostgreSQL applied to the target
+    ARGV[1]       epoch of the highest version PostgreSQL applied to the target
+    ARGV[2]       its microseconds
     ARGV[3]       '0' to evict; '1' to drop: whatever the target holds and however many generations
                   it has, leaving at KEYS[2] the version it last stamped and its relations' highest
                   generation ('epoch:micros:generation'), for its rebuild. Shards past ARGV[4] stay

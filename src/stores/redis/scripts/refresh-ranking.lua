@@ -13,6 +13,9 @@
     KEYS[2..4]   the rankings of the windows HOUR, DAY, WEEK
     KEYS[5..]    the buckets of HOUR (ARGV[2] of them), then of DAY (ARGV[3]), then of WEEK (ARGV[4])
     ARGV[1]      capacity
+    ARGV[2]      how many buckets of HOUR follow KEYS[4]
+    ARGV[3]      how many of DAY follow those
+    ARGV[4]      how many of WEEK follow those
 
   Output:
     { APPLIED }

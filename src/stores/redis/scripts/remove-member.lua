@@ -10,7 +10,7 @@
     KEYS[4]       this call's receipt (includes/receipts.lua)
     KEYS[5..n]    the user's membership shard in generations 0..n-5
     ARGV[1]       user id
-    ARGV[2]       counter field to decrement ('like', 'collect', 'followers'); one of ARGV[7..]
+    ARGV[2]       counter field to decrement ('like', 'collect', 'followers'); one of ARGV[8..]
     ARGV[3]       target type, for the event
     ARGV[4]       target id, for the event
     ARGV[5]       relation tag, for the event ('l', 'c', 'f')

@@ -9,7 +9,7 @@
   of a target, whatever its relation or kind, takes the next version, so a
   reconcile pass can tell from one number whether PostgreSQL has them all.
 
-  Event fields (read by src/stores/redis/outbox-store.ts): t target type,
+  Event fields (decoded by src/stores/redis/outbox-entries.ts): t target type,
   i target id, e epoch, v microseconds, ts time (ms), and
     a membership change: r relation tag (absent: a like), u user, s state after
       the change (1 member, 0 not), a author ('' when unknown);
