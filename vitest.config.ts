@@ -44,6 +44,8 @@ export default defineConfig({
     fileParallelism: false,
     // The suite's own database, also when vitest is run without scripts/test.sh.
     env: { DATABASE_URL: process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/likes_test" },
+    // The default report, then the slowest files (test/reporters/slowest-files.ts).
+    reporters: ["default", "./test/reporters/slowest-files.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     projects: [

@@ -66,7 +66,9 @@ async function start(waiting: AbortSignal): Promise<void> {
     }
   }
   // Loaded only when asked for: without an endpoint no OpenTelemetry code runs or loads.
-  const tracing = config.tracing ? (await import("../process/tracing.js")).startTracing({ ...config.tracing, attributes: { "process.pid": process.pid } }) : null;
+  const tracing = config.tracing
+    ? (await import("../process/tracing.js")).startTracing({ ...config.tracing, attributes: { "process.pid": process.pid } })
+    : null;
   if (tracing) shutdown.add("tracing", () => tracing.close());
   const app = compose(config, clients, logger, metrics ? { readinessFailures: metrics.readinessFailures } : {});
   shutdown.add("the loads into Redis behind reads", () => app.close());

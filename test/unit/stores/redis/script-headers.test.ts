@@ -55,7 +55,7 @@ const problemsOf = (file: string, source = readFileSync(path.join(scriptsDir, fi
   const problems: string[] = [];
   for (const kind of ["KEYS", "ARGV"] as const) {
     const listed = header.fixed[kind];
-    const positions = listed.filter((p) => header.restFrom[kind] === null || p < (header.restFrom[kind]));
+    const positions = listed.filter((p) => header.restFrom[kind] === null || p < header.restFrom[kind]);
     if (positions.some((p, i) => p !== i + 1)) problems.push(`${kind} are listed as ${positions.join(", ")}, not 1 to ${positions.length} in order`);
     const rest = header.restFrom[kind];
     if (rest !== null && rest !== positions.length + 1) problems.push(`${kind}[${rest}..] follows ${kind}[${positions.length}]`);
