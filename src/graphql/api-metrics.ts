@@ -4,7 +4,7 @@
 // bounded whatever clients send: an attacker choosing operation names must not
 // grow the registry without end.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { OperationFacts } from "./operation-facts.js";
+import type { OperationFacts } from "./plugins/operation-facts.js";
 import type { CheckFailures } from "./readiness.js";
 import type { HttpFacts } from "./request-log.js";
 import { ApolloServerErrorCode } from "@apollo/server/errors";

@@ -8,7 +8,7 @@
 // React 18 that adds about a hundred packages, where this bundle is released with every
 // graphql-yoga and brings only its peer graphql-yoga (27 packages), which nothing here
 // loads. Its stock page inlines some 9 MB into the HTML and sends subscriptions' headers
-// as extensions, not as the connectionParams live-server.ts reads; so the page is ours, the
+// as extensions, not as the connectionParams live/live-server.ts reads; so the page is ours, the
 // bundle and its Monaco workers are cached assets, and the fetcher (startScript) is our
 // own, on graphql-ws's browser build.
 import { createHash } from "node:crypto";

@@ -4,7 +4,7 @@
 // check included) known, and requests Apollo never turns into an operation (a
 // body that is not JSON, a refused origin) still get their line.
 import type { Logger } from "pino";
-import type { OperationFacts } from "./operation-facts.js";
+import type { OperationFacts } from "./plugins/operation-facts.js";
 
 /** What HTTP knows of a request once it is answered. */
 export interface HttpFacts {

@@ -10,7 +10,7 @@ import type { TargetUses } from "../../src/domain/target-uses.js";
 import type { Warmer } from "../../src/domain/warmer.js";
 import type { DirectoryLoad } from "../../src/domain/user-directory.js";
 import type { ApiMetrics } from "../../src/graphql/api-metrics.js";
-import type { LiveServer } from "../../src/graphql/live-server.js";
+import type { LiveServer } from "../../src/graphql/live/live-server.js";
 import type { Context } from "../../src/graphql/context.js";
 import { serveGraphQL } from "../../src/graphql/server.js";
 import { openClients } from "../../src/stores/clients.js";

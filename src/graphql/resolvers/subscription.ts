@@ -1,4 +1,4 @@
-// Subscriptions, served over WebSocket (live-server.ts). Each event carries the
+// Subscriptions, served over WebSocket (live/live-server.ts). Each event carries the
 // counts that changed, primed into the event's loaders so the selection reads
 // them without another round trip.
 import { parseId } from "../arguments.js";
@@ -7,7 +7,7 @@ import type { Counts, Post } from "../../domain/model/index.js";
 import { badInput, DomainError, ErrorCode, notFound } from "../../errors.js";
 import { coldReadsOf } from "../cold-reads.js";
 import type { Context } from "../context.js";
-import { mapIterator } from "../map-iterator.js";
+import { mapIterator } from "../live/map-iterator.js";
 
 export const maxPostsPerSubscription = 100;
 
@@ -19,7 +19,7 @@ export interface PostCountsEvent {
 /**
  * One event per read of a post's counts, whichever subscriptions it goes to: every
  * subscriber of the post gets the same object, so the execution of one selection
- * can be shared by all who sent it (live-server.ts).
+ * can be shared by all who sent it (live/live-server.ts).
  */
 const eventsOfReads = new WeakMap<Counts, PostCountsEvent>();
 

@@ -10,7 +10,7 @@ import { createRateLimits } from "../../../src/domain/rate-limits.js";
 import { passwordHashCount } from "../../../src/domain/identity.js";
 import { createContext } from "../../../src/graphql/context.js";
 import { parse, type OperationDefinitionNode } from "graphql";
-import { chargeOperation } from "../../../src/graphql/rate-limit-plugin.js";
+import { chargeOperation } from "../../../src/graphql/plugins/rate-limit-plugin.js";
 import { createRedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRateBudgetStore } from "../../../src/stores/redis/rate-budget-store.js";

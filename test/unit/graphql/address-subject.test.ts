@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { addressSubject } from "../../../src/graphql/rate-limit-plugin.js";
+import { addressSubject } from "../../../src/graphql/plugins/rate-limit-plugin.js";
 
 describe("the subject of an address's budgets", () => {
   it("when the client is IPv4, then its budgets are its own address", () => {

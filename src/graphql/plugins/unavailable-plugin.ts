@@ -4,9 +4,9 @@
 // proxies, load balancers and HTTP clients treat as "retry later" rather than as
 // a success that happened to carry errors.
 import type { ApolloServerPlugin } from "@apollo/server";
-import { ErrorCode } from "../errors.js";
-import type { Context } from "./context.js";
-import { unavailableRetrySeconds } from "./format-error.js";
+import { ErrorCode } from "../../errors.js";
+import type { Context } from "../context.js";
+import { unavailableRetrySeconds } from "../format-error.js";
 
 const refusedForStores = new Set<unknown>([ErrorCode.SERVICE_UNAVAILABLE, ErrorCode.OVER_CAPACITY]);
 

@@ -7,8 +7,8 @@
 // has resolved the operation and before anything of it runs.
 import type { ApolloServerPlugin } from "@apollo/server";
 import { OperationTypeNode } from "graphql";
-import type { Context } from "./context.js";
-import { rootFieldNames } from "./root-fields.js";
+import type { Context } from "../context.js";
+import { rootFieldNames } from "../root-fields.js";
 
 /** Mutations that write or read PostgreSQL alone (and hash passwords), not Redis. */
 export const contentFields: ReadonlySet<string> = new Set(["createPost", "createComment", "register", "login"]);

@@ -31,15 +31,15 @@ import {
 import { CloseCode, handleProtocols, makeServer, type Context as SocketContext } from "graphql-ws";
 import type { Logger } from "pino";
 import { WebSocketServer, type WebSocket } from "ws";
-import type { Viewer } from "../domain/identity.js";
-import type { Services } from "../domain/services.js";
-import { ErrorCode, RequestErrorCode } from "../errors.js";
-import { createLoaders } from "./loaders.js";
+import type { Viewer } from "../../domain/identity.js";
+import type { Services } from "../../domain/services.js";
+import { ErrorCode, RequestErrorCode } from "../../errors.js";
+import { createLoaders } from "../loaders.js";
 import { mapIterator } from "./map-iterator.js";
-import { notInSafelist } from "./persisted-queries.js";
-import { isSameHost } from "./origins.js";
-import type { Context } from "./context.js";
-import { createRequestLimitsCheck, type RequestLimits } from "./limits/request-limits-plugin.js";
+import { notInSafelist } from "../persisted-queries.js";
+import { isSameHost } from "../origins.js";
+import type { Context } from "../context.js";
+import { createRequestLimitsCheck, type RequestLimits } from "../limits/request-limits-plugin.js";
 import { ApolloServerErrorCode } from "@apollo/server/errors";
 
 export interface LiveServerOptions {

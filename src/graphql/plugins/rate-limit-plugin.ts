@@ -5,12 +5,12 @@
 // which alone knows the username.
 import type { ApolloServerPlugin, HeaderMap } from "@apollo/server";
 import { OperationTypeNode, type DocumentNode, type GraphQLError, type OperationDefinitionNode } from "graphql";
-import { tighter, type BudgetStanding, type Charge } from "../domain/rate-limits.js";
-import { RateLimitedError } from "../errors.js";
+import { tighter, type BudgetStanding, type Charge } from "../../domain/rate-limits.js";
+import { RateLimitedError } from "../../errors.js";
 import { tokenRefused } from "./authentication-plugin.js";
-import { addressSubject } from "./client-address.js";
-import type { Context } from "./context.js";
-import { rootFieldNames, signInFields } from "./root-fields.js";
+import { addressSubject } from "../client-address.js";
+import type { Context } from "../context.js";
+import { rootFieldNames, signInFields } from "../root-fields.js";
 
 export { addressSubject };
 

@@ -2,7 +2,7 @@
 // whoever records requests (the request log, the API metrics) once the HTTP
 // response is complete.
 import type { ApolloServerPlugin } from "@apollo/server";
-import type { Context } from "./context.js";
+import type { Context } from "../context.js";
 import { ApolloServerErrorCode } from "@apollo/server/errors";
 
 export interface OperationFacts {

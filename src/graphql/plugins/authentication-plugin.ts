@@ -4,9 +4,9 @@
 // but sign in (login, register) goes through, so such a client can get a new token.
 import type { ApolloServerPlugin } from "@apollo/server";
 import { GraphQLError, OperationTypeNode, type DocumentNode, type OperationDefinitionNode } from "graphql";
-import { ErrorCode, unauthenticated } from "../errors.js";
-import type { Context } from "./context.js";
-import { rootFieldNames, signInFields } from "./root-fields.js";
+import { ErrorCode, unauthenticated } from "../../errors.js";
+import type { Context } from "../context.js";
+import { rootFieldNames, signInFields } from "../root-fields.js";
 
 /** Whether the operation is refused for its token: one was sent and not accepted, and it does more than sign in. */
 export function tokenRefused(ctx: Context, operation: OperationDefinitionNode, document: DocumentNode): boolean {
