@@ -7,6 +7,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KnownUsers } from "./known-users.js";
 import type { UserAnnouncements, UserStore } from "./ports/index.js";
+import { backoffMs } from "./backoff.js";
 
 /** What loading found, for the log line that says it is done. */
 export interface DirectoryLoad {
@@ -81,7 +82,7 @@ export function startUserDirectory(options: UserDirectoryOptions): UserDirectory
         after = runs.at(-1)?.last ?? after;
         failures = 0;
       } catch (err) {
-        const waitMs = Math.min(maxRetryMs, retryMs * 2 ** failures++);
+        const waitMs = backoffMs(failures++, { firstMs: retryMs, maxMs: maxRetryMs });
         options.onLoadFailure?.(err, waitMs);
         await sleep(waitMs, undefined, { signal: stopping.signal }).catch(() => {});
         continue;

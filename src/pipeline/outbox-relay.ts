@@ -21,6 +21,7 @@ import type { Logger } from "pino";
 import type { MalformedOutboxEntry, OutboxEntry } from "../domain/model/index.js";
 import type { MessageBus, Outbox, OutboxRead } from "../domain/ports/index.js";
 import type { PipelineMetrics } from "./metrics.js";
+import { backoffMs } from "../domain/backoff.js";
 
 export interface OutboxRelayOptions {
   readonly outbox: Outbox;
@@ -157,7 +158,7 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Out
       } catch (err) {
         if (stopping) break;
         failures++;
-        const delayMs = Math.min(5_000, 100 * 2 ** failures);
+        const delayMs = backoffMs(failures, { firstMs: 100, maxMs: 5_000 });
         logger.warn({ err, delayMs }, "relaying the outbox failed; entries stay in Redis and are retried");
         await sleep(delayMs);
       }

@@ -17,6 +17,7 @@ import type { Disposition, MessageBus } from "../domain/ports/index.js";
 import { Batcher } from "./batcher.js";
 import type { PipelineMetrics } from "./metrics.js";
 import type { TokenBucket } from "./token-bucket.js";
+import { backoffMs } from "../domain/backoff.js";
 
 export interface PersistConsumerOptions {
   readonly bus: Pick<MessageBus, "consumeChanges">;
@@ -59,7 +60,7 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
         if (attempt >= attemptsBeforeSplit && !(err instanceof RedisFollowUpError) && (await options.databaseAnswers())) {
           return changes.length === 1 ? [{ retryLater: `the change could not be persisted: ${(err as Error).message}` }] : split(changes);
         }
-        const delayMs = Math.min(5_000, 100 * 2 ** attempt);
+        const delayMs = backoffMs(attempt, { firstMs: 100, maxMs: 5_000 });
         logger.warn({ err, attempt, delayMs, changes: changes.length }, "persisting a batch failed; retrying");
         await sleep(delayMs);
       }

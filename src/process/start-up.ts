@@ -6,6 +6,7 @@ import { loadConfig, type Config } from "../config.js";
 import { createLogger } from "./logger.js";
 import { refusalExitCode, StartRefusal } from "./refusal.js";
 import type { Shutdown } from "./shutdown.js";
+import { backoffMs } from "../domain/backoff.js";
 
 /**
  * Ends a process whose start failed. A refusal (the configuration, or what it points
@@ -64,7 +65,7 @@ export async function keepTrying<T>(attempt: (signal: AbortSignal) => Promise<T>
     } catch (error) {
       if (error instanceof StartRefusal || signal.aborted) throw error;
       options.onFailure?.(error);
-      const delayMs = Math.round(Math.min(maxDelayMs, firstDelayMs * 2 ** failures) * (0.75 + Math.random() * 0.25));
+      const delayMs = backoffMs(failures, { firstMs: firstDelayMs, maxMs: maxDelayMs, jitter: 0.25 });
       options.logger.warn({ err: error, attempt: failures + 1, retryInMs: delayMs }, `${options.what} failed; trying again in ${delayMs} ms`);
       await sleep(delayMs, undefined, { signal });
     }

@@ -17,6 +17,7 @@ import type { Server } from "node:http";
 import type { Logger } from "pino";
 import { refusalExitCode } from "./refusal.js";
 import { aggregatedMetrics, serveMetrics, type MetricsChild } from "./metrics-endpoint.js";
+import { backoffMs } from "../domain/backoff.js";
 
 export interface SupervisorOptions {
   readonly logger: Logger;
@@ -152,7 +153,7 @@ export function startSupervisor(options: SupervisorOptions): void {
         return;
       }
       const deaths = Date.now() - startedAt < stableAfterMs ? quickDeaths + 1 : 0;
-      const delayMs = deaths === 0 ? 0 : Math.min(maxRestartDelayMs, firstRestartDelayMs * 2 ** (deaths - 1));
+      const delayMs = deaths === 0 ? 0 : backoffMs(deaths - 1, { firstMs: firstRestartDelayMs, maxMs: maxRestartDelayMs });
       logger.error({ role: what.role, childPid: pid, code, signal, restartInMs: delayMs }, "process died; starting another");
       // Not unref'd: when the last child is gone, this timer is what keeps the supervisor alive to start another.
       setTimeout(() => !stopping && supervise(what, deaths), delayMs);
