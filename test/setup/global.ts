@@ -57,6 +57,9 @@ export default async function setup(project: TestProject): Promise<() => void> {
   );
   await waitForRedis(port);
   // TEST_CLUSTER_PORT lets two checkouts run their suites side by side.
+  // Process tests run the compiled service, as production does (test/support/service-process.ts):
+  // built once here (incremental, seconds when nothing changed) rather than compiled by each process.
+  execFileSync("bash", ["scripts/build.sh"], { stdio: "inherit" });
   const clusterPort = Number(process.env.TEST_CLUSTER_PORT ?? 7101);
   execFileSync("bash", ["scripts/redis-cluster.sh", "start", String(clusterPort)], { stdio: "inherit" });
   // The cluster outlives a run: each run starts from an empty one, as from a new private Redis. Both projects'

@@ -11,19 +11,26 @@ export interface ServiceProcess {
   stop(signal: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `src/main/start.ts` with the test configuration (and `env` on top) and waits until it serves. */
+/**
+ * The compiled entry point `name` (dist/main/<name>.js), as npm start runs it, built by the
+ * suite's global setup from the sources under test: a process starts in a fraction of the
+ * time tsx would take compiling its sources first.
+ */
+export const entryPoint = (name: "start" | "api" | "worker") => `dist/main/${name}.js`;
+
+/** Starts npm start's entry point with the test configuration (and `env` on top) and waits until it serves. */
 export function startServiceProcess(config: Config, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  return startProcess("src/main/start.ts", config, env, (output) => /"url":"(http:[^"]+)graphql"/.exec(output)?.[1]);
+  return startProcess(entryPoint("start"), config, env, (output) => /"url":"(http:[^"]+)graphql"/.exec(output)?.[1]);
 }
 
-/** Starts `src/main/api.ts` alone (one API process, no supervisor, as Kubernetes runs it) and waits until it serves. */
+/** Starts one API process alone (no supervisor, as Kubernetes runs it) and waits until it serves. */
 export function startApiProcess(config: Config, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  return startProcess("src/main/api.ts", config, env, (output) => /"url":"(http:[^"]+)graphql"/.exec(output)?.[1]);
+  return startProcess(entryPoint("api"), config, env, (output) => /"url":"(http:[^"]+)graphql"/.exec(output)?.[1]);
 }
 
-/** Starts `src/main/worker.ts` (`npm run worker`: the persistence pipeline alone) and waits until its pipeline runs. */
+/** Starts the worker (`npm run worker`: the persistence pipeline alone) and waits until its pipeline runs. */
 export function startWorkerProcess(config: Config, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  return startProcess("src/main/worker.ts", config, env, (output) => (output.includes('"msg":"pipeline running"') ? "" : undefined));
+  return startProcess(entryPoint("worker"), config, env, (output) => (output.includes('"msg":"pipeline running"') ? "" : undefined));
 }
 
 /** Spawns `entry` and resolves once `ready` finds what it looks for in the output (its url, if any). */
@@ -33,8 +40,8 @@ async function startProcess(
   env: Record<string, string>,
   ready: (output: string) => string | undefined,
 ): Promise<ServiceProcess> {
-  // node itself with tsx's loader: one process, so a signal reaches the service and not a wrapper.
-  const child = spawn(process.execPath, ["--import", "tsx/esm", entry], {
+  // node itself: one process, so a signal reaches the service and not a wrapper.
+  const child = spawn(process.execPath, [entry], {
     env: {
       ...process.env,
       DATABASE_URL: config.databaseUrl,

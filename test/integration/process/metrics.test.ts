@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { freePort } from "../../../scripts/lib/ports.js";
 import { graphqlClient, testConfig } from "../../support/env.js";
 import { eventually } from "../../support/pipeline.js";
-import { startServiceProcess } from "../../support/service-process.js";
+import { entryPoint, startServiceProcess } from "../../support/service-process.js";
 
 const scrape = async (port: number) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
 const valueOf = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, "\\$&")} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN);
@@ -44,7 +44,7 @@ describe("metrics of npm start's processes", () => {
   it("when the pipeline runs alone (npm run worker), then it serves its own metrics on METRICS_PORT", async () => {
     const config = testConfig();
     const metricsPort = await freePort();
-    const child = spawn(process.execPath, ["--import", "tsx/esm", "src/main/worker.ts"], {
+    const child = spawn(process.execPath, [entryPoint("worker")], {
       env: {
         ...process.env,
         DATABASE_URL: config.databaseUrl,

@@ -1,5 +1,6 @@
 // npm start refusing to start: a configuration, or a store, that must change first is
 // said in one line per process and exit code 78, and nothing is started again.
+import { entryPoint } from "../../support/service-process.js";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { describe, expect, it } from "vitest";
@@ -11,11 +12,11 @@ interface Ended {
   readonly tookMs: number;
 }
 
-/** Runs `src/main/start.ts` (npm start) with the test configuration and `env` on top, until it exits. */
+/** Runs npm start's entry point with the test configuration and `env` on top, until it exits. */
 async function runService(env: Record<string, string>): Promise<Ended> {
   const config = testConfig();
   const startedAt = Date.now();
-  const child = spawn(process.execPath, ["--import", "tsx/esm", "src/main/start.ts"], {
+  const child = spawn(process.execPath, [entryPoint("start")], {
     env: {
       ...process.env,
       DATABASE_URL: config.databaseUrl,
