@@ -26,6 +26,9 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     PORT: "0",
     JWT_SECRET: "test-secret-of-sufficient-length",
     LOG_LEVEL: "silent",
+    // A short linger: most tests wait for PostgreSQL, and each wait would pay the default
+    // second. The tests of batching set their own.
+    PERSIST_LINGER_MS: "20",
     ...overrides,
   });
   testConfigs.push(config);
