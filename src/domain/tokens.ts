@@ -4,7 +4,7 @@ import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from "no
 import { SignJWT } from "jose";
 import { LRUCache } from "lru-cache";
 import type { Viewer } from "./identity.js";
-import { maxId } from "./model/index.js";
+import { maxId, isDecimalId } from "./model/index.js";
 
 export interface TokenService {
   issue(userId: bigint): Promise<string>;
@@ -88,7 +88,7 @@ export function verifyHs256(token: string, secret: Buffer, rules: ClaimRules, no
 
 /** A subject that is a user id: a decimal without leading zeros that fits PostgreSQL's bigint. */
 function userIdOf(sub: unknown): bigint | null {
-  if (typeof sub !== "string" || !/^[1-9][0-9]{0,18}$/.test(sub)) return null;
+  if (typeof sub !== "string" || !isDecimalId(sub)) return null;
   const id = BigInt(sub);
   return id <= maxId ? id : null;
 }

@@ -1,12 +1,12 @@
 // Field arguments as clients send them, parsed into what the use cases take:
 // ids into bigints, page sizes into bounded integers. A bad one is BAD_USER_INPUT
 // naming the argument, before any use case runs.
-import { maxId } from "../domain/model/index.js";
+import { maxId, isDecimalId } from "../domain/model/index.js";
 import { badInput } from "../errors.js";
 
 /** Parses a GraphQL ID into a database id: a positive decimal that fits a bigint column. */
 export function parseId(raw: string, field: string): bigint {
-  if (!/^[1-9][0-9]{0,18}$/.test(raw)) {
+  if (!isDecimalId(raw)) {
     throw badInput(field, `${field} must be a positive decimal id such as "42"; got ${JSON.stringify(raw.slice(0, 40))}.`);
   }
   const id = BigInt(raw);

@@ -4,6 +4,15 @@
 /** The largest id a bigint column holds: every id of the model fits it. */
 export const maxId = 2n ** 63n - 1n;
 
+/**
+ * A database id as text, as clients, tokens, keys, cursors and messages carry it: a
+ * positive decimal of 1 to 19 digits, no sign and no leading zero (whether it is at
+ * most maxId is for the parser to say). One pattern, composed into the others.
+ */
+export const decimalIdSource = "[1-9][0-9]{0,18}";
+const decimalId = new RegExp(`^${decimalIdSource}$`);
+export const isDecimalId = (text: string): boolean => decimalId.test(text);
+
 export interface User {
   readonly id: bigint;
   readonly username: string;

@@ -3,6 +3,7 @@
 // decimal strings (JSON has no 64-bit integers).
 import { z } from "zod";
 import {
+  decimalIdSource,
   derivedCounters,
   relationNames,
   relations,
@@ -16,7 +17,7 @@ import {
 import type { Delivery } from "../../domain/ports/index.js";
 
 /** A database id: a positive decimal that fits a bigint column. */
-const id = z.string().regex(/^[1-9][0-9]{0,18}$/, "a positive decimal id");
+const id = z.string().regex(new RegExp(`^${decimalIdSource}$`), "a positive decimal id");
 /** A change version (src/stores/versions.ts: epoch * 10^16 + microseconds), or 0. */
 const version = z.string().regex(/^[0-9]{1,38}$/, "a decimal version");
 const target = z.object({ type: z.enum(["post", "comment", "user"]), id });

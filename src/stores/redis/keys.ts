@@ -49,7 +49,15 @@
 // user's shard in it is hash(user) mod FANOUT^g. New members go to the newest
 // generation; a lookup checks generations 0..newest (see scripts/add-member.lua).
 import { createHash, randomBytes } from "node:crypto";
-import type { BucketedWindow, BucketSpan, ListedRelation, Relation, Target, TargetType } from "../../domain/model/index.js";
+import {
+  decimalIdSource,
+  type BucketedWindow,
+  type BucketSpan,
+  type ListedRelation,
+  type Relation,
+  type Target,
+  type TargetType,
+} from "../../domain/model/index.js";
 import { relationLayouts } from "./relations.js";
 
 export const membershipFanout = 8;
@@ -223,8 +231,8 @@ const plainSubject = /^[A-Za-z0-9_.:-]{1,64}$/;
 /** What every counter hash's name starts with: the prefix Redis tells writes of (count-invalidations.ts). */
 export const countersPrefix = "cnt:";
 
-const countersKey = /^cnt:\{\d+\}:(post|comment|user):([1-9]\d{0,18})$/;
-const useMember = /^(post|comment|user):([1-9]\d{0,18})$/;
+const countersKey = new RegExp(`^cnt:\\{\\d+\\}:(post|comment|user):(${decimalIdSource})$`);
+const useMember = new RegExp(`^(post|comment|user):(${decimalIdSource})$`);
 
 export function createRedisKeys(partitions: number): RedisKeys {
   const outboxOf = (partition: number) => `ob:{${partition}}`;

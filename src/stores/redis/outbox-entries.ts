@@ -1,10 +1,16 @@
 // An outbox entry's fields, as scripts/includes/append-event.lua writes them, read
 // back as the change they carry (or what is wrong with them).
-import { relations, type MalformedOutboxEntry, type OutboxEntry, type Relation, type RelationChange, type TargetType } from "../../domain/model/index.js";
+import {
+  isDecimalId,
+  relations,
+  type MalformedOutboxEntry,
+  type OutboxEntry,
+  type Relation,
+  type RelationChange,
+  type TargetType,
+} from "../../domain/model/index.js";
 import { relationLayouts, relationOfTag } from "./relations.js";
 import { versionOf } from "../versions.js";
-
-const decimalId = /^[1-9][0-9]{0,18}$/;
 
 /** An entry's fields as a change, or what is wrong with them. */
 export function decodeOutboxEntry(partition: number, entryId: string, fields: readonly string[]): OutboxEntry | MalformedOutboxEntry {
@@ -15,7 +21,7 @@ export function decodeOutboxEntry(partition: number, entryId: string, fields: re
   const [id, micros, ts, epoch = "0", kind = "", tag = relationLayouts.like.tag] = ["i", "v", "ts", "e", "k", "r"].map((name) => f.get(name));
   const at = new Date(Number(ts));
   const common = [
-    id && decimalId.test(id) ? null : "i is not an id",
+    id && isDecimalId(id) ? null : "i is not an id",
     micros && /^[0-9]{1,16}$/.test(micros) ? null : "v is not a version",
     /^[0-9]{1,18}$/.test(epoch) ? null : "e is not an epoch",
     Number.isNaN(at.getTime()) ? "ts is not a time" : null,
@@ -53,8 +59,8 @@ export function decodeOutboxEntry(partition: number, entryId: string, fields: re
     kind === "" ? null : "k is not a kind of change",
     relation ? null : "r is not a relation",
     relation && type && (relations[relation].targets as readonly string[]).includes(type) ? null : "t is not a target of the relation",
-    user && decimalId.test(user) ? null : "u is not an id",
-    author === "" || decimalId.test(author) ? null : "a is neither empty nor an id",
+    user && isDecimalId(user) ? null : "u is not an id",
+    author === "" || isDecimalId(author) ? null : "a is neither empty nor an id",
     state === "0" || state === "1" ? null : "s is not 0 or 1",
   ]);
   if (problem) return problem;

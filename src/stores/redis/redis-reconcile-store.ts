@@ -3,6 +3,7 @@
 // big ones), and the one repair it makes here.
 import { Cluster, type Redis } from "ioredis";
 import {
+  decimalIdSource,
   derivedCounters,
   listedRelations,
   relations,
@@ -22,6 +23,9 @@ import { parsePosition as parseListPosition } from "./list-store.js";
 import { relationLayouts, relationOfTag } from "./relations.js";
 import { ScriptStatus, toError } from "./statuses.js";
 import { keepsUseRecord, useScore } from "./use-records.js";
+
+/** A user's list key (keys.ts: <prefix>:{p}:user:<id>:<tag>): the user and the relation's tag. */
+const listKey = new RegExp(`^[^:]+:\\{\\d+\\}:user:(${decimalIdSource}):([a-z]+)$`);
 
 /**
  * How long a pass's note of a target in flight lasts: past a week of daily
@@ -66,7 +70,7 @@ export function createRedisReconcileStore(redis: RedisClient, keys: RedisKeys): 
   // so a key is taken for a list's only when keys.list() builds the same one back.
   const listsPattern = `${keys.list("like", 1n).horizon.split(":")[0] ?? ""}:*`;
   const listOf = (key: string): ListRef | null => {
-    const match = /^[^:]+:\{\d+\}:user:([1-9]\d{0,18}):([a-z]+)$/.exec(key);
+    const match = listKey.exec(key);
     const relation = match ? relationOfTag(match[2] as string) : null;
     if (!match || !relation || !(listedRelations as readonly Relation[]).includes(relation)) return null;
     const ref = { relation: relation as ListedRelation, userId: BigInt(match[1] as string) };

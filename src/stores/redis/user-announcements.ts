@@ -2,12 +2,12 @@
 // (keys.userAnnouncements). Pub/sub keeps nothing: a process that is not
 // subscribed when a user registers never hears of them, and looks them up in
 // PostgreSQL the first time their token arrives.
+import { isDecimalId } from "../../domain/model/index.js";
 import type { UserAnnouncements } from "../../domain/ports/index.js";
 import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 
 /** What an announcement carries: a user id as PostgreSQL's bigint prints it. */
-const userIdText = /^[1-9][0-9]{0,18}$/;
 
 /**
  * `redis` publishes; `subscriber` is the subscribing connection of an API process
@@ -26,7 +26,7 @@ export function createUserAnnouncements(redis: RedisClient, subscriber: RedisCli
       }
       // The connection also carries other channels (count-changes.ts): only this one's messages are ids.
       const listener = (heard: string, message: string) => {
-        if (heard === channel && userIdText.test(message)) handler(BigInt(message));
+        if (heard === channel && isDecimalId(message)) handler(BigInt(message));
       };
       subscriber.on("smessage", listener);
       try {
