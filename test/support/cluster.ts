@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { Cluster } from "ioredis";
+import { Cluster, type Redis } from "ioredis";
 import { inject } from "vitest";
 import type { Config } from "../../src/config.js";
 import { openClients, type Clients } from "../../src/stores/clients.js";
@@ -63,4 +63,38 @@ export async function scriptsRun(cluster: Cluster, files: readonly string[]): Pr
   const shas = files.map((file) => createHash("sha1").update(loadScript(file)).digest("hex"));
   const cached = await Promise.all(cluster.nodes("master").map((node) => node.script("EXISTS", ...shas) as Promise<number[]>));
   return files.filter((_, i) => cached.some((flags) => flags[i] === 1));
+}
+
+export interface Master {
+  readonly id: string;
+  readonly port: number;
+  readonly node: Redis;
+}
+
+export async function masters(cluster: Cluster): Promise<Master[]> {
+  return Promise.all(cluster.nodes("master").map(async (node) => ({ id: String(await node.cluster("MYID")), port: Number(node.options.port), node })));
+}
+
+export async function ownerOf(cluster: Cluster, slot: number, all: readonly Master[]): Promise<Master> {
+  const ranges = await cluster.cluster("SLOTS");
+  const range = ranges.find(([from, to]) => slot >= from && slot <= to);
+  const owner = all.find((m) => m.id === range?.[2]?.[2]);
+  if (!owner) throw new Error(`no master owns slot ${slot}`);
+  return owner;
+}
+
+/** Moves `slot` from `from` to `to` one key at a time, as a reshard does, then tells every master. */
+export async function migrate(slot: number, from: Master, to: Master, all: readonly Master[], pauseMs: number): Promise<number> {
+  await to.node.cluster("SETSLOT", slot, "IMPORTING", from.id);
+  await from.node.cluster("SETSLOT", slot, "MIGRATING", to.id);
+  let moved = 0;
+  for (;;) {
+    const names = await from.node.cluster("GETKEYSINSLOT", slot, 1);
+    if (names.length === 0) break;
+    await from.node.call("MIGRATE", "127.0.0.1", to.port, "", 0, 5_000, "KEYS", ...names);
+    moved += names.length;
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+  }
+  for (const master of [to, from, ...all.filter((m) => m !== to && m !== from)]) await master.node.cluster("SETSLOT", slot, "NODE", to.id);
+  return moved;
 }

@@ -239,6 +239,10 @@ export function isRedisUnavailable(error: unknown): boolean {
     // nodes (TRYAGAIN) until its last key moved; ioredis retries, then gives up so.
     error.message.startsWith("Too many Cluster redirections") ||
     error.message.startsWith("TRYAGAIN") ||
+    // A cluster that sees a master failed refuses keys (of its slots, or all of them under
+    // cluster-require-full-coverage) until a replica is promoted; ioredis retries its own
+    // commands a while, but a pipeline's reply carries it as it came (replica-acks.ts).
+    error.message.startsWith("CLUSTERDOWN") ||
     // Past maxmemory, Redis refuses writes until eviction (memory-policy.ts) frees room.
     error.message.startsWith("OOM ") ||
     error.message === "Connection is closed." ||
@@ -263,6 +267,10 @@ export function isRedisOutOfReach(error: unknown): boolean {
     error instanceof RedisClockUnknownError ||
     error.message.startsWith("OOM ") ||
     error.message.startsWith("TRYAGAIN") ||
+    // A cluster that sees a master failed refuses keys (of its slots, or all of them under
+    // cluster-require-full-coverage) until a replica is promoted; ioredis retries its own
+    // commands a while, but a pipeline's reply carries it as it came (replica-acks.ts).
+    error.message.startsWith("CLUSTERDOWN") ||
     error.message.startsWith("Too many Cluster redirections")
   );
 }

@@ -90,17 +90,30 @@ export function askReplicaAcks(redis: RedisClient, writers: readonly RedisClient
   return acks;
 }
 
+/** Sends of one write that a MOVED may cost: a map learnt after one points at the slot's node, unless the slot moves again. */
+const maxMovedAttempts = 3;
+
+/** A node's refusal of a key whose slot another node serves: nothing ran. */
+const isMoved = (error: Error | null | undefined): boolean => error?.message.startsWith("MOVED ") ?? false;
+
 /** Sends a write script and its WAIT; resolves with both replies. */
 type SendAndWait = (call: ScriptCall, answerAtMs: number) => Promise<unknown[]>;
 
 function sendingAndWaiting(writer: RedisClient, replicas: number): SendAndWait {
   const spread = (args: ScriptCall[1]) => args as [string, ...(string | number)[]];
   if (writer instanceof Cluster)
-    return ([script, args], answerAtMs) => {
-      // A keyless WAIT goes to the node the script's keys route the pipeline to.
-      const pipeline = writer.pipeline();
-      pipeline[script](...spread(args));
-      return pipelineReplies(pipeline.wait(replicas, waitMs(answerAtMs)).exec());
+    return async ([script, args], answerAtMs) => {
+      for (let attempt = 1; ; attempt++) {
+        // A keyless WAIT goes to the node the script's keys route the pipeline to.
+        const pipeline = writer.pipeline();
+        pipeline[script](...spread(args));
+        const results = (await pipeline.wait(replicas, waitMs(answerAtMs)).exec()) ?? [];
+        // After a failover the client may still send the slot to a node that no longer serves it: the node
+        // refuses the script (MOVED) without running it, and WAIT with another error, which ioredis does not
+        // take as a redirect of the whole pipeline, so its slot map would stay wrong. Learn the map, send again.
+        if (!isMoved(results[0]?.[0]) || attempt === maxMovedAttempts || Date.now() >= answerAtMs) return pipelineReplies(Promise.resolve(results));
+        await new Promise<void>((resolve) => writer.refreshSlotsCache(() => resolve()));
+      }
     };
   const run = closedTickPipeline(writer, { add: (pipeline, latest) => void pipeline.wait(replicas, waitMs(latest)) });
   return ([script, args], answerAtMs) => run((pipeline) => void pipeline[script](...spread(args)), answerAtMs);

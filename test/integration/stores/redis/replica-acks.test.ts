@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
-import { ReplicasBehindError } from "../../../../src/stores/redis/replica-acks.js";
-import { openClusterClients } from "../../../support/cluster.js";
+import { replicaAckConnections, ReplicasBehindError } from "../../../../src/stores/redis/replica-acks.js";
+import { masters, migrate, openClusterClients, ownerOf, type Master } from "../../../support/cluster.js";
 import { startTestApi, type TestApi } from "../../../support/api.js";
 import { createUsers, dataOf, openDatabase, type TestUser } from "../../../support/env.js";
 import { redisServers } from "../../../support/redis-servers.js";
@@ -93,6 +93,40 @@ describe("replica acks on a Redis Cluster", () => {
       expect(refused).toBeInstanceOf(ReplicasBehindError);
       expect(refused).toMatchObject({ replicas: 1, confirmed: 0 });
       expect(await clients.cluster.hget(keys.counters(target), "like")).toBe("1");
+    } finally {
+      await clients.close();
+    }
+  });
+
+  it("when a target's slot moved to another master since the writers learnt the map (as after a failover), then its like follows it there", async () => {
+    const clients = await openClusterClients({ REDIS_REPLICA_ACKS: "1" });
+    const { cluster } = clients;
+    try {
+      const target = { type: "post", id: BigInt(Date.now()) * 1000n + 3n } as const;
+      const store = createMembershipStore(clients.redis, keys);
+      await createCounterStore(clients.redis, keys).init(target, { like: 0 }, 1n);
+      // A first like: the writers learn which master serves the slot.
+      await expect(store.add("like", target, 7n, Date.now() + 1_000)).rejects.toBeInstanceOf(ReplicasBehindError);
+      const slot = Number(await cluster.cluster("KEYSLOT", keys.counters(target)));
+      const all = await masters(cluster);
+      const source = await ownerOf(cluster, slot, all);
+      const destination = all.find((m) => m !== source) as Master;
+      await migrate(slot, source, destination, all, 0);
+      try {
+        // The old master refuses the script (MOVED) and, a master here, holds its WAIT until the deadline is near
+        // (a demoted one refuses it at once): each writer connection learns the map then, and sends again if time is left.
+        await Promise.all(
+          Array.from({ length: replicaAckConnections }, (_, i) => store.add("like", target, 100n + BigInt(i), Date.now() + 1_000).catch(() => undefined)),
+        );
+        // The next like goes to the new master at once: its script runs there (a MOVED would be thrown as it
+        // came), and it is refused only for want of replicas. (It changes nothing: the target, of another
+        // replication history there, is loaded before a change, which the membership service does.)
+        const refused = await store.add("like", target, 9n, Date.now() + 1_000).catch((error: unknown) => error);
+        expect(refused).toMatchObject({ replicas: 1, confirmed: 0 });
+      } finally {
+        // Back where it was: other files expect the layout redis-cluster.sh made.
+        await migrate(slot, destination, source, all, 0);
+      }
     } finally {
       await clients.close();
     }

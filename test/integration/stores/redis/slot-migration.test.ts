@@ -4,7 +4,7 @@
 // or fails as an unavailability the caller may retry, and none is lost or doubled.
 // The moved post arrives on a node of another replication history: the service's
 // load adopts it as it is, PostgreSQL holding nothing newer (domain/target-loads.ts).
-import type { Cluster, Redis } from "ioredis";
+import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LikeableTarget } from "../../../../src/domain/model/index.js";
 import { isRedisUnavailable } from "../../../../src/stores/redis/client.js";
@@ -14,7 +14,7 @@ import { createMembershipStore } from "../../../../src/stores/redis/membership-s
 import { createRebuildStore } from "../../../../src/stores/redis/rebuild-store.js";
 import { createTargetLoader } from "../../../../src/domain/target-loads.js";
 import { createSnapshotStore } from "../../../../src/stores/postgres/snapshot-store.js";
-import { openClusterClients, type ClusterClients } from "../../../support/cluster.js";
+import { masters, migrate, openClusterClients, ownerOf, type ClusterClients, type Master } from "../../../support/cluster.js";
 
 let clients: ClusterClients;
 let cluster: Cluster;
@@ -28,40 +28,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await clients.close();
 });
-
-interface Master {
-  readonly id: string;
-  readonly port: number;
-  readonly node: Redis;
-}
-
-async function masters(): Promise<Master[]> {
-  return Promise.all(cluster.nodes("master").map(async (node) => ({ id: String(await node.cluster("MYID")), port: Number(node.options.port), node })));
-}
-
-async function ownerOf(slot: number, all: readonly Master[]): Promise<Master> {
-  const ranges = await cluster.cluster("SLOTS");
-  const range = ranges.find(([from, to]) => slot >= from && slot <= to);
-  const owner = all.find((m) => m.id === range?.[2]?.[2]);
-  if (!owner) throw new Error(`no master owns slot ${slot}`);
-  return owner;
-}
-
-/** Moves `slot` from `from` to `to` one key at a time, as a reshard does, then tells every master. */
-async function migrate(slot: number, from: Master, to: Master, all: readonly Master[], pauseMs: number): Promise<number> {
-  await to.node.cluster("SETSLOT", slot, "IMPORTING", from.id);
-  await from.node.cluster("SETSLOT", slot, "MIGRATING", to.id);
-  let moved = 0;
-  for (;;) {
-    const names = await from.node.cluster("GETKEYSINSLOT", slot, 1);
-    if (names.length === 0) break;
-    await from.node.call("MIGRATE", "127.0.0.1", to.port, "", 0, 5_000, "KEYS", ...names);
-    moved += names.length;
-    await new Promise((resolve) => setTimeout(resolve, pauseMs));
-  }
-  for (const master of [to, from, ...all.filter((m) => m !== to && m !== from)]) await master.node.cluster("SETSLOT", slot, "NODE", to.id);
-  return moved;
-}
 
 describe("a slot migrating between masters", () => {
   it("when a post's slot migrates while users like it, then each like applies or fails as unavailable, and retried, every like counts once", async () => {
@@ -90,8 +56,8 @@ describe("a slot migrating between masters", () => {
     for (const user of users.slice(0, 20)) expect(await likes.add("like", target, user)).toMatchObject({ changed: true });
 
     const slot = Number(await cluster.cluster("KEYSLOT", keys.counters(target)));
-    const all = await masters();
-    const source = await ownerOf(slot, all);
+    const all = await masters(cluster);
+    const source = await ownerOf(cluster, slot, all);
     const destination = all.find((m) => m !== source) as Master;
     const failed: bigint[] = [];
     const applied: bigint[] = [];
@@ -127,7 +93,7 @@ describe("a slot migrating between masters", () => {
 
     // The slot goes back where it was: other files expect the layout redis-cluster.sh made.
     await migrate(slot, destination, source, all, 0);
-    expect((await ownerOf(slot, all)).id).toBe(source.id);
+    expect((await ownerOf(cluster, slot, all)).id).toBe(source.id);
     expect((await counters.read([target]))[0]?.like).toBe(users.length);
   });
 });
