@@ -1,22 +1,29 @@
 // What a fault case is and what it may do: the shape every case of
 // `npm run chaos` has, and the handles the suite gives it while it runs.
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Redis } from "ioredis";
+import { Cluster, type Redis } from "ioredis";
 import type pg from "pg";
 import type { TcpProxy } from "../lib/tcp-proxy.js";
 import type { Settling } from "./check.js";
 import type { Figure } from "./figures.js";
 import type { Cast, Endpoint, LoadOptions, LoadRun } from "./load.js";
 import type { PostgresInstance } from "./postgres-instance.js";
+import type { RedisClusterInstance } from "./redis-cluster.js";
 import type { RedisInstance } from "./redis-instance.js";
 import type { ServiceProcess } from "./service-process.js";
 
 export type Layout = "npm start" | "api + worker";
 
 export interface FaultContext {
+  /** The case's Redis; on a cluster, its first node. */
   readonly redis: RedisInstance;
-  /** A client of the case's Redis, not through the service's proxy (through one of the suite's own, which follows a failover). */
-  readonly redisClient: Redis;
+  /** The case's Redis Cluster, for a case that asked for one (`redisCluster`). */
+  readonly cluster: RedisClusterInstance | null;
+  /**
+   * A client of the case's Redis, not through the service's proxy (through one of the suite's own, which follows a failover);
+   * on a cluster, a cluster client of its nodes.
+   */
+  readonly redisClient: Redis | Cluster;
   /**
    * A failover behind the service's address: the service's proxy and the suite's own
    * client go to the Redis on `port` from now on (their connections are reset).
@@ -70,6 +77,8 @@ export interface ChaosCase {
   readonly summary: string;
   readonly layout: Layout;
   readonly redisAppendOnly: boolean;
+  /** Runs the service on a Redis Cluster of 3 masters with a replica each (redis-cluster.ts), with no proxy in front. */
+  readonly redisCluster?: boolean;
   /** Redis's `maxmemory` (as redis-server takes it, such as "256mb"); none by default. */
   readonly redisMaxMemory?: string;
   /** Settings of the service beyond the suite's defaults. */
@@ -101,6 +110,12 @@ export interface ChaosCase {
   inject(ctx: FaultContext): Promise<void>;
   /** Runs once the pipeline has settled, before the suite's own check: figures that need the stores at rest. */
   afterSettled?(ctx: FaultContext, sql: pg.Client): Promise<void>;
+}
+
+/** The case's client of its single Redis: the cases that measure one server's memory, commands or keys run on one. */
+export function singleRedis(ctx: FaultContext): Redis {
+  if (ctx.redisClient instanceof Cluster) throw new Error("this case runs on a single Redis, not a cluster");
+  return ctx.redisClient;
 }
 
 /** Waits until `ms` into the load. */

@@ -10,6 +10,7 @@ import { createRebuildStore } from "../../src/stores/redis/rebuild-store.js";
 import { at, type ChaosCase, type FaultContext } from "./case.js";
 import { coldCrawl } from "./cold-crawl.js";
 import { coldReaders } from "./cold-readers.js";
+import { clusterFailover, clusterFailoverLag, clusterFailoverLagAcks } from "./cluster-failover.js";
 import { failover, failoverLag, failoverLagAcks, sentinelFailover } from "./failover.js";
 import { clockAhead, clockBehind, heldWrite } from "./held-write.js";
 import { outageRestart } from "./outage-restart.js";
@@ -206,4 +207,7 @@ export const cases: readonly ChaosCase[] = [
   failoverLag,
   failoverLagAcks,
   sentinelFailover,
+  clusterFailover,
+  clusterFailoverLag,
+  clusterFailoverLagAcks,
 ];

@@ -8,7 +8,10 @@
 // hash `cnt:{p}:<type>:<id>`; PostgreSQL is the operators' tables `likes` and
 // `counters`.
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Redis } from "ioredis";
+import { Cluster, type Redis } from "ioredis";
+
+/** The check's client of the case's Redis: one server, or a cluster. */
+export type RedisClient = Redis | Cluster;
 import type pg from "pg";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
 import type { PairHistory } from "./history.js";
@@ -25,7 +28,12 @@ export interface Settling {
 }
 
 /** Entries the outbox streams hold now. */
-export async function outboxLength(redis: Redis, streams: readonly string[]): Promise<number> {
+export async function outboxLength(redis: RedisClient, streams: readonly string[]): Promise<number> {
+  if (redis instanceof Cluster) {
+    // A cluster's pipeline takes keys of one slot only; ioredis batches these by node itself.
+    const lengths = await Promise.all(streams.map((s) => redis.xlen(s).catch(() => 0)));
+    return lengths.reduce((sum, n) => sum + n, 0);
+  }
   const lengths = (await redis.pipeline(streams.map((s) => ["xlen", s])).exec()) ?? [];
   return lengths.reduce((sum, [error, n]) => sum + (error ? 0 : Number(n)), 0);
 }
@@ -35,7 +43,7 @@ export async function outboxLength(redis: Redis, streams: readonly string[]): Pr
  * queues (ready or unacknowledged), seen twice in a row: a relayed change is in
  * a queue before it leaves the outbox, and leaves its queue once committed.
  */
-export async function settle(redis: Redis, partitions: number, vhost: RabbitVhost, prefix: string, timeoutMs: number): Promise<Settling> {
+export async function settle(redis: RedisClient, partitions: number, vhost: RabbitVhost, prefix: string, timeoutMs: number): Promise<Settling> {
   const started = Date.now();
   const streams = createRedisKeys(partitions).outboxes();
   let calm = 0;
@@ -85,22 +93,25 @@ export interface RedisTarget {
   readonly members: ReadonlyMap<string, number>;
 }
 
-export async function readRedisPost(redis: Redis, partitions: number, postId: string): Promise<RedisTarget> {
+export async function readRedisPost(redis: RedisClient, partitions: number, postId: string): Promise<RedisTarget> {
   const keys = createRedisKeys(partitions);
   const target = { type: "post" as const, id: BigInt(postId) };
   const counters = await redis.hgetall(keys.counters(target));
   const members = new Map<string, number>();
   const pattern = `lk:{${keys.partitionOf(target)}}:post:${postId}:*`;
-  let cursor = "0";
-  do {
-    const [next, found] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
-    cursor = next;
-    for (const shard of found) for (const m of await redis.smembers(shard)) members.set(m, (members.get(m) ?? 0) + 1);
-  } while (cursor !== "0");
+  // A cluster's SCAN walks one node: every master's, of which the post's slot is on one.
+  for (const node of redis instanceof Cluster ? redis.nodes("master") : [redis]) {
+    let cursor = "0";
+    do {
+      const [next, found] = await node.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+      cursor = next;
+      for (const shard of found) for (const m of await node.smembers(shard)) members.set(m, (members.get(m) ?? 0) + 1);
+    } while (cursor !== "0");
+  }
   return { held: Object.keys(counters).length > 0, counters, members };
 }
 
-async function readRedisUser(redis: Redis, partitions: number, userId: string): Promise<RedisTarget> {
+async function readRedisUser(redis: RedisClient, partitions: number, userId: string): Promise<RedisTarget> {
   const counters = await redis.hgetall(createRedisKeys(partitions).counters({ type: "user", id: BigInt(userId) }));
   return { held: Object.keys(counters).length > 0, counters, members: new Map() };
 }
@@ -108,7 +119,7 @@ async function readRedisUser(redis: Redis, partitions: number, userId: string): 
 const postsQuery = `query($ids: [ID!]!) { posts(ids: $ids) { id counts { likes } author { id counts { likesReceived } } } }`;
 
 export interface CheckInput {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly partitions: number;
   readonly sql: pg.Client;
   readonly api: Endpoint;
@@ -279,7 +290,7 @@ export interface ViewsVerdict {
 
 /** The hot post's views in Redis and PostgreSQL, against the load's reports. */
 export async function verifyViews(
-  redis: Redis,
+  redis: RedisClient,
   partitions: number,
   sql: pg.Client,
   hotPostId: string,

@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { projectRoot } from "../../src/stores/postgres/schema-engine.js";
-import { type ChaosCase } from "./case.js";
+import { singleRedis, type ChaosCase } from "./case.js";
 import { countsText, ms, percentile, window } from "./figures.js";
 import { castPassword, type CastUser } from "./load.js";
 import { startPaced, type Paced } from "./paced.js";
@@ -75,7 +75,7 @@ export const coldCrawl: ChaosCase = {
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        memoryReadings.push((await memory(ctx.redisClient)).used);
+        memoryReadings.push((await memory(singleRedis(ctx))).used);
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
     })();
@@ -86,7 +86,7 @@ export const coldCrawl: ChaosCase = {
       await ctx.load.pause();
       const settled = await ctx.settle(30_000);
       if (!settled.settled) throw new Error(`the pipeline did not settle before the flush: ${settled.left}`);
-      const beforeFlush = await memory(ctx.redisClient);
+      const beforeFlush = await memory(singleRedis(ctx));
       await ctx.redisClient.flushall();
       ctx.note(`Redis FLUSHALL (used_memory was ${mb(beforeFlush.used)}); likes resume, ${crawlers} crawlers start`);
       ctx.load.resume();
@@ -115,7 +115,7 @@ export const coldCrawl: ChaosCase = {
       sampling = false;
       await sampler;
       await logins.stop();
-      const after = await memory(ctx.redisClient);
+      const after = await memory(singleRedis(ctx));
 
       const likesBefore = window(ctx.load.samples, 0, baselineTo);
       const likesDuring = window(ctx.load.samples, crawlFrom, crawlTo);

@@ -22,8 +22,8 @@ import { at, type ChaosCase, type FaultContext } from "./case.js";
 import { countsText, ms } from "./figures.js";
 import { startRedisInstance, type RedisInstance } from "./redis-instance.js";
 
-const killAtMs = 4_000;
-const lagMs = 1_000;
+export const killAtMs = 4_000;
+export const lagMs = 1_000;
 /** The likes after the kill must succeed again within this (issue #34). */
 const backWithinMs = 5_000;
 
@@ -31,7 +31,7 @@ const sentinelName = "likes-chaos";
 
 let replica: RedisInstance | null = null;
 
-async function inSync(port: number): Promise<void> {
+export async function inSync(port: number): Promise<void> {
   const client = new Redis({ port, lazyConnect: true });
   client.on("error", () => {});
   try {
@@ -72,7 +72,7 @@ async function startReplicaAndSentinels(primary: RedisInstance) {
   return { env: { REDIS_SENTINELS: ports.map((port) => `127.0.0.1:${port}`).join(","), REDIS_SENTINEL_NAME: sentinelName }, stop };
 }
 
-interface Timing {
+export interface Timing {
   /** When the replica was cut off (the lag cases), and when the primary died: ms into the load. */
   cutAt: number | null;
   killedAt: number;
@@ -119,11 +119,15 @@ async function failOver(ctx: FaultContext, lag: boolean, sentinels: boolean, rep
   }
 }
 
+/** The likes of posts the killed primary served: all of them, but on a cluster only its shard's. */
+export type Affected = (postId: string | undefined) => boolean;
+const everyPost: Affected = () => true;
+
 /** Likes and unlikes answered while the replica was cut off: what the promoted replica lacks. */
-function acknowledgedWhileCut(ctx: FaultContext, timing: Timing, acks: boolean): void {
+export function acknowledgedWhileCut(ctx: FaultContext, timing: Timing, acks: boolean, affected: Affected = everyPost): void {
   if (timing.cutAt === null) return;
   const cutAt = timing.cutAt;
-  const inside = ctx.load.samples.filter((s) => s.atMs >= cutAt && s.atMs + s.ms <= timing.killedAt);
+  const inside = ctx.load.samples.filter((s) => affected(s.postId) && s.atMs >= cutAt && s.atMs + s.ms <= timing.killedAt);
   const answered = inside.filter((s) => s.error === null).length;
   const errors = new Map<string, number>();
   for (const s of inside) if (s.error !== null) errors.set(s.error, (errors.get(s.error) ?? 0) + 1);
@@ -136,8 +140,8 @@ function acknowledgedWhileCut(ctx: FaultContext, timing: Timing, acks: boolean):
 }
 
 /** How long after the kill the first like (or unlike) was answered changed again, and the errors meanwhile. */
-function backAfter(ctx: FaultContext, killedAt: number): void {
-  const after = ctx.load.samples.filter((s) => s.atMs >= killedAt);
+export function backAfter(ctx: FaultContext, killedAt: number, affected: Affected = everyPost): void {
+  const after = ctx.load.samples.filter((s) => affected(s.postId) && s.atMs >= killedAt);
   const firstOk = after.find((s) => s.error === null);
   const errors = new Map<string, number>();
   for (const s of after) if (s.error !== null && (!firstOk || s.atMs < firstOk.atMs)) errors.set(s.error, (errors.get(s.error) ?? 0) + 1);

@@ -75,6 +75,8 @@ export interface LatencySample {
   readonly ms: number;
   /** Answered with data; otherwise the error code or transport failure. */
   readonly error: string | null;
+  /** The post liked or unliked, for the load's own samples (a paced sender's may be of anything). */
+  readonly postId?: string;
 }
 
 /** The view reports of the load: what was answered counted, and when. */
@@ -235,7 +237,7 @@ export function startLoad(api: Endpoint, cast: Cast, options: LoadOptions): Load
     maxLatencyMs = Math.max(maxLatencyMs, endMs - startMs);
     pair.record(kind, startMs, endMs, outcome);
     const due = dueMs ?? startMs;
-    samples.push({ atMs: due, ms: endMs - due, error: outcome.kind === "acknowledged" ? null : outcome.reason });
+    samples.push({ atMs: due, ms: endMs - due, error: outcome.kind === "acknowledged" ? null : outcome.reason, postId: post.id });
   }
 
   /** Closed while paused; every loop passes it before each request. */

@@ -9,7 +9,7 @@
 // and feeds run from when each was due (both are sent on a schedule).
 import http from "node:http";
 import pg from "pg";
-import { at, type ChaosCase } from "./case.js";
+import { at, singleRedis, type ChaosCase } from "./case.js";
 import { countsText, ms, percentile, window, type Figure } from "./figures.js";
 import type { CastUser } from "./load.js";
 import { startPaced } from "./paced.js";
@@ -108,19 +108,19 @@ export const readinessHammer: ChaosCase = {
     await sql.connect();
     try {
       await at(ctx, warmUpMs);
-      const redisBefore = await commandCalls(ctx.redisClient);
+      const redisBefore = await commandCalls(singleRedis(ctx));
       const sqlBefore = await transactions(sql);
       const baselineFrom = ctx.elapsedMs();
       ctx.note("baseline window starts");
       await at(ctx, warmUpMs + baselineMs);
-      const redisAtHammer = await commandCalls(ctx.redisClient);
+      const redisAtHammer = await commandCalls(singleRedis(ctx));
       const sqlAtHammer = await transactions(sql);
       const hammerFrom = ctx.elapsedMs();
       ctx.note(`${probers} connections probe /health/ready`);
       const probes = hammer(`${ctx.httpBase}/health/ready`, hammerFrom + hammerMs, () => ctx.elapsedMs());
       await probes.done;
       const hammerTo = ctx.elapsedMs();
-      const redisAfter = await commandCalls(ctx.redisClient);
+      const redisAfter = await commandCalls(singleRedis(ctx));
       // Statistics of the other backends reach pg_stat_database within a second.
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const sqlAfter = await transactions(sql);

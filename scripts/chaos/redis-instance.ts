@@ -43,6 +43,8 @@ export async function startRedisInstance(options: {
   maxMemory?: string | undefined;
   /** The port of a primary to replicate. */
   replicaOf?: number;
+  /** A node of a Redis Cluster (not yet joined): it sees a master down after 2 s, as the fleet did. */
+  clusterNode?: boolean;
 }): Promise<RedisInstance> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), "likes-chaos-redis-"));
@@ -67,6 +69,7 @@ export async function startRedisInstance(options: {
     "--repl-diskless-sync-delay",
     "0",
     ...(options.replicaOf === undefined ? [] : ["--replicaof", "127.0.0.1", String(options.replicaOf)]),
+    ...(options.clusterNode ? ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"] : []),
   ];
   let child: ChildProcess | undefined;
   const orphaned = () => {

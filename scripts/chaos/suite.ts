@@ -5,17 +5,18 @@
 import { mkdirSync, writeFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Redis } from "ioredis";
+import { Cluster, Redis } from "ioredis";
 import pg from "pg";
 import { startTcpProxy, type TcpProxy } from "../lib/tcp-proxy.js";
 import { freePort } from "../lib/ports.js";
 import { cases as allCases, type ChaosCase, type FaultContext } from "./cases.js";
-import { settle, verify, verifyViews, type Settling, type Verdict, type ViewsAllowance, type ViewsVerdict } from "./check.js";
+import { settle, verify, verifyViews, type RedisClient, type Settling, type Verdict, type ViewsAllowance, type ViewsVerdict } from "./check.js";
 import type { Figure } from "./figures.js";
 import { createCast, defaultLoad, Endpoint, startLoad, type LoadOptions, type LoadRun } from "./load.js";
 import { startPostgresInstance, type PostgresInstance } from "./postgres-instance.js";
 import { createRabbitVhost } from "./rabbitmq-vhost.js";
-import { startRedisInstance } from "./redis-instance.js";
+import { startRedisCluster, type RedisClusterInstance } from "./redis-cluster.js";
+import { startRedisInstance, type RedisInstance } from "./redis-instance.js";
 import { buildEntries, startEntry, waitForLogLine, waitUntilServing, type Entry, type ServiceProcess } from "./service-process.js";
 
 export const caseNames = allCases.map((c) => c.name);
@@ -109,6 +110,61 @@ export async function runChaos(options: SuiteOptions): Promise<CaseResult[]> {
   return results;
 }
 
+interface CaseRedis {
+  readonly redis: RedisInstance;
+  readonly cluster: RedisClusterInstance | null;
+  readonly redisProxy: TcpProxy;
+  readonly redisClient: RedisClient;
+  readonly retarget: (port: number) => void;
+  readonly redisEnv: Readonly<Record<string, string>>;
+}
+
+/**
+ * The case's Redis (a single server, with what `beforeStart` puts around it, or a cluster), the
+ * service's settings for it, and the check's own client.
+ */
+async function startCaseRedis(c: ChaosCase, cleanup: (() => Promise<unknown>)[]): Promise<CaseRedis> {
+  if (c.redisCluster) {
+    const cluster = await startRedisCluster({ appendOnly: c.redisAppendOnly });
+    cleanup.push(() => cluster.stop());
+    const redis = cluster.nodes[0] as RedisInstance;
+    // Unused by the service, which reaches the nodes as they announce themselves; kept so every case has one.
+    const redisProxy = await startTcpProxy({ host: "127.0.0.1", port: redis.port });
+    cleanup.push(() => redisProxy.close());
+    const redisClient = new Cluster(
+      cluster.nodes.map((node) => ({ host: "127.0.0.1", port: node.port })),
+      { lazyConnect: true, redisOptions: { maxRetriesPerRequest: null } },
+    );
+    redisClient.on("error", () => {});
+    await redisClient.connect();
+    cleanup.push(async () => redisClient.disconnect());
+    const retarget = () => {
+      throw new Error("a Redis Cluster fails over by itself: no address moves");
+    };
+    const redisEnv: Record<string, string> = { REDIS_CLUSTER_NODES: cluster.seeds };
+    return { redis, cluster, redisProxy, redisClient, retarget, redisEnv };
+  }
+  const redis = await startRedisInstance({ appendOnly: c.redisAppendOnly, maxMemory: c.redisMaxMemory });
+  cleanup.push(() => redis.stop());
+  const around = c.beforeStart ? await c.beforeStart(redis) : null;
+  if (around) cleanup.push(() => around.stop());
+  const redisProxy = await startTcpProxy({ host: "127.0.0.1", port: redis.port });
+  cleanup.push(() => redisProxy.close());
+  // The checks' own way to Redis: never faulted, and moved with the service's by a failover.
+  const inspectProxy = await startTcpProxy({ host: "127.0.0.1", port: redis.port });
+  cleanup.push(() => inspectProxy.close());
+  const redisClient = new Redis(inspectProxy.url, { lazyConnect: true, maxRetriesPerRequest: null });
+  redisClient.on("error", () => {});
+  await redisClient.connect();
+  cleanup.push(async () => redisClient.disconnect());
+  const retarget = (port: number) => {
+    redisProxy.retarget(port);
+    inspectProxy.retarget(port);
+  };
+  const redisEnv: Record<string, string> = { REDIS_URL: redisProxy.url, ...around?.env };
+  return { redis, cluster: null, redisProxy, redisClient, retarget, redisEnv };
+}
+
 async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions, progress: (line: string) => void): Promise<CaseResult> {
   const started = Date.now();
   const directory = path.join(options.directory, c.name);
@@ -138,30 +194,18 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
   };
   let load: ReturnType<typeof startLoad> | undefined;
   try {
-    progress("starting Redis, proxies and the database");
-    const redis = await startRedisInstance({ appendOnly: c.redisAppendOnly, maxMemory: c.redisMaxMemory });
-    cleanup.push(() => redis.stop());
-    const around = c.beforeStart ? await c.beforeStart(redis) : null;
-    if (around) cleanup.push(() => around.stop());
-    const redisProxy = await startTcpProxy({ host: "127.0.0.1", port: redis.port });
-    cleanup.push(() => redisProxy.close());
+    progress(`starting Redis${c.redisCluster ? " Cluster" : ""}, proxies and the database`);
+    const { redis, cluster, redisProxy, redisClient, retarget, redisEnv }: CaseRedis = await startCaseRedis(c, cleanup);
     const broker = new URL(options.amqpUrl);
     const amqpProxy: TcpProxy = await startTcpProxy({ host: broker.hostname, port: Number(broker.port || 5672) }, "amqp");
     cleanup.push(() => amqpProxy.close());
     const databaseUrl = await instances.postgres.createDatabase(`${instances.runTag}_${c.name.replaceAll("-", "_")}`);
-    // The checks' own way to Redis: never faulted, and moved with the service's by a failover.
-    const inspectProxy = await startTcpProxy({ host: "127.0.0.1", port: redis.port });
-    cleanup.push(() => inspectProxy.close());
-    const redisClient = new Redis(inspectProxy.url, { lazyConnect: true, maxRetriesPerRequest: null });
-    redisClient.on("error", () => {});
-    await redisClient.connect();
-    cleanup.push(async () => redisClient.disconnect());
 
     const apiPort = await freePort();
     const prefix = `chaos-${c.name}`;
     const env: Record<string, string> = {
       DATABASE_URL: databaseUrl,
-      REDIS_URL: redisProxy.url,
+      ...redisEnv,
       AMQP_URL: instances.vhost.urlVia("127.0.0.1", amqpProxy.port),
       RABBITMQ_PREFIX: prefix,
       JWT_SECRET: jwtSecret,
@@ -177,7 +221,6 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
       WEB_CONCURRENCY: "2",
       REDIS_PARTITIONS: String(partitions),
       ...c.env,
-      ...around?.env,
       ...options.serviceEnv,
     };
     const logFile = (entry: Entry) => path.join(directory, `${entry}.log`);
@@ -207,11 +250,9 @@ async function runCase(c: ChaosCase, instances: Instances, options: SuiteOptions
 
     const ctx: FaultContext = {
       redis,
+      cluster,
       redisClient,
-      failOverTo(port) {
-        redisProxy.retarget(port);
-        inspectProxy.retarget(port);
-      },
+      failOverTo: retarget,
       partitions,
       redisProxy,
       amqpProxy,
