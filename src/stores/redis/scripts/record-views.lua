@@ -29,13 +29,17 @@
   Output:
     { APPLIED, read }        counted; read = the post's views now
     { UNCHANGED, read }      the post took this flush or a later one: nothing counted again
-    { TARGET_ABSENT }        the post's counter hash is not in Redis
+    { TARGET_ABSENT }        the post's counter hash is not in Redis, or was loaded in another
+                             replication history (includes/history.lua): counting would stamp it
+                             with a new version, and a failover's suspect post then looks as new
+                             as PostgreSQL and is adopted without the changes the failover lost
     { DEADLINE_PASSED }      run after its deadline: nothing changed
     { INVALID_ARGUMENTS }
 ]]
 --@include statuses
 --@include deadline
 --@include hash-fields
+--@include history
 --@include append-event
 
 local flushLifetimeMs = 600000
@@ -48,7 +52,7 @@ end
 if pastDeadline(deadline) then
   return { DEADLINE_PASSED }
 end
-if redis.call('EXISTS', KEYS[1]) == 0 then
+if not trustedHistory(redis.call('HGET', KEYS[1], historyField)) then
   return { TARGET_ABSENT }
 end
 if seq <= tonumber(redis.call('GET', KEYS[3]) or '0') then
