@@ -31,12 +31,17 @@ const sentinelName = "likes-chaos";
 
 let replica: RedisInstance | null = null;
 
-export async function inSync(port: number): Promise<void> {
+/** Waits up to 10 s for the replica on `port` to be in sync with its primary; whether it is. */
+export async function inSync(port: number): Promise<boolean> {
   const client = new Redis({ port, lazyConnect: true });
   client.on("error", () => {});
   try {
     await client.connect();
-    for (let i = 0; i < 200 && !(await client.info("replication")).includes("master_link_status:up"); i++) await sleep(50);
+    for (let i = 0; i < 200; i++) {
+      if ((await client.info("replication")).includes("master_link_status:up")) return true;
+      await sleep(50);
+    }
+    return false;
   } finally {
     client.disconnect();
   }

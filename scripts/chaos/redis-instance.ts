@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
-import { freePort } from "../lib/ports.js";
+import { freeClusterPort, freePort } from "../lib/ports.js";
 
 const run = promisify(execFile);
 
@@ -46,7 +46,7 @@ export async function startRedisInstance(options: {
   /** A node of a Redis Cluster (not yet joined): it sees a master down after 2 s, as the fleet did. */
   clusterNode?: boolean;
 }): Promise<RedisInstance> {
-  const port = await freePort();
+  const port = options.clusterNode ? await freeClusterPort() : await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), "likes-chaos-redis-"));
   const args = [
     "--port",
