@@ -243,6 +243,9 @@ export function isRedisUnavailable(error: unknown): boolean {
     // cluster-require-full-coverage) until a replica is promoted; ioredis retries its own
     // commands a while, but a pipeline's reply carries it as it came (replica-acks.ts).
     error.message.startsWith("CLUSTERDOWN") ||
+    // A node refusing a slot it no longer serves, when the map learnt after it still pointed
+    // there (a failover in progress): the command ran nowhere (replica-acks.ts).
+    error.message.startsWith("MOVED ") ||
     // Past maxmemory, Redis refuses writes until eviction (memory-policy.ts) frees room.
     error.message.startsWith("OOM ") ||
     error.message === "Connection is closed." ||
@@ -271,6 +274,9 @@ export function isRedisOutOfReach(error: unknown): boolean {
     // cluster-require-full-coverage) until a replica is promoted; ioredis retries its own
     // commands a while, but a pipeline's reply carries it as it came (replica-acks.ts).
     error.message.startsWith("CLUSTERDOWN") ||
+    // A node refusing a slot it no longer serves, when the map learnt after it still pointed
+    // there (a failover in progress): the command ran nowhere (replica-acks.ts).
+    error.message.startsWith("MOVED ") ||
     error.message.startsWith("Too many Cluster redirections")
   );
 }

@@ -113,6 +113,8 @@ function sendingAndWaiting(writer: RedisClient, replicas: number): SendAndWait {
         // take as a redirect of the whole pipeline, so its slot map would stay wrong. Learn the map, send again.
         if (!isMoved(results[0]?.[0]) || attempt === maxMovedAttempts || Date.now() >= answerAtMs) return pipelineReplies(Promise.resolve(results));
         await new Promise<void>((resolve) => writer.refreshSlotsCache(() => resolve()));
+        // A refresh asks node after node: past the deadline, the caller has had its answer.
+        if (Date.now() >= answerAtMs) return pipelineReplies(Promise.resolve(results));
       }
     };
   const run = closedTickPipeline(writer, { add: (pipeline, latest) => void pipeline.wait(replicas, waitMs(latest)) });
