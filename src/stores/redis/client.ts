@@ -270,12 +270,8 @@ export function isRedisOutOfReach(error: unknown): boolean {
     error instanceof RedisClockUnknownError ||
     error.message.startsWith("OOM ") ||
     error.message.startsWith("TRYAGAIN") ||
-    // A cluster that sees a master failed refuses keys (of its slots, or all of them under
-    // cluster-require-full-coverage) until a replica is promoted; ioredis retries its own
-    // commands a while, but a pipeline's reply carries it as it came (replica-acks.ts).
+    // Answers of a cluster in the middle of a failover (see isRedisUnavailable), as a slot moving is.
     error.message.startsWith("CLUSTERDOWN") ||
-    // A node refusing a slot it no longer serves, when the map learnt after it still pointed
-    // there (a failover in progress): the command ran nowhere (replica-acks.ts).
     error.message.startsWith("MOVED ") ||
     error.message.startsWith("Too many Cluster redirections")
   );
