@@ -75,7 +75,58 @@ interface Child {
   readonly channel: MetricsChild;
 }
 
-// eslint-disable-next-line max-lines-per-function -- the supervisor's children, their restarts and the stop share one state.
+/** Calls `exited` once, whether the child exits or could not be started at all. */
+function watch(child: ChildProcess, role: string, logger: Logger, exited: (code: number | null, signal: string | null) => void): void {
+  let done = false;
+  const end = (code: number | null, signal: string | null) => {
+    if (!done) exited(code, signal);
+    done = true;
+  };
+  child.once("exit", end);
+  // `on`, not `once`: a later failed signal or send must be logged, not thrown as an unhandled 'error'.
+  child.on("error", (err) => {
+    logger.error({ err, role }, "a process could not be started or signalled");
+    if (child.pid === undefined || child.exitCode !== null) end(null, null);
+  });
+}
+
+/** The API processes: node:cluster's workers, all listening on one port, the first to listen announcing where. */
+function apiRole(options: SupervisorOptions): Supervised {
+  const { logger } = options;
+  let announced = false;
+  cluster.setupPrimary({ exec: fileURLToPath(options.apiEntry), execArgv: apiFlags(options.nodeOptions) });
+  cluster.on("listening", (_worker: Worker, address) => {
+    if (announced) return;
+    announced = true;
+    const host = address.address?.includes(":") ? `[${address.address}]` : (address.address ?? "127.0.0.1");
+    logger.info({ url: `http://${host}:${address.port}/graphql`, apiProcesses: options.apiProcesses, pipeline: options.pipeline }, "serving GraphQL");
+  });
+  return {
+    role: "api",
+    start(exited) {
+      const worker = cluster.fork();
+      watch(worker.process, "api", logger, exited);
+      // cluster re-emits the process's 'error' on the worker, where an unheard one would end the supervisor; watch() logs it.
+      worker.on("error", () => {});
+      return { pid: worker.process.pid, kill: (signal) => worker.process.kill(signal), channel: worker };
+    },
+  };
+}
+
+/** The pipeline: the same process as `npm run worker`, with an IPC channel so it stops when the supervisor is gone. */
+function pipelineRole(options: SupervisorOptions): Supervised {
+  return {
+    role: "pipeline",
+    start(exited) {
+      const child: ChildProcess = fork(fileURLToPath(options.pipelineEntry), { stdio: "inherit" });
+      watch(child, "pipeline", options.logger, exited);
+      return { pid: child.pid, kill: (signal) => child.kill(signal), channel: child };
+    },
+  };
+}
+
+// The children running, whether stopping has begun and the exit code are one state, which
+// every child's exit, the metrics endpoint and the signals read and change.
 export function startSupervisor(options: SupervisorOptions): void {
   const { logger } = options;
   const stopTimeoutMs = options.stopTimeoutMs ?? 9_500;
@@ -84,51 +135,8 @@ export function startSupervisor(options: SupervisorOptions): void {
   let stopping = false;
   let exitCode = 0;
   const running = new Map<number, Child & { readonly role: string }>();
-  let announced = false;
-
-  cluster.setupPrimary({ exec: fileURLToPath(options.apiEntry), execArgv: apiFlags(options.nodeOptions) });
-  cluster.on("listening", (_worker: Worker, address) => {
-    // Every API process listens on the same port; the first to listen tells where.
-    if (announced) return;
-    announced = true;
-    const host = address.address?.includes(":") ? `[${address.address}]` : (address.address ?? "127.0.0.1");
-    logger.info({ url: `http://${host}:${address.port}/graphql`, apiProcesses: options.apiProcesses, pipeline: options.pipeline }, "serving GraphQL");
-  });
-
-  /** Calls `exited` once, whether the child exits or could not be started at all. */
-  function watch(child: ChildProcess, role: string, exited: (code: number | null, signal: string | null) => void): void {
-    let done = false;
-    const end = (code: number | null, signal: string | null) => {
-      if (!done) exited(code, signal);
-      done = true;
-    };
-    child.once("exit", end);
-    // `on`, not `once`: a later failed signal or send must be logged, not thrown as an unhandled 'error'.
-    child.on("error", (err) => {
-      logger.error({ err, role }, "a process could not be started or signalled");
-      if (child.pid === undefined || child.exitCode !== null) end(null, null);
-    });
-  }
-
-  const api: Supervised = {
-    role: "api",
-    start(exited) {
-      const worker = cluster.fork();
-      watch(worker.process, "api", exited);
-      // cluster re-emits the process's 'error' on the worker, where an unheard one would end the supervisor; watch() logs it.
-      worker.on("error", () => {});
-      return { pid: worker.process.pid, kill: (signal) => worker.process.kill(signal), channel: worker };
-    },
-  };
-  const pipeline: Supervised = {
-    role: "pipeline",
-    start(exited) {
-      // The same process as `npm run worker`, with an IPC channel so it stops when the supervisor is gone.
-      const child: ChildProcess = fork(fileURLToPath(options.pipelineEntry), { stdio: "inherit" });
-      watch(child, "pipeline", exited);
-      return { pid: child.pid, kill: (signal) => child.kill(signal), channel: child };
-    },
-  };
+  const api = apiRole(options);
+  const pipeline = pipelineRole(options);
 
   /** Starts a process of the role; when it dies, starts another after its backoff. `quickDeaths`: deaths in a row soon after start. */
   function supervise(what: Supervised, quickDeaths = 0): void {
