@@ -51,127 +51,156 @@ export interface OutboxRelay {
 
 const isMalformed = (e: OutboxEntry | MalformedOutboxEntry): e is MalformedOutboxEntry => "problem" in e;
 
-// eslint-disable-next-line max-lines-per-function -- the relay's read loop, its claim of idle entries and its close share one state.
-export async function startOutboxRelay(options: OutboxRelayOptions): Promise<OutboxRelay> {
-  const { outbox, bus, metrics, logger } = options;
-  let stopping = false;
-  await outbox.open();
+type Entry = OutboxEntry | MalformedOutboxEntry;
 
+/** What the relay's loop, its keeper and its close share: whether it stops, and the entries it holds. */
+interface RelayState {
+  stopping: boolean;
+  /** Entries read or claimed and not yet acknowledged: at most one read's worth. */
+  inHand: readonly Entry[];
+}
+
+async function publish(options: OutboxRelayOptions, good: readonly OutboxEntry[], bad: readonly MalformedOutboxEntry[]): Promise<void> {
   const publishTimeoutMs = options.publishTimeoutMs ?? 30_000;
-
-  async function publish(good: readonly OutboxEntry[], bad: readonly MalformedOutboxEntry[]): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`the broker did not confirm ${good.length + bad.length} outbox entries within ${publishTimeoutMs} ms`)),
-        publishTimeoutMs,
-      );
-    });
-    const work = (async () => {
-      for (const e of bad) await bus.deadLetter({ partition: e.partition, entryId: e.entryId }, e.problem, "outbox");
-      await bus.publishChanges(good);
-    })();
-    try {
-      await Promise.race([work, deadline]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  async function relay(entries: readonly (OutboxEntry | MalformedOutboxEntry)[]): Promise<void> {
-    const good = entries.filter((e): e is OutboxEntry => !isMalformed(e));
-    const bad = entries.filter(isMalformed);
-    await publish(good, bad);
-    await outbox.acknowledge(entries);
-    metrics.eventsPublished.inc(good.length);
-    metrics.observePublished(good.map((e) => e.change));
-    metrics.deadLettered.inc(bad.length);
-  }
-
-  async function settleMissing(read: OutboxRead): Promise<void> {
-    if (read.reopened) logger.warn("the outbox was gone (Redis lost its data) and was opened again");
-    if (read.missing.length === 0) return;
-    logger.warn(
-      { missing: read.missing.map((e) => `${e.partition}/${e.entryId}`) },
-      "outbox entries were pending but are gone from their stream (deleted or trimmed); acknowledged, nothing to publish",
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`the broker did not confirm ${good.length + bad.length} outbox entries within ${publishTimeoutMs} ms`)),
+      publishTimeoutMs,
     );
-    await outbox.acknowledge(read.missing);
+  });
+  const work = (async () => {
+    for (const e of bad) await options.bus.deadLetter({ partition: e.partition, entryId: e.entryId }, e.problem, "outbox");
+    await options.bus.publishChanges(good);
+  })();
+  try {
+    await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
   }
+}
 
+async function relay(options: OutboxRelayOptions, entries: readonly Entry[]): Promise<void> {
+  const { outbox, metrics } = options;
+  const good = entries.filter((e): e is OutboxEntry => !isMalformed(e));
+  const bad = entries.filter(isMalformed);
+  await publish(options, good, bad);
+  await outbox.acknowledge(entries);
+  metrics.eventsPublished.inc(good.length);
+  metrics.observePublished(good.map((e) => e.change));
+  metrics.deadLettered.inc(bad.length);
+}
+
+async function settleMissing({ outbox, logger }: OutboxRelayOptions, read: OutboxRead): Promise<void> {
+  if (read.reopened) logger.warn("the outbox was gone (Redis lost its data) and was opened again");
+  if (read.missing.length === 0) return;
+  logger.warn(
+    { missing: read.missing.map((e) => `${e.partition}/${e.entryId}`) },
+    "outbox entries were pending but are gone from their stream (deleted or trimmed); acknowledged, nothing to publish",
+  );
+  await outbox.acknowledge(read.missing);
+}
+
+/** Samples the outbox's length into the metrics, warning while it grows past the bound. */
+function lengthWatch({ outbox, metrics, logger, warnLength }: OutboxRelayOptions): () => Promise<void> {
   let lastLength = 0;
-  async function watchLength(): Promise<void> {
+  return async () => {
     const length = await outbox.length();
     metrics.outboxLength.set(length);
-    if (length > options.warnLength && length > lastLength) {
+    if (length > warnLength && length > lastLength) {
       logger.warn({ outboxLength: length }, "outbox is growing: changes are waiting for RabbitMQ");
     }
     lastLength = length;
-  }
+  };
+}
 
-  /** Entries read or claimed and not yet acknowledged: at most one read's worth. */
-  let inHand: readonly (OutboxEntry | MalformedOutboxEntry)[] = [];
+/** Refreshes the idle time of the entries in hand every third of `claimIdleMs`, so no other relay takes them over. */
+function keepInHand({ outbox, logger, claimIdleMs }: OutboxRelayOptions, state: RelayState): { stop(): Promise<void> } {
   let keeping: Promise<void> | null = null;
   const keeper = setInterval(
     () => {
-      if (inHand.length === 0 || keeping) return;
+      if (state.inHand.length === 0 || keeping) return;
       keeping = outbox
-        .keep(inHand)
+        .keep(state.inHand)
         .catch((err: unknown) => logger.warn({ err }, "telling other relays that this one still holds its entries failed"))
         .finally(() => (keeping = null));
     },
-    Math.max(1, Math.floor(options.claimIdleMs / 3)),
+    Math.max(1, Math.floor(claimIdleMs / 3)),
   );
   keeper.unref();
-
-  const loop = (async () => {
-    let failures = 0;
-    let claimNext = false;
-    let nextClaimAt = Date.now() + options.claimIdleMs / 2;
-    let nextWatchAt = 0;
-    while (!stopping) {
-      try {
-        if (Date.now() >= nextWatchAt) {
-          await watchLength();
-          nextWatchAt = Date.now() + 5_000;
-        }
-        let lingerAfter = false;
-        if (inHand.length === 0) {
-          let read: OutboxRead;
-          if (claimNext || Date.now() >= nextClaimAt) {
-            read = await outbox.claimAbandoned(options.claimIdleMs);
-            // A stopped relay may have left more than one claim's worth: go on claiming while there is some.
-            claimNext = read.entries.length + read.missing.length > 0 && read.more;
-            nextClaimAt = Date.now() + options.claimIdleMs / 2;
-          } else {
-            read = await outbox.read();
-            lingerAfter = !read.more && read.entries.length > 0 && read.entries.length < options.batchSize;
-          }
-          inHand = read.entries;
-          await settleMissing(read);
-        }
-        while (inHand.length > 0 && !stopping) {
-          await relay(inHand.slice(0, options.batchSize));
-          inHand = inHand.slice(options.batchSize);
-        }
-        failures = 0;
-        if (lingerAfter && !stopping) await sleep(options.lingerMs);
-      } catch (err) {
-        if (stopping) break;
-        failures++;
-        const delayMs = backoffMs(failures, { firstMs: 100, maxMs: 5_000 });
-        logger.warn({ err, delayMs }, "relaying the outbox failed; entries stay in Redis and are retried");
-        await sleep(delayMs);
-      }
-    }
-  })();
-
-  logger.info({ reader: outbox.reader }, "outbox relay started");
   return {
-    async close() {
-      stopping = true;
-      await loop;
+    async stop() {
       clearInterval(keeper);
       await keeping;
+    },
+  };
+}
+
+/** When the relay claims abandoned entries instead of reading new ones. */
+interface ClaimSchedule {
+  claimNext: boolean;
+  nextClaimAt: number;
+}
+
+/** The next read: abandoned entries when due (or while a claim left more), else new ones; and whether to linger after it. */
+async function nextRead(options: OutboxRelayOptions, schedule: ClaimSchedule): Promise<{ read: OutboxRead; lingerAfter: boolean }> {
+  const { outbox, claimIdleMs } = options;
+  if (schedule.claimNext || Date.now() >= schedule.nextClaimAt) {
+    const read = await outbox.claimAbandoned(claimIdleMs);
+    // A stopped relay may have left more than one claim's worth: go on claiming while there is some.
+    schedule.claimNext = read.entries.length + read.missing.length > 0 && read.more;
+    schedule.nextClaimAt = Date.now() + claimIdleMs / 2;
+    return { read, lingerAfter: false };
+  }
+  const read = await outbox.read();
+  return { read, lingerAfter: !read.more && read.entries.length > 0 && read.entries.length < options.batchSize };
+}
+
+async function runRelay(options: OutboxRelayOptions, state: RelayState): Promise<void> {
+  const watchLength = lengthWatch(options);
+  const schedule: ClaimSchedule = { claimNext: false, nextClaimAt: Date.now() + options.claimIdleMs / 2 };
+  let failures = 0;
+  let nextWatchAt = 0;
+  while (!state.stopping) {
+    try {
+      if (Date.now() >= nextWatchAt) {
+        await watchLength();
+        nextWatchAt = Date.now() + 5_000;
+      }
+      let lingerAfter = false;
+      if (state.inHand.length === 0) {
+        const next = await nextRead(options, schedule);
+        lingerAfter = next.lingerAfter;
+        state.inHand = next.read.entries;
+        await settleMissing(options, next.read);
+      }
+      while (state.inHand.length > 0 && !state.stopping) {
+        await relay(options, state.inHand.slice(0, options.batchSize));
+        state.inHand = state.inHand.slice(options.batchSize);
+      }
+      failures = 0;
+      if (lingerAfter && !state.stopping) await sleep(options.lingerMs);
+    } catch (err) {
+      if (state.stopping) break;
+      failures++;
+      const delayMs = backoffMs(failures, { firstMs: 100, maxMs: 5_000 });
+      options.logger.warn({ err, delayMs }, "relaying the outbox failed; entries stay in Redis and are retried");
+      await sleep(delayMs);
+    }
+  }
+}
+
+export async function startOutboxRelay(options: OutboxRelayOptions): Promise<OutboxRelay> {
+  await options.outbox.open();
+  const state: RelayState = { stopping: false, inHand: [] };
+  const keeper = keepInHand(options, state);
+  const loop = runRelay(options, state);
+  options.logger.info({ reader: options.outbox.reader }, "outbox relay started");
+  return {
+    async close() {
+      state.stopping = true;
+      await loop;
+      await keeper.stop();
     },
   };
 }
