@@ -40,7 +40,7 @@ export default {
       comment: "The domain knows no layer above it, no store and no client library.",
       from: { path: layer.domain },
       to: {
-        pathNot: [layer.domain, "^src/errors\\.ts$", "^node_modules/(lru-cache|jose|p-limit)/", "^node:"],
+        pathNot: [layer.domain, "^src/errors\\.ts$", "^node_modules/(lru-cache|p-limit)/", "^node:"],
         dependencyTypesNot: ["core"],
       },
     },

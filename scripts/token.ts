@@ -1,7 +1,7 @@
 // Prints a bearer token for a user id, signed with JWT_SECRET: for trying the API by hand.
 // Usage: npm run token -- <user id>
 import { loadConfig } from "../src/config.js";
-import { createTokenService } from "../src/domain/tokens.js";
+import { createTokenService } from "../src/graphql/tokens.js";
 import { parseId } from "../src/graphql/arguments.js";
 
 const raw = process.argv[2];

@@ -18,7 +18,7 @@ import type { MessageBus, Reachability } from "./domain/ports/index.js";
 import { createRankingRefresher, createRankingService, type RankingRefresher } from "./domain/rankings.js";
 import { createRepairService } from "./domain/repairs.js";
 import type { Services } from "./domain/services.js";
-import { createTokenService } from "./domain/tokens.js";
+import { createTokenService } from "./graphql/tokens.js";
 import { startUserDirectory, type UserDirectory } from "./domain/user-directory.js";
 import { createUserService } from "./domain/users.js";
 import { createViewService } from "./domain/views.js";

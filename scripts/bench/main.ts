@@ -50,7 +50,7 @@ import { parseArgs } from "node:util";
 import { SingleBar, Presets } from "cli-progress";
 import { compose } from "../../src/compose.js";
 import { loadConfig } from "../../src/config.js";
-import { createTokenService } from "../../src/domain/tokens.js";
+import { createTokenService } from "../../src/graphql/tokens.js";
 import type { Target } from "../../src/domain/model/index.js";
 import { createLogger } from "../../src/process/logger.js";
 import { createDatabase } from "../../src/stores/postgres/database.js";

@@ -4,7 +4,7 @@
 // answered from the first second (from PostgreSQL where Redis holds nothing yet),
 // and Redis must fill itself back in behind the reads, whatever their number.
 import pg from "pg";
-import { createTokenService } from "../../src/domain/tokens.js";
+import { createTokenService } from "../../src/graphql/tokens.js";
 import type { ChaosCase } from "./case.js";
 import { countsText, ms, percentile, window } from "./figures.js";
 import { gqlAt, type GqlAnswer } from "./gql-at.js";

@@ -7,7 +7,7 @@ import type { LiveCounts } from "./live-counts.js";
 import type { MembershipService } from "./memberships.js";
 import type { RankingService } from "./rankings.js";
 import type { RateLimits } from "./rate-limits.js";
-import type { TokenService } from "./tokens.js";
+import type { TokenService } from "./ports/index.js";
 import type { UserService } from "./users.js";
 import type { ViewService } from "./views.js";
 

@@ -6,9 +6,8 @@ import type { CounterService } from "./counters.js";
 import { hashPassword, verifyPassword, type Viewer } from "./identity.js";
 import type { KnownUsers } from "./known-users.js";
 import type { User } from "./model/index.js";
-import type { Reachability, UserAnnouncements, UserStore } from "./ports/index.js";
+import type { Reachability, TokenService, UserAnnouncements, UserStore } from "./ports/index.js";
 import { checkPlainText } from "./text.js";
-import type { TokenService } from "./tokens.js";
 import type { RateLimits } from "./rate-limits.js";
 
 export interface Session {

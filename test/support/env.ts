@@ -5,7 +5,7 @@ import { Cluster } from "ioredis";
 import { pino } from "pino";
 import { inject } from "vitest";
 import { loadConfig, type Config } from "../../src/config.js";
-import { createTokenService } from "../../src/domain/tokens.js";
+import { createTokenService } from "../../src/graphql/tokens.js";
 import { createDatabase, type Database } from "../../src/stores/postgres/database.js";
 import { createRedisClient, type RedisClient } from "../../src/stores/redis/client.js";
 

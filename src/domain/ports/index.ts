@@ -18,5 +18,6 @@ export type * from "./reachability.js";
 export type * from "./rebuild.js";
 export type * from "./reconcile.js";
 export type * from "./relation-history.js";
+export type * from "./tokens.js";
 export type * from "./users.js";
 export type * from "./views.js";

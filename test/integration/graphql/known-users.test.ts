@@ -4,7 +4,7 @@
 // the process never saw sends no SQL; anything it missed costs one lookup.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTokenService } from "../../../src/domain/tokens.js";
+import { createTokenService } from "../../../src/graphql/tokens.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
 import { codesOf, createUsers, dataOf, openDatabase, type TestUser } from "../../support/env.js";

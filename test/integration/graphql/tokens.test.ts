@@ -4,7 +4,7 @@
 // queries too, except by an operation that only signs in.
 import jwt from "jsonwebtoken";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTokenService } from "../../../src/domain/tokens.js";
+import { createTokenService } from "../../../src/graphql/tokens.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
 import { codesOf, createUsers, dataOf, openDatabase, type TestUser } from "../../support/env.js";

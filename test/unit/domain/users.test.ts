@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Catalog } from "../../../src/domain/catalog.js";
 import type { CounterService } from "../../../src/domain/counters.js";
 import { hashPassword, verifyPassword } from "../../../src/domain/identity.js";
-import { createTokenService } from "../../../src/domain/tokens.js";
+import { createTokenService } from "../../../src/graphql/tokens.js";
 import { KnownUsers } from "../../../src/domain/known-users.js";
 import type { User } from "../../../src/domain/model/index.js";
 import type { UserStore } from "../../../src/domain/ports/index.js";

@@ -3,7 +3,7 @@ import { createHmac, generateKeyPairSync } from "node:crypto";
 import { SignJWT } from "jose";
 import jwt from "jsonwebtoken";
 import { describe, expect, it } from "vitest";
-import { createTokenService, type TokenServiceOptions } from "../../../src/domain/tokens.js";
+import { createTokenService, type TokenServiceOptions } from "../../../src/graphql/tokens.js";
 
 const secret = "a-secret-of-enough-length";
 const now = () => Math.floor(Date.now() / 1000);

@@ -1,16 +1,11 @@
-// Bearer tokens: JWT HS256, claim `sub` = user id, trusted without a database
-// read. Issued on sign-up and sign-in, verified on every authenticated request.
+// Bearer tokens as the HTTP API issues and checks them: JWT HS256, claim `sub` = user
+// id, trusted without a database read. The domain knows them only as its TokenService port.
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from "node:crypto";
 import { SignJWT } from "jose";
 import { LRUCache } from "lru-cache";
-import type { Viewer } from "./identity.js";
-import { maxId, isDecimalId } from "./model/index.js";
-
-export interface TokenService {
-  issue(userId: bigint): Promise<string>;
-  /** The viewer a token names, or null when it is malformed, forged or expired. */
-  verify(token: string): Promise<Viewer | null>;
-}
+import type { Viewer } from "../domain/identity.js";
+import { maxId, isDecimalId } from "../domain/model/index.js";
+import type { TokenService } from "../domain/ports/index.js";
 
 export interface TokenServiceOptions {
   readonly secret: string;
