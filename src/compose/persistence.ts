@@ -19,10 +19,13 @@ export interface PersistenceParts {
   readonly memberIndexes: MemberIndexes | null;
 }
 
-/** Builds the change persistence; `afterCommit` runs right after each PostgreSQL commit (tests inject crashes there). */
-export function composePersistence(parts: PersistenceParts, logger: Logger): (afterCommit?: (applied: AppliedChanges) => Promise<void>) => ChangePersistence {
+/** Builds the change persistence; `afterDatabaseCommit` runs right after each PostgreSQL commit (tests inject crashes there). */
+export function composePersistence(
+  parts: PersistenceParts,
+  logger: Logger,
+): (afterDatabaseCommit?: (applied: AppliedChanges) => Promise<void>) => ChangePersistence {
   const { redis, history, rebuilds, snapshots, counters, lists, rankings, memberIndexes } = parts;
-  return (afterCommit) =>
+  return (afterDatabaseCommit) =>
     createChangePersistence({
       history,
       rebuilds,
@@ -31,7 +34,7 @@ export function composePersistence(parts: PersistenceParts, logger: Logger): (af
       lists,
       rankings,
       ...(memberIndexes && { memberIndexes: createMemberIndexHolds(redis, memberIndexes) }),
-      afterCommit,
+      afterDatabaseCommit,
       isRedisUnavailable,
       onRedisBehind: (target, redisVersion, postgresVersion) =>
         logger.warn(

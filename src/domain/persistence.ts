@@ -88,7 +88,7 @@ export interface ChangePersistenceDeps {
   /** Member indexes held for likes not yet persisted, where Redis keeps them (not on a cluster). */
   readonly memberIndexes?: MemberIndexHolds;
   /** Runs right after PostgreSQL committed a batch, before Redis hears of it (tests inject crashes here). */
-  readonly afterCommit?: (applied: AppliedChanges) => Promise<void>;
+  readonly afterDatabaseCommit?: (applied: AppliedChanges) => Promise<void>;
   /** Whether an error says Redis did not answer, rather than refused a command. */
   readonly isRedisUnavailable: (error: unknown) => boolean;
   /**
@@ -102,7 +102,7 @@ const isListed = (change: RelationChange): change is RelationChange & { relation
   (listedRelations as readonly string[]).includes(change.relation) && change.target.type === "post";
 
 export function createChangePersistence(deps: ChangePersistenceDeps): ChangePersistence {
-  const { history, rebuilds, snapshots, counters, lists, rankings, memberIndexes, afterCommit, isRedisUnavailable, onRedisBehind } = deps;
+  const { history, rebuilds, snapshots, counters, lists, rankings, memberIndexes, afterDatabaseCommit, isRedisUnavailable, onRedisBehind } = deps;
   /**
    * Replays into rebuilt targets the committed changes and views their rebuild's
    * snapshot did not see. Given every change that is its pair's newest in
@@ -169,7 +169,7 @@ export function createChangePersistence(deps: ChangePersistenceDeps): ChangePers
     async persist(changes) {
       const coalesced = coalesce(changes);
       const applied = await history.apply(coalesced);
-      await afterCommit?.(applied);
+      await afterDatabaseCommit?.(applied);
       // Any failure below fails the batch: its redelivery finds the changes applied and does all of it again.
       const failures = (
         await Promise.allSettled([

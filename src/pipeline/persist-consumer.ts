@@ -31,8 +31,8 @@ export interface PersistConsumerOptions {
   readonly lingerMs: number;
   /** Whether PostgreSQL answers at all: tells an outage from a change that cannot be applied. */
   readonly databaseAnswers: () => Promise<boolean>;
-  /** Runs after a batch committed and before its messages are acked (tests inject crashes here). */
-  readonly afterCommit?: (changes: readonly Change[]) => Promise<void>;
+  /** Runs after a batch was applied to PostgreSQL and Redis and before its messages are acked (tests inject crashes here). */
+  readonly afterBatchApplied?: (changes: readonly Change[]) => Promise<void>;
 }
 
 export interface PersistConsumer {
@@ -82,7 +82,7 @@ export function startPersistConsumer(options: PersistConsumerOptions): PersistCo
     flush: async (changes) => {
       await options.bucket.take(changes.length);
       const outcomes = await applyWithRetry(changes);
-      await options.afterCommit?.(changes);
+      await options.afterBatchApplied?.(changes);
       return outcomes;
     },
   });

@@ -40,7 +40,7 @@ export type PipelineSettings = Pick<Config, "persist" | "relay" | "reconcile"> &
 
 export interface PipelineHooks {
   /** Runs after a batch was applied to PostgreSQL and Redis, before its messages are acked. */
-  readonly afterCommit?: (changes: readonly Change[]) => Promise<void>;
+  readonly afterBatchApplied?: (changes: readonly Change[]) => Promise<void>;
   /** Runs right after PostgreSQL committed a batch, before Redis hears of it (credits, replays, lists). */
   readonly afterDatabaseCommit?: () => Promise<void>;
 }
@@ -71,7 +71,7 @@ export async function startPipeline(parts: PipelineParts, settings: PipelineSett
     batchSize: settings.persist.batchSize,
     lingerMs: settings.persist.lingerMs,
     databaseAnswers: parts.databaseAnswers,
-    afterCommit: hooks.afterCommit,
+    afterBatchApplied: hooks.afterBatchApplied,
   };
   // Refuses to start when this process would route changes otherwise than the deployment
   // does; after a change of PERSIST_QUEUES, first drains what the old routing left behind.

@@ -112,7 +112,7 @@ describe("persistence pipeline", () => {
     let crashes = 0;
     let batches = 0;
     const pipeline = await startTestPipeline(config, {
-      afterCommit: async () => {
+      afterBatchApplied: async () => {
         batches++;
         if (crashes === 0) {
           crashes++;
