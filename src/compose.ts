@@ -27,7 +27,8 @@ import { startPipeline, type PipelineHooks, type RunningPipeline } from "./pipel
 import { runReconcile, type ReconcileProgress, type ReconcileSummary } from "./pipeline/reconcile-pass.js";
 import { isStoreUnavailable, type Clients } from "./stores/clients.js";
 import { createCommentStore } from "./stores/postgres/comment-store.js";
-import { createRelationHistoryStore } from "./stores/postgres/relation-history-store.js";
+import { createMemberPageStore } from "./stores/postgres/member-page-store.js";
+import { createPersistStore } from "./stores/postgres/persist-store.js";
 import { createPostStore } from "./stores/postgres/post-store.js";
 import { createRankingSource } from "./stores/postgres/ranking-source.js";
 import { createDatabaseReconcileStore } from "./stores/postgres/database-reconcile-store.js";
@@ -112,7 +113,8 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const users = createUserStore(db);
   const posts = createPostStore(db);
   const comments = createCommentStore(db);
-  const history = createRelationHistoryStore(db);
+  const memberPages = createMemberPageStore(db);
+  const persistStore = createPersistStore(db);
   const databaseReconcile = createDatabaseReconcileStore(db);
   // Counts kept in an API process's memory while Redis tells it of every write to them; never older than the bound.
   const hotCounts = clients.countInvalidations
@@ -127,7 +129,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const memberIndexLoader = memberIndexes
     ? createMemberIndexLoader({
         indexes: createMemberIndexStore(redis, memberIndexes),
-        history,
+        history: memberPages,
         onFailure: (err) => logger.warn({ err }, "a member index could not be loaded; feeds look memberships up target by target until it is"),
       })
     : null;
@@ -149,7 +151,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const userAnnouncements = createUserAnnouncements(redis, clients.subscriberRedis ?? null, keys);
   const snapshots = createSnapshotStore(db);
   const persistenceWith = composePersistence(
-    { redis, history, rebuilds, snapshots, counters: counterStore, lists: listStore, rankings: rankingStore, memberIndexes },
+    { redis, history: persistStore, rebuilds, snapshots, counters: counterStore, lists: listStore, rankings: rankingStore, memberIndexes },
     logger,
   );
   const appending = persistenceWith();
@@ -173,13 +175,13 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     tokens,
     memberships: createMembershipService({
       memberships: createMembershipStore(redis, keys, undefined, hotCounts ?? undefined),
-      history,
+      history: memberPages,
       counters,
       reachability,
       uses,
       journal,
     }),
-    lists: createListService({ lists: listStore, history, reachability }),
+    lists: createListService({ lists: listStore, history: memberPages, reachability }),
     views: createViewService({
       store: createViewStore(redis, keys),
       catalog,

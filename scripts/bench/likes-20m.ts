@@ -69,7 +69,7 @@ async function adminQuery(databaseUrl: string, statement: string): Promise<void>
   }
 }
 
-// The shapes of the store's page statements (relation-history-store.ts, memberships and members), for one user or post.
+// The shapes of the store's page statements (member-page-store.ts, memberships and members), for one user or post.
 const pageStatements = {
   "a user's likes": `SELECT l.created_at, l.target_id FROM likes l
     WHERE l.user_id = $1 AND l.target_type = 'post' AND (l.created_at, l.target_id) < ('infinity', 0) AND l.target_id <> ALL ('{}'::bigint[])

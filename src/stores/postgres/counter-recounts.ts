@@ -32,7 +32,7 @@ export async function lockCounterRow(tx: Client, target: Target, name: CounterNa
  */
 export async function recountDerived(tx: Client, target: Target, names: readonly CounterName[]): Promise<CounterValue[]> {
   const values: CounterValue[] = [];
-  // In the order a persist batch locks counter rows (relation-history-store.ts), so the two never wait on each other in a cycle.
+  // In the order a persist batch locks counter rows (persist-store.ts), so the two never wait on each other in a cycle.
   for (const name of [...names].sort((a, b) => a.localeCompare(b))) {
     await lockCounterRow(tx, target, name);
     const truth = truthOf(target.type, name, Prisma.sql`ARRAY[${target.id}]::bigint[]`);

@@ -1,4 +1,4 @@
-// The persist batch's ranking step (relation-history-store.ts sequences the steps):
+// The persist batch's ranking step (persist-store.ts sequences the steps):
 // like_buckets moved by the likes a batch really inserted and deleted, and what the
 // hot ranking mirrors of the posts it names.
 import {

@@ -1,4 +1,4 @@
-// The steps of a persist batch's transaction (relation-history-store.ts sequences
+// The steps of a persist batch's transaction (persist-store.ts sequences
 // them and states their lock order): relation versions, relation rows, counters
 // and credits. Views (view-totals.ts) and like buckets (like-buckets.ts) have their own.
 import {

@@ -1,5 +1,5 @@
 // The hot ranking's truth in PostgreSQL: like_buckets (written by the persist batch,
-// relation-history-store.ts) and the posts' like counters.
+// persist-store.ts) and the posts' like counters.
 import { bucketSpans, keptBuckets, type BucketCount, type BucketSpan } from "../../domain/model/index.js";
 import type { RankingSource } from "../../domain/ports/index.js";
 import { toCounterValue, type CounterRow } from "./counter-sql.js";

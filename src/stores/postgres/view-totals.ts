@@ -1,4 +1,4 @@
-// The persist batch's views step (relation-history-store.ts sequences the steps):
+// The persist batch's views step (persist-store.ts sequences the steps):
 // the highest total each (post, epoch) reached, and the views it adds to the post.
 import type { CommittedViews, CounterName, Target, TargetType, ViewChange } from "../../domain/model/index.js";
 import { splitVersion } from "../versions.js";

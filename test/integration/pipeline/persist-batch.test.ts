@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { LikeableTarget, RelationChange, Target } from "../../../src/domain/model/index.js";
 import { createChangePersistence } from "../../../src/domain/persistence.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
-import { createRelationHistoryStore } from "../../../src/stores/postgres/relation-history-store.js";
+import { createPersistStore } from "../../../src/stores/postgres/persist-store.js";
 import { createSnapshotStore } from "../../../src/stores/postgres/snapshot-store.js";
 import { isRedisUnavailable, type RedisClient } from "../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../src/stores/redis/counter-store.js";
@@ -39,7 +39,7 @@ describe("a persist batch", () => {
     const counters = createCounterStore(redis, keys);
     const lists = createListStore(redis, keys);
     const persistence = createChangePersistence({
-      history: createRelationHistoryStore(db),
+      history: createPersistStore(db),
       rebuilds: createRebuildStore(redis, keys),
       snapshots: createSnapshotStore(db),
       counters,

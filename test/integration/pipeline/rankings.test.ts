@@ -8,7 +8,7 @@ import type { RankingStore } from "../../../src/domain/ports/index.js";
 import { createRankingRefresher, createRankingService } from "../../../src/domain/rankings.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { createRankingSource } from "../../../src/stores/postgres/ranking-source.js";
-import { createRelationHistoryStore } from "../../../src/stores/postgres/relation-history-store.js";
+import { createPersistStore } from "../../../src/stores/postgres/persist-store.js";
 import { createSnapshotStore } from "../../../src/stores/postgres/snapshot-store.js";
 import { isRedisUnavailable, type RedisClient } from "../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../src/stores/redis/counter-store.js";
@@ -46,7 +46,7 @@ function ranking() {
     mirror: (ranked, nowMs) => (failures-- > 0 ? Promise.reject(new Error("Command timed out")) : store.mirror(ranked, nowMs)),
   };
   const persistence = createChangePersistence({
-    history: createRelationHistoryStore(db),
+    history: createPersistStore(db),
     rebuilds: createRebuildStore(redis, keys),
     snapshots: createSnapshotStore(db),
     counters: createCounterStore(redis, keys),

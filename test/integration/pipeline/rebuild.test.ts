@@ -8,7 +8,7 @@ import { createTargetLoader } from "../../../src/domain/target-loads.js";
 import type { LikeableTarget, RelationChange, Target } from "../../../src/domain/model/index.js";
 import { createChangePersistence } from "../../../src/domain/persistence.js";
 import type { PersistStore, SnapshotStore } from "../../../src/domain/ports/index.js";
-import { createRelationHistoryStore } from "../../../src/stores/postgres/relation-history-store.js";
+import { createPersistStore } from "../../../src/stores/postgres/persist-store.js";
 import { createSnapshotStore } from "../../../src/stores/postgres/snapshot-store.js";
 import { createCounterStore } from "../../../src/stores/redis/counter-store.js";
 import { createListStore } from "../../../src/stores/redis/list-store.js";
@@ -336,13 +336,12 @@ describe("rebuild from PostgreSQL", () => {
     const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
     const { rebuilds, persistence, counterStore } = lanes(config);
     // Lane A commits its like, then stalls before looking for rebuilt targets to replay into.
-    const history = createRelationHistoryStore(db);
+    const history = createPersistStore(db);
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
     let committed = () => {};
     const hasCommitted = new Promise<void>((resolve) => (committed = resolve));
     const stalling: PersistStore = {
-      ...history,
       async apply(changes) {
         const applied = await history.apply(changes);
         committed();
@@ -381,7 +380,7 @@ describe("rebuild from PostgreSQL", () => {
     expect((await loadedCounts(services, [post]))[0]?.like).toBe(0);
     // Made before the rebuild, committed after it by a worker that died before its replay.
     const late = change(post, 13n, true, BigInt(Date.now()) * 1000n - 5_000_000n);
-    await createRelationHistoryStore(db).apply([late]);
+    await createPersistStore(db).apply([late]);
     // The broker redelivers it: PostgreSQL has it already, Redis does not.
     await persistence.persist([late]);
     expect((await loadedCounts(services, [post]))[0]?.like).toBe(1);
@@ -430,7 +429,7 @@ function lanes(config: Config) {
   const rebuilds = createRebuildStore(redis, keys);
   const counterStore = createCounterStore(redis, keys);
   const persistence = createChangePersistence({
-    history: createRelationHistoryStore(db),
+    history: createPersistStore(db),
     rebuilds,
     snapshots: createSnapshotStore(db),
     counters: counterStore,

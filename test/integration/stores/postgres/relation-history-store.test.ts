@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Relation, RelationChange, Target, ViewChange } from "../../../../src/domain/model/index.js";
 import { coalesce } from "../../../../src/domain/persistence.js";
 import type { Database } from "../../../../src/stores/postgres/database.js";
-import { createRelationHistoryStore } from "../../../../src/stores/postgres/relation-history-store.js";
+import { createMemberPageStore } from "../../../../src/stores/postgres/member-page-store.js";
+import { createPersistStore } from "../../../../src/stores/postgres/persist-store.js";
 import { versionOf } from "../../../../src/stores/versions.js";
 import { databaseMembers } from "../../../support/agreement.js";
 import { openDatabase } from "../../../support/env.js";
@@ -41,7 +42,7 @@ afterAll(async () => {
 
 describe("persisting membership changes", () => {
   it("when the same batch is applied twice (a redelivery), then the second changes nothing but answers the same credits", async () => {
-    const store = createRelationHistoryStore(db);
+    const store = createPersistStore(db);
     const t = nextTarget++;
     const author = nextTarget++;
     const batch = [change(t, 1n, true, author), change(t, 2n, true, author), change(t, 3n, true, author)];
@@ -57,7 +58,7 @@ describe("persisting membership changes", () => {
   });
 
   it("when a like and its unlike arrive in one batch, then coalescing keeps the unlike", async () => {
-    const store = createRelationHistoryStore(db);
+    const store = createPersistStore(db);
     const t = nextTarget++;
     const like = change(t, 7n, true);
     const unlike = change(t, 7n, false);
@@ -66,7 +67,7 @@ describe("persisting membership changes", () => {
   });
 
   it("when the unlike arrives in an earlier batch than its like, then the late like is superseded", async () => {
-    const store = createRelationHistoryStore(db);
+    const store = createPersistStore(db);
     const t = nextTarget++;
     const like = change(t, 8n, true);
     const unlike = change(t, 8n, false);
@@ -76,7 +77,7 @@ describe("persisting membership changes", () => {
   });
 
   it("when like and unlike come in separate batches in order, then the row comes and goes and counts follow", async () => {
-    const store = createRelationHistoryStore(db);
+    const store = createPersistStore(db);
     const t = nextTarget++;
     await store.apply([change(t, 9n, true), change(t, 10n, true)]);
     expect(await state(t)).toEqual({ users: [9n, 10n], count: 2 });
@@ -86,7 +87,7 @@ describe("persisting membership changes", () => {
   });
 
   it("when one user likes and collects the same post in one batch, then each relation keeps its own row, gate and counter", async () => {
-    const store = createRelationHistoryStore(db);
+    const store = createPersistStore(db);
     const t = nextTarget++;
     const author = nextTarget++;
     const applied = await store.apply([change(t, 4n, true, author), change(t, 4n, true, author, "collect"), change(t, 5n, true, author, "collect")]);
@@ -103,7 +104,7 @@ describe("persisting membership changes", () => {
   });
 
   it("when users follow and unfollow, then follows hold the pairs, the followee counts followers and each follower following", async () => {
-    const store = createRelationHistoryStore(db);
+    const store = createPersistStore(db);
     const followee = nextTarget++;
     const [a, b] = [nextTarget++, nextTarget++];
     const applied = await store.apply([change(followee, a, true, null, "follow"), change(followee, b, true, null, "follow")]);
@@ -121,7 +122,7 @@ describe("persisting membership changes", () => {
   });
 
   it("when batches for the same pairs are applied concurrently in any order, then the newest version wins", async () => {
-    const store = createRelationHistoryStore(db);
+    const store = createPersistStore(db);
     const t = nextTarget++;
     const history = Array.from({ length: 40 }, (_, i) => change(t, BigInt(1 + (i % 5)), i % 3 !== 0));
     const shuffled = [...history].sort(() => Math.random() - 0.5);
@@ -146,7 +147,7 @@ describe("persisting views", () => {
   const read = async (t: bigint) => Number((await counterOf("post", t, "read"))?.value ?? 0);
 
   it("when flushes arrive repeated, reordered and spread over batches, then each view counts once", async () => {
-    const store = createRelationHistoryStore(db);
+    const store = createPersistStore(db);
     const t = nextTarget++;
     const flushes = [views(t, 0n, 5, 5), views(t, 0n, 3, 8), views(t, 0n, 4, 12)];
     await store.apply([flushes[1] as ViewChange]);
@@ -157,7 +158,7 @@ describe("persisting views", () => {
   });
 
   it("when views of two epochs arrive (the post was rebuilt between), then each epoch adds its own", async () => {
-    const store = createRelationHistoryStore(db);
+    const store = createPersistStore(db);
     const t = nextTarget++;
     const applied = await store.apply([views(t, 1n, 10, 10), views(t, 2n, 2, 2), views(t, 1n, 1, 11)]);
     expect(await read(t)).toBe(13);
@@ -169,7 +170,7 @@ describe("persisting views", () => {
   });
 
   it("when concurrent batches bring one post's views, then none is added twice", async () => {
-    const store = createRelationHistoryStore(db);
+    const store = createPersistStore(db);
     const t = nextTarget++;
     const flushes = Array.from({ length: 30 }, (_, i) => views(t, 0n, 1, i + 1));
     const shuffled = [...flushes].sort(() => Math.random() - 0.5);
@@ -180,19 +181,20 @@ describe("persisting views", () => {
 
 describe("pages of members and memberships", () => {
   it("when a user likes posts over time, then their memberships page newest first, skipping what is asked, with cursors", async () => {
-    const store = createRelationHistoryStore(db);
+    const store = createPersistStore(db);
+    const pages = createMemberPageStore(db);
     const user = nextTarget++;
     const posts = [nextTarget++, nextTarget++, nextTarget++];
     for (const [i, post] of posts.entries()) {
       await store.apply([{ ...change(post, user, true), at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)) }]);
     }
     const page = (after: { at: Date; targetId: bigint } | null, skip: bigint[] = []) =>
-      store.memberships([{ relation: "like", targetType: "post", userId: user, limit: 2, after, skip: new Set(skip) }]).then(([p]) => p ?? []);
+      pages.memberships([{ relation: "like", targetType: "post", userId: user, limit: 2, after, skip: new Set(skip) }]).then(([p]) => p ?? []);
     const first = await page(null);
     expect(first.map((p) => p.targetId)).toEqual([posts[2], posts[1]]);
     expect((await page(first[1] ?? null)).map((p) => p.targetId)).toEqual([posts[0]]);
     expect((await page(null, [posts[2] as bigint])).map((p) => p.targetId)).toEqual([posts[1], posts[0]]);
-    const [followers] = await store.members([{ relation: "like", target: { type: "post", id: posts[0] as bigint }, limit: 5, after: null }]);
+    const [followers] = await pages.members([{ relation: "like", target: { type: "post", id: posts[0] as bigint }, limit: 5, after: null }]);
     expect(followers?.map((m) => m.userId)).toEqual([user]);
   });
 });
