@@ -129,7 +129,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const memberIndexLoader = memberIndexes
     ? createMemberIndexLoader({
         indexes: createMemberIndexStore(redis, memberIndexes),
-        history: memberPages,
+        memberPages,
         onFailure: (err) => logger.warn({ err }, "a member index could not be loaded; feeds look memberships up target by target until it is"),
       })
     : null;
@@ -151,7 +151,7 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
   const userAnnouncements = createUserAnnouncements(redis, clients.subscriberRedis ?? null, keys);
   const snapshots = createSnapshotStore(db);
   const persistenceWith = composePersistence(
-    { redis, history: persistStore, rebuilds, snapshots, counters: counterStore, lists: listStore, rankings: rankingStore, memberIndexes },
+    { redis, persistStore, rebuilds, snapshots, counters: counterStore, lists: listStore, rankings: rankingStore, memberIndexes },
     logger,
   );
   const appending = persistenceWith();
@@ -175,13 +175,13 @@ export function compose(config: Config, clients: ComposedClients, logger: Logger
     tokens,
     memberships: createMembershipService({
       memberships: createMembershipStore(redis, keys, undefined, hotCounts ?? undefined),
-      history: memberPages,
+      memberPages,
       counters,
       reachability,
       uses,
       journal,
     }),
-    lists: createListService({ lists: listStore, history: memberPages, reachability }),
+    lists: createListService({ lists: listStore, memberPages, reachability }),
     views: createViewService({
       store: createViewStore(redis, keys),
       catalog,

@@ -17,7 +17,7 @@ import { splitVersion } from "../stores/versions.js";
 import { createTargetUses, type TargetUses } from "../domain/target-uses.js";
 import { createWarmer, type Warmer } from "../domain/warmer.js";
 import type { Database } from "../stores/postgres/database.js";
-import { createPersistedViews } from "../stores/postgres/persisted-views.js";
+import { createPersistedCounts } from "../stores/postgres/persisted-counts.js";
 import type { RedisClient } from "../stores/redis/client.js";
 import { lastConnectionLoss, onConnectionLoss } from "../stores/redis/connection-losses.js";
 import type { RedisKeys } from "../stores/redis/keys.js";
@@ -188,7 +188,7 @@ export function composeCounts(config: Config, parts: CountsParts, logger: Logger
     counterStore,
     rebuildStore: rebuilds,
     loader,
-    cold: { persisted: createPersistedViews(db), snapshots, ...(memberIndexes && { indexes: createMemberIndexLookup(redis, memberIndexes) }) },
+    cold: { persisted: createPersistedCounts(db), snapshots, ...(memberIndexes && { indexes: createMemberIndexLookup(redis, memberIndexes) }) },
     warmer,
     reachability,
     uses,

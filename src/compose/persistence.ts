@@ -10,7 +10,7 @@ import { createMemberIndexHolds, type MemberIndexes } from "../stores/redis/memb
 
 export interface PersistenceParts {
   readonly redis: RedisClient;
-  readonly history: PersistStore;
+  readonly persistStore: PersistStore;
   readonly rebuilds: RebuildStore;
   readonly snapshots: SnapshotStore;
   readonly counters: CounterStore;
@@ -24,10 +24,10 @@ export function composePersistence(
   parts: PersistenceParts,
   logger: Logger,
 ): (afterDatabaseCommit?: (applied: AppliedChanges) => Promise<void>) => ChangePersistence {
-  const { redis, history, rebuilds, snapshots, counters, lists, rankings, memberIndexes } = parts;
+  const { redis, persistStore, rebuilds, snapshots, counters, lists, rankings, memberIndexes } = parts;
   return (afterDatabaseCommit) =>
     createChangePersistence({
-      history,
+      persistStore,
       rebuilds,
       snapshots,
       counters,

@@ -12,12 +12,12 @@
 // holds then.
 import { setTimeout as sleep } from "node:timers/promises";
 import { relationsOf, zeroCounts, type Relation, type Target, type TargetView } from "./model/index.js";
-import type { MemberIndexLookup, PersistedViews, SnapshotStore } from "./ports/index.js";
+import type { MemberIndexLookup, PersistedCounts, SnapshotStore } from "./ports/index.js";
 import { tooLate, within } from "./within.js";
 
 /** Where cold reads find their answers. */
 export interface ColdViews {
-  readonly persisted: PersistedViews;
+  readonly persisted: PersistedCounts;
   readonly snapshots: Pick<SnapshotStore, "newestChange">;
   /**
    * Viewers' member indexes, where Redis keeps them: a complete one rules out the targets

@@ -46,7 +46,7 @@ const isListed = (relation: Relation): relation is ListedRelation => (listedRela
 
 export interface ListServiceDeps {
   readonly lists: ListStore;
-  readonly history: MemberPageStore;
+  readonly memberPages: MemberPageStore;
   /** How long a load may hold its lock before another process may take over. */
   readonly loadLockMs?: number;
   /**
@@ -60,7 +60,7 @@ export interface ListServiceDeps {
 }
 
 export function createListService(deps: ListServiceDeps): ListService {
-  const { lists, history, reachability } = deps;
+  const { lists, memberPages, reachability } = deps;
   const loadLockMs = deps.loadLockMs ?? 30_000;
   const loadWaitMs = deps.loadWaitMs ?? 250;
 
@@ -72,7 +72,7 @@ export function createListService(deps: ListServiceDeps): ListService {
         // Marked loading before PostgreSQL is read: changes arriving from now on are kept, and
         // the load joins them to PostgreSQL's rows, so none committed meanwhile is lost.
         await lists.begin(relation, userId);
-        const [rows = []] = await history.memberships([{ relation, targetType: "post", userId, limit: listCapacity + 1, after: null, skip: new Set() }]);
+        const [rows = []] = await memberPages.memberships([{ relation, targetType: "post", userId, limit: listCapacity + 1, after: null, skip: new Set() }]);
         await lists.finish(relation, userId, rows.slice(0, listCapacity), rows[listCapacity] ?? null);
       } finally {
         await lists.unlock(relation, userId, token);
@@ -105,7 +105,7 @@ export function createListService(deps: ListServiceDeps): ListService {
     const justAbove = { at: horizon.at, targetId: horizon.targetId + 1n };
     const bound = after !== null && isOlder(after, justAbove) ? after : justAbove;
     const skip = new Set([...held.entries.map((e) => e.targetId), ...held.recent.keys()]);
-    const [older = []] = await history.memberships([{ relation, targetType: listedType[relation], userId, limit: fetch, after: bound, skip }]);
+    const [older = []] = await memberPages.memberships([{ relation, targetType: listedType[relation], userId, limit: fetch, after: bound, skip }]);
     return [...fromRedis, ...older].sort(newestFirst);
   }
 
@@ -116,7 +116,7 @@ export function createListService(deps: ListServiceDeps): ListService {
     if (held) return heldPage(held, request, fetch);
     // A list another process is still loading: PostgreSQL, with Redis's records of recent changes speaking for their posts.
     const recent = await lists.recent(relation, userId);
-    const [rows = []] = await history.memberships([{ relation, targetType: "post", userId, limit: fetch, after, skip: new Set(recent.keys()) }]);
+    const [rows = []] = await memberPages.memberships([{ relation, targetType: "post", userId, limit: fetch, after, skip: new Set(recent.keys()) }]);
     const joined = [...recent].flatMap(([targetId, r]) => (r.member ? [{ targetId, at: r.at }] : []));
     return [...rows, ...joined.filter((e) => after === null || isOlder(e, after))].sort(newestFirst);
   }
@@ -124,7 +124,7 @@ export function createListService(deps: ListServiceDeps): ListService {
   /** A page from PostgreSQL alone: follows always, and every list while Redis is out of reach. */
   async function persistedPage(request: ListPageRequest, fetch: number): Promise<ListPosition[]> {
     const { relation, userId, after } = request;
-    const [rows = []] = await history.memberships([{ relation, targetType: listedType[relation], userId, limit: fetch, after, skip: new Set() }]);
+    const [rows = []] = await memberPages.memberships([{ relation, targetType: listedType[relation], userId, limit: fetch, after, skip: new Set() }]);
     return rows;
   }
 

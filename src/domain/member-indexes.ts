@@ -15,7 +15,7 @@ export interface MemberIndexLoader {
 
 export interface MemberIndexLoaderDeps {
   readonly indexes: MemberIndexStore;
-  readonly history: MemberPageStore;
+  readonly memberPages: MemberPageStore;
   /** Users read from PostgreSQL in one query. */
   readonly batch?: number;
   /** Indexes waiting for a load, at most; more are asked again by a later read. */
@@ -32,7 +32,7 @@ interface Wanted {
 }
 
 export function createMemberIndexLoader(deps: MemberIndexLoaderDeps): MemberIndexLoader {
-  const { indexes, history } = deps;
+  const { indexes, memberPages } = deps;
   const batch = deps.batch ?? 50;
   const maxWaiting = deps.maxWaiting ?? 1_000;
   const quietMs = deps.quietMs ?? 10_000;
@@ -49,7 +49,7 @@ export function createMemberIndexLoader(deps: MemberIndexLoaderDeps): MemberInde
       try {
         // Begun first: a target rebuilt from PostgreSQL after the read below notes its members in it.
         await Promise.all(wanted.map((w) => indexes.begin(w.relation, w.targetType, w.userId)));
-        const found = await history.memberships(
+        const found = await memberPages.memberships(
           wanted.map((w) => ({
             relation: w.relation,
             targetType: w.targetType,

@@ -49,7 +49,7 @@ export interface MembershipService {
  */
 export interface MembershipServiceDeps {
   readonly memberships: MembershipStore;
-  readonly history: MemberPageStore;
+  readonly memberPages: MemberPageStore;
   readonly counters: CounterService;
   /** Whether Redis answers: while it does not, a change is refused at once rather than after its timeouts. */
   readonly reachability?: Reachability;
@@ -65,7 +65,7 @@ const unreachableRetrySeconds = 2;
 const verbs: Record<Relation, string> = { like: "likes", collect: "collects", follow: "followers" };
 
 export function createMembershipService(deps: MembershipServiceDeps): MembershipService {
-  const { memberships, history, counters, reachability, uses, journal } = deps;
+  const { memberships, memberPages, counters, reachability, uses, journal } = deps;
 
   async function apply(relation: Relation, target: Target, userId: bigint, join: boolean, answerAtMs: number | undefined): Promise<MembershipOutcome> {
     if (relation === "follow" && target.id === userId) throw badInput("userId", "A user cannot follow themself; pass another user's id.");
@@ -103,7 +103,7 @@ export function createMembershipService(deps: MembershipServiceDeps): Membership
     leave: (relation, target, userId, answerAtMs) => apply(relation, target, userId, false, answerAtMs),
     async members(requests) {
       // One row past each page tells whether more follow.
-      const found = await history.members(requests.map((r) => ({ relation: r.relation, target: r.target, limit: r.first + 1, after: r.after })));
+      const found = await memberPages.members(requests.map((r) => ({ relation: r.relation, target: r.target, limit: r.first + 1, after: r.after })));
       return requests.map(({ first }, i) => {
         const positions = found[i] ?? [];
         return {

@@ -77,7 +77,7 @@ export interface ChangePersistence {
 }
 
 export interface ChangePersistenceDeps {
-  readonly history: PersistStore;
+  readonly persistStore: PersistStore;
   readonly rebuilds: RebuildStore;
   /** Tells which commits a rebuild's snapshot saw. */
   readonly snapshots: Pick<SnapshotStore, "sawCommit">;
@@ -102,7 +102,7 @@ const isListed = (change: RelationChange): change is RelationChange & { relation
   (listedRelations as readonly string[]).includes(change.relation) && change.target.type === "post";
 
 export function createChangePersistence(deps: ChangePersistenceDeps): ChangePersistence {
-  const { history, rebuilds, snapshots, counters, lists, rankings, memberIndexes, afterDatabaseCommit, isRedisUnavailable, onRedisBehind } = deps;
+  const { persistStore, rebuilds, snapshots, counters, lists, rankings, memberIndexes, afterDatabaseCommit, isRedisUnavailable, onRedisBehind } = deps;
   /**
    * Replays into rebuilt targets the committed changes and views their rebuild's
    * snapshot did not see. Given every change that is its pair's newest in
@@ -168,7 +168,7 @@ export function createChangePersistence(deps: ChangePersistenceDeps): ChangePers
   return {
     async persist(changes) {
       const coalesced = coalesce(changes);
-      const applied = await history.apply(coalesced);
+      const applied = await persistStore.apply(coalesced);
       await afterDatabaseCommit?.(applied);
       // Any failure below fails the batch: its redelivery finds the changes applied and does all of it again.
       const failures = (

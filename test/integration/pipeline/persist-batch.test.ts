@@ -39,7 +39,7 @@ describe("a persist batch", () => {
     const counters = createCounterStore(redis, keys);
     const lists = createListStore(redis, keys);
     const persistence = createChangePersistence({
-      history: createPersistStore(db),
+      persistStore: createPersistStore(db),
       rebuilds: createRebuildStore(redis, keys),
       snapshots: createSnapshotStore(db),
       counters,

@@ -46,7 +46,7 @@ function ranking() {
     mirror: (ranked, nowMs) => (failures-- > 0 ? Promise.reject(new Error("Command timed out")) : store.mirror(ranked, nowMs)),
   };
   const persistence = createChangePersistence({
-    history: createPersistStore(db),
+    persistStore: createPersistStore(db),
     rebuilds: createRebuildStore(redis, keys),
     snapshots: createSnapshotStore(db),
     counters: createCounterStore(redis, keys),

@@ -336,21 +336,21 @@ describe("rebuild from PostgreSQL", () => {
     const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
     const { rebuilds, persistence, counterStore } = lanes(config);
     // Lane A commits its like, then stalls before looking for rebuilt targets to replay into.
-    const history = createPersistStore(db);
+    const persistStore = createPersistStore(db);
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
     let committed = () => {};
     const hasCommitted = new Promise<void>((resolve) => (committed = resolve));
     const stalling: PersistStore = {
       async apply(changes) {
-        const applied = await history.apply(changes);
+        const applied = await persistStore.apply(changes);
         committed();
         await held;
         return applied;
       },
     };
     const laneA = createChangePersistence({
-      history: stalling,
+      persistStore: stalling,
       rebuilds,
       snapshots: createSnapshotStore(db),
       counters: counterStore,
@@ -429,7 +429,7 @@ function lanes(config: Config) {
   const rebuilds = createRebuildStore(redis, keys);
   const counterStore = createCounterStore(redis, keys);
   const persistence = createChangePersistence({
-    history: createPersistStore(db),
+    persistStore: createPersistStore(db),
     rebuilds,
     snapshots: createSnapshotStore(db),
     counters: counterStore,

@@ -14,7 +14,7 @@ describe("membership errors", () => {
     };
     const memberships = createMembershipService({
       memberships: { add: full, remove: full } as unknown as MembershipStore,
-      history: unused<MemberPageStore>(),
+      memberPages: unused<MemberPageStore>(),
       counters: unused<CounterService>(),
     });
     await expect(memberships.join("like", { type: "post", id: 1n }, 2n)).rejects.toMatchObject({
@@ -30,7 +30,7 @@ describe("membership errors", () => {
   it("when a user follows or unfollows themself, then it is BAD_USER_INPUT naming userId, and no store is asked", async () => {
     const memberships = createMembershipService({
       memberships: unused<MembershipStore>(),
-      history: unused<MemberPageStore>(),
+      memberPages: unused<MemberPageStore>(),
       counters: unused<CounterService>(),
     });
     const self = { type: "user", id: 7n } as const;

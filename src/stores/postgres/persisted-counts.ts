@@ -4,7 +4,7 @@
 // loaded into Redis.
 import { Prisma } from "../../generated/prisma/client.js";
 import { isCounterName, relationsOf, targetKey, type CounterName, type Relation, type Target } from "../../domain/model/index.js";
-import type { PersistedViews } from "../../domain/ports/index.js";
+import type { PersistedCounts } from "../../domain/ports/index.js";
 import type { Database } from "./database.js";
 import { relationTables } from "./relation-tables.js";
 
@@ -28,7 +28,7 @@ function membershipsQuery(userId: bigint, targets: readonly Target[], relations:
   return parts.length > 0 ? Prisma.join(parts, " UNION ALL ") : null;
 }
 
-export function createPersistedViews(db: Database): PersistedViews {
+export function createPersistedCounts(db: Database): PersistedCounts {
   return {
     async counts(targets) {
       if (targets.length === 0) return [];
