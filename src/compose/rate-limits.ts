@@ -3,15 +3,15 @@ import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { RateBudgetStore, Reachability } from "../domain/ports/index.js";
 import { createRateLimits, type RateLimits } from "../domain/rate-limits.js";
+import { rateBudgetPeriodMs } from "./tunables.js";
 
-export function composeRateLimits(config: Config, store: RateBudgetStore, reachability: Reachability, logger: Logger): RateLimits {
-  const { rateLimits: limits } = config;
+export function composeRateLimits(limits: Config["rateLimits"], store: RateBudgetStore, reachability: Reachability, logger: Logger): RateLimits {
   return createRateLimits({
     store,
     reachability,
     settings: {
       enabled: limits.enabled,
-      periodMs: 60_000,
+      periodMs: rateBudgetPeriodMs,
       queryCostThreshold: limits.queryCostThreshold,
       localSubjects: limits.localSubjects,
       limits: {
