@@ -65,124 +65,143 @@ export interface LostChangeDeps {
 const pairsPerQuery = 1_000;
 const followUpRetryMs = 1_000;
 
-// eslint-disable-next-line max-lines-per-function -- the two ways in share the counts and the single append in flight; each step is a function of its own.
-export function createLostChangeCheck(deps: LostChangeDeps): LostChangeCheck {
-  const followUpMs = deps.followUpMs ?? 60_000;
-  let lost = 0;
-  let appended = 0;
-  let closed = false;
-  let running: Promise<void> | null = null;
+/** What both ways in share: the counts so far, whether the process stopped, and the single append in flight. */
+class Appends {
+  lost = 0;
+  appended = 0;
+  closed = false;
+  running: Promise<void> | null = null;
   // The moments asked for while an append ran: the changes from the earliest's window to the latest.
-  let pending: { fromMs: number; toMs: number } | null = null;
+  pending: { fromMs: number; toMs: number } | null = null;
+}
 
-  /** Of `changes`, those PostgreSQL lacks, and (when asked) Redis's target too. */
-  async function missing(changes: readonly AcknowledgedChange[], askRedis: boolean): Promise<AcknowledgedChange[]> {
-    const found: AcknowledgedChange[] = [];
-    for (let i = 0; i < changes.length; i += pairsPerQuery) {
-      const slice = changes.slice(i, i + pairsPerQuery);
-      const [persisted, inRedis] = await Promise.all([deps.versions.newest(slice), askRedis ? deps.redisHolds(slice) : slice.map(() => false)]);
-      slice.forEach((change, j) => {
-        const version = persisted[j];
-        if ((version === null || version === undefined || version < change.version) && !inRedis[j]) found.push(change);
-      });
-    }
-    return found;
+/** What every step below takes. */
+interface Check {
+  readonly deps: LostChangeDeps;
+  readonly followUpMs: number;
+  readonly appends: Appends;
+}
+
+/** Of `changes`, those PostgreSQL lacks, and (when asked) Redis's target too. */
+async function missing(deps: LostChangeDeps, changes: readonly AcknowledgedChange[], askRedis: boolean): Promise<AcknowledgedChange[]> {
+  const found: AcknowledgedChange[] = [];
+  for (let i = 0; i < changes.length; i += pairsPerQuery) {
+    const slice = changes.slice(i, i + pairsPerQuery);
+    const [persisted, inRedis] = await Promise.all([deps.versions.newest(slice), askRedis ? deps.redisHolds(slice) : slice.map(() => false)]);
+    slice.forEach((change, j) => {
+      const version = persisted[j];
+      if ((version === null || version === undefined || version < change.version) && !inRedis[j]) found.push(change);
+    });
   }
+  return found;
+}
 
-  /**
-   * Commits the changes to PostgreSQL, which is what makes them safe; what follows in Redis
-   * (authors' credits, users' lists) is tried again in the background while Redis is away
-   * (a failover): a persist of the same changes finds them applied and does only that.
-   */
-  async function append(changes: readonly AcknowledgedChange[]): Promise<number> {
-    let passed = 0;
-    for (let i = 0; i < changes.length; i += pairsPerQuery) {
-      const slice = changes.slice(i, i + pairsPerQuery);
-      const authors = await deps.authors(slice.map((c) => c.target));
-      const relationChanges = slice.map((c, j): RelationChange => ({
-        kind: "relation",
-        relation: c.relation,
-        target: c.target,
-        userId: c.userId,
-        authorId: c.relation === "follow" ? null : (authors[j] ?? null),
-        member: c.member,
-        version: c.version,
-        at: c.at,
-      }));
-      try {
-        passed += (await deps.persist(relationChanges)).passed.length;
-      } catch (error) {
-        if (!(error instanceof RedisFollowUpError)) throw error;
-        // Committed, how many newer than what PostgreSQL held not told: all, at most.
-        passed += relationChanges.length;
-        void followUp(relationChanges);
-      }
-    }
-    return passed;
-  }
-
-  async function followUp(changes: readonly RelationChange[]): Promise<void> {
-    const until = Date.now() + followUpMs;
-    let cause: unknown;
-    while (!closed && Date.now() < until) {
-      await sleep(followUpRetryMs, undefined, { ref: false });
-      if (closed) return;
-      try {
-        await deps.persist(changes);
-        return;
-      } catch (error) {
-        cause = error;
-      }
-    }
-    if (!closed) deps.onFollowUpFailure(cause);
-  }
-
-  async function appendMissing(changes: readonly AcknowledgedChange[], askRedis: boolean, reason: "connection" | "failover"): Promise<void> {
-    if (closed) return;
-    const absent = await missing(changes, askRedis);
-    if (absent.length === 0 || closed) return;
-    let passed: number;
+/**
+ * Commits the changes to PostgreSQL, which is what makes them safe; what follows in Redis
+ * (authors' credits, users' lists) is tried again in the background while Redis is away
+ * (a failover): a persist of the same changes finds them applied and does only that.
+ */
+async function append(check: Check, changes: readonly AcknowledgedChange[]): Promise<number> {
+  let passed = 0;
+  for (let i = 0; i < changes.length; i += pairsPerQuery) {
+    const slice = changes.slice(i, i + pairsPerQuery);
+    const authors = await check.deps.authors(slice.map((c) => c.target));
+    const relationChanges = slice.map((c, j): RelationChange => ({
+      kind: "relation",
+      relation: c.relation,
+      target: c.target,
+      userId: c.userId,
+      authorId: c.relation === "follow" ? null : (authors[j] ?? null),
+      member: c.member,
+      version: c.version,
+      at: c.at,
+    }));
     try {
-      passed = await append(absent);
+      passed += (await check.deps.persist(relationChanges)).passed.length;
     } catch (error) {
-      if (reason === "connection") throw error;
-      lost += absent.length;
-      deps.onLost(absent, error);
-      return;
+      if (!(error instanceof RedisFollowUpError)) throw error;
+      // Committed, how many newer than what PostgreSQL held not told: all, at most.
+      passed += relationChanges.length;
+      void followUp(check, relationChanges);
     }
-    // Those the pipeline had not committed meanwhile: on a close without a failover, few or none.
-    appended += passed;
-    if (passed > 0) deps.onAppended(absent, reason, passed);
   }
+  return passed;
+}
 
+async function followUp({ deps, followUpMs, appends }: Check, changes: readonly RelationChange[]): Promise<void> {
+  const until = Date.now() + followUpMs;
+  let cause: unknown;
+  while (!appends.closed && Date.now() < until) {
+    await sleep(followUpRetryMs, undefined, { ref: false });
+    if (appends.closed) return;
+    try {
+      await deps.persist(changes);
+      return;
+    } catch (error) {
+      cause = error;
+    }
+  }
+  if (!appends.closed) deps.onFollowUpFailure(cause);
+}
+
+async function appendMissing(check: Check, changes: readonly AcknowledgedChange[], askRedis: boolean, reason: "connection" | "failover"): Promise<void> {
+  const { deps, appends } = check;
+  if (appends.closed) return;
+  const absent = await missing(deps, changes, askRedis);
+  if (absent.length === 0 || appends.closed) return;
+  let passed: number;
+  try {
+    passed = await append(check, absent);
+  } catch (error) {
+    if (reason === "connection") throw error;
+    appends.lost += absent.length;
+    deps.onLost(absent, error);
+    return;
+  }
+  // Those the pipeline had not committed meanwhile: on a close without a failover, few or none.
+  appends.appended += passed;
+  if (passed > 0) deps.onAppended(absent, reason, passed);
+}
+
+function appendRecent(check: Check, atMs: number): Promise<void> {
+  const { appends } = check;
+  if (appends.closed) return Promise.resolve();
+  // Connections close together (a failover closes every one): one append at a time; the moments
+  // asked meanwhile are covered next, from the earliest's window to the latest, whatever became of this one.
+  appends.pending = {
+    fromMs: Math.min(appends.pending?.fromMs ?? Infinity, atMs - check.deps.recentMs),
+    toMs: Math.max(appends.pending?.toMs ?? -Infinity, atMs + 1),
+  };
+  if (appends.running) return appends.running;
+  appends.running = appendPending(check).finally(() => (appends.running = null));
+  return appends.running;
+}
+
+async function appendPending(check: Check): Promise<void> {
+  const { deps, appends } = check;
+  const failures: Error[] = [];
+  while (appends.pending && !appends.closed) {
+    const { fromMs, toMs } = appends.pending;
+    appends.pending = null;
+    await appendMissing(check, deps.journal.within(fromMs, toMs), false, "connection").catch((error: unknown) => {
+      failures.push(error instanceof Error ? error : new Error(String(error)));
+      // Another moment asked meanwhile tries this window again with its own.
+      if (appends.pending) appends.pending = { ...appends.pending, fromMs: Math.min(appends.pending.fromMs, fromMs) };
+    });
+  }
+  if (failures[0]) throw failures[0];
+}
+
+export function createLostChangeCheck(deps: LostChangeDeps): LostChangeCheck {
+  const check: Check = { deps, followUpMs: deps.followUpMs ?? 60_000, appends: new Appends() };
+  const { appends } = check;
   return {
-    appendRecent(atMs) {
-      if (closed) return Promise.resolve();
-      // Connections close together (a failover closes every one): one append at a time; the moments
-      // asked meanwhile are covered next, from the earliest's window to the latest, whatever became of this one.
-      pending = { fromMs: Math.min(pending?.fromMs ?? Infinity, atMs - deps.recentMs), toMs: Math.max(pending?.toMs ?? -Infinity, atMs + 1) };
-      if (running) return running;
-      const run = async () => {
-        const failures: Error[] = [];
-        while (pending && !closed) {
-          const { fromMs, toMs } = pending;
-          pending = null;
-          await appendMissing(deps.journal.within(fromMs, toMs), false, "connection").catch((error: unknown) => {
-            failures.push(error instanceof Error ? error : new Error(String(error)));
-            // Another moment asked meanwhile tries this window again with its own.
-            if (pending) pending = { ...pending, fromMs: Math.min(pending.fromMs, fromMs) };
-          });
-        }
-        if (failures[0]) throw failures[0];
-      };
-      running = run().finally(() => (running = null));
-      return running;
-    },
-    check: (episodeAtMs) => (closed ? Promise.resolve() : appendMissing(deps.journal.before(episodeAtMs), true, "failover")),
-    appended: () => appended,
-    lost: () => lost,
+    appendRecent: (atMs) => appendRecent(check, atMs),
+    check: (episodeAtMs) => (appends.closed ? Promise.resolve() : appendMissing(check, deps.journal.before(episodeAtMs), true, "failover")),
+    appended: () => appends.appended,
+    lost: () => appends.lost,
     close() {
-      closed = true;
+      appends.closed = true;
     },
   };
 }
