@@ -17,7 +17,7 @@
 // never counts one twice.
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import pLimit from "p-limit";
+import pLimit, { type LimitFunction } from "p-limit";
 import { badInput, DomainError, ErrorCode } from "../errors.js";
 import type { Catalog } from "./catalog.js";
 import { rebuildRounds, type CounterService } from "./counters.js";
@@ -102,115 +102,140 @@ interface PostFlush {
   readonly since: number;
 }
 
-// eslint-disable-next-line max-lines-per-function -- a service's methods share the views held in memory and their flush in one closure; each is short.
-export function createViewService(options: ViewServiceOptions): ViewService {
-  const { store, catalog, counters } = options;
-  const flushEveryMs = options.flushEveryMs ?? 1_000;
-  const flushAtPosts = options.flushAtPosts ?? 1_000;
-  const maxWaitingPosts = options.maxWaitingPosts ?? 100_000;
-  const retryForMs = options.retryForMs ?? 60_000;
-  const closeWithinMs = options.closeWithinMs ?? 5_000;
-  const sender = randomUUID();
-  let lastSeq = 0;
-  const waiting = new Map<bigint, number>();
+/** The views this process holds, from their arrival until Redis takes them or they are given up, and their flush. */
+class HeldViews {
+  lastSeq = 0;
+  readonly waiting = new Map<bigint, number>();
   /** Flushes that failed, per post: retried as they were until Redis takes them, or for `retryForMs`. */
-  const retrying = new Map<bigint, PostFlush>();
+  readonly retrying = new Map<bigint, PostFlush>();
   /** Posts in the flush under way: held too, though in neither map. */
-  let inFlight = 0;
-  const rebuildSlots = pLimit(rebuildsAtOnce);
-  let flushing: Promise<void> | null = null;
-  let closed = false;
+  inFlight = 0;
+  flushing: Promise<void> | null = null;
+  closed = false;
   /** When shutdown stops sending: a send not started by then fails at once, and its views are reported lost. */
-  let stopSendingAt = Number.POSITIVE_INFINITY;
-
-  /** Adds one post's views in Redis, loading the post there first when it is not held. */
-  async function send({ id, count, seq, since }: PostFlush): Promise<void> {
-    const target: Target = { type: "post", id };
-    const flush: ViewFlush = { sender, seq };
-    // Checked before every send, a retry's included: a send past the deadline could run after Redis forgot the number.
-    const add = () => {
-      if (Date.now() - since >= retryForMs) throw new ViewsGivenUpError(`Redis refused them for ${retryForMs / 1000} s`);
-      return store.add(target, count, flush);
-    };
-    let counted = await add();
-    for (let round = 0; counted.kind === "unloaded"; round++) {
-      if (round === rebuildRounds) throw new ViewsNotLoadedError(target);
-      // A post that does not exist (checked when the views arrived, so deleted since) cannot be rebuilt: its views go.
-      if (!(await rebuildSlots(() => counters.rebuild(target)))) return;
-      counted = await add();
-    }
-  }
-
-  async function flushOnce(): Promise<void> {
-    if (waiting.size === 0 && retrying.size === 0) return;
-    // A post with a flush to retry sends only that one: its newer views wait, so one post never has two flushes in doubt.
-    const again = [...retrying.values()];
-    retrying.clear();
-    const retried = new Set(again.map((r) => r.id));
-    const seq = ++lastSeq;
-    const now = Date.now();
-    const fresh = [...waiting].flatMap(([id, count]) => (retried.has(id) ? [] : [{ id, count, seq, since: now }]));
-    for (const { id } of fresh) waiting.delete(id);
-    const batch = [...again, ...fresh];
-    inFlight = batch.length;
-    const sendSlots = pLimit(sendsAtOnce);
-    const sendInTime = (flush: PostFlush) =>
-      Date.now() < stopSendingAt ? send(flush) : Promise.reject(new ViewsGivenUpError("the process shut down before they were sent"));
-    await Promise.all(
-      batch.map((flush) =>
-        sendSlots(() => sendInTime(flush))
-          .catch((error: unknown) => {
-            if (Date.now() - flush.since < retryForMs) retrying.set(flush.id, flush);
-            else options.onViewsLost?.(flush.count, error);
-            options.onFlushFailure?.(error);
-          })
-          .finally(() => inFlight--),
-      ),
-    );
-  }
-
-  const flush = (): Promise<void> => {
-    flushing ??= flushOnce().finally(() => (flushing = null));
-    return flushing;
-  };
-
+  stopSendingAt = Number.POSITIVE_INFINITY;
   // Started by the first view, so a process that records none (a worker, a reconcile) runs no timer.
-  let timer: NodeJS.Timeout | null = null;
+  timer: NodeJS.Timeout | null = null;
+}
 
+/** What every function below takes: the service's options with their defaults, and the views it holds. */
+interface Views {
+  readonly options: ViewServiceOptions;
+  readonly flushEveryMs: number;
+  readonly flushAtPosts: number;
+  readonly maxWaitingPosts: number;
+  readonly retryForMs: number;
+  readonly closeWithinMs: number;
+  readonly sender: string;
+  readonly rebuildSlots: LimitFunction;
+  readonly held: HeldViews;
+}
+
+/** Adds one post's views in Redis, loading the post there first when it is not held. */
+async function send({ options, retryForMs, sender, rebuildSlots }: Views, { id, count, seq, since }: PostFlush): Promise<void> {
+  const target: Target = { type: "post", id };
+  const flush: ViewFlush = { sender, seq };
+  // Checked before every send, a retry's included: a send past the deadline could run after Redis forgot the number.
+  const add = () => {
+    if (Date.now() - since >= retryForMs) throw new ViewsGivenUpError(`Redis refused them for ${retryForMs / 1000} s`);
+    return options.store.add(target, count, flush);
+  };
+  let counted = await add();
+  for (let round = 0; counted.kind === "unloaded"; round++) {
+    if (round === rebuildRounds) throw new ViewsNotLoadedError(target);
+    // A post that does not exist (checked when the views arrived, so deleted since) cannot be rebuilt: its views go.
+    if (!(await rebuildSlots(() => options.counters.rebuild(target)))) return;
+    counted = await add();
+  }
+}
+
+async function flushOnce(views: Views): Promise<void> {
+  const { options, retryForMs, held } = views;
+  if (held.waiting.size === 0 && held.retrying.size === 0) return;
+  // A post with a flush to retry sends only that one: its newer views wait, so one post never has two flushes in doubt.
+  const again = [...held.retrying.values()];
+  held.retrying.clear();
+  const retried = new Set(again.map((r) => r.id));
+  const seq = ++held.lastSeq;
+  const now = Date.now();
+  const fresh = [...held.waiting].flatMap(([id, count]) => (retried.has(id) ? [] : [{ id, count, seq, since: now }]));
+  for (const { id } of fresh) held.waiting.delete(id);
+  const batch = [...again, ...fresh];
+  held.inFlight = batch.length;
+  const sendSlots = pLimit(sendsAtOnce);
+  const sendInTime = (flush: PostFlush) =>
+    Date.now() < held.stopSendingAt ? send(views, flush) : Promise.reject(new ViewsGivenUpError("the process shut down before they were sent"));
+  await Promise.all(
+    batch.map((flush) =>
+      sendSlots(() => sendInTime(flush))
+        .catch((error: unknown) => {
+          if (Date.now() - flush.since < retryForMs) held.retrying.set(flush.id, flush);
+          else options.onViewsLost?.(flush.count, error);
+          options.onFlushFailure?.(error);
+        })
+        .finally(() => held.inFlight--),
+    ),
+  );
+}
+
+function flush(views: Views): Promise<void> {
+  const { held } = views;
+  held.flushing ??= flushOnce(views).finally(() => (held.flushing = null));
+  return held.flushing;
+}
+
+async function record(views: Views, postIds: readonly bigint[]): Promise<number> {
+  const { held } = views;
+  if (held.closed) throw shuttingDown();
+  if (postIds.length > maxViewsPerCall) {
+    throw badInput("postIds", `recordViews takes at most ${maxViewsPerCall} ids; got ${postIds.length}. Split the call.`);
+  }
+  held.timer ??= setInterval(() => void flush(views), views.flushEveryMs).unref();
+  const rows = await views.options.catalog.posts(postIds);
+  // Shutdown may have flushed for the last time while the posts were looked up: nothing is added yet, so refusing is safe.
+  if (held.closed) throw shuttingDown();
+  const found = rows.flatMap((row) => (row ? [row.id] : []));
+  // All or nothing: a call refused for the backlog counts none of its views, so its retry counts them once.
+  const heldPosts = held.waiting.size + held.retrying.size + held.inFlight;
+  const newPosts = new Set(found.filter((id) => !held.waiting.has(id)));
+  if (newPosts.size > 0 && heldPosts + newPosts.size > views.maxWaitingPosts) throw backlogged(heldPosts);
+  for (const id of found) held.waiting.set(id, (held.waiting.get(id) ?? 0) + 1);
+  if (held.waiting.size >= views.flushAtPosts) void flush(views);
+  return found.length;
+}
+
+async function close(views: Views): Promise<void> {
+  const { held } = views;
+  held.closed = true;
+  if (held.timer) clearInterval(held.timer);
+  held.stopSendingAt = Date.now() + views.closeWithinMs;
+  await held.flushing;
+  // A retried post's newer views go in the flush after the retry's, so one flush is not always enough.
+  while ((held.waiting.size > 0 || held.retrying.size > 0) && Date.now() < held.stopSendingAt) {
+    await flush(views);
+    if (held.retrying.size > 0) await sleep(100);
+  }
+  const left = [...held.waiting.values(), ...[...held.retrying.values()].map((r) => r.count)].reduce((a, b) => a + b, 0);
+  if (left > 0) views.options.onViewsLost?.(left, new ViewsGivenUpError("the process shut down before Redis took them"));
+  held.waiting.clear();
+  held.retrying.clear();
+}
+
+export function createViewService(options: ViewServiceOptions): ViewService {
+  const views: Views = {
+    options,
+    flushEveryMs: options.flushEveryMs ?? 1_000,
+    flushAtPosts: options.flushAtPosts ?? 1_000,
+    maxWaitingPosts: options.maxWaitingPosts ?? 100_000,
+    retryForMs: options.retryForMs ?? 60_000,
+    closeWithinMs: options.closeWithinMs ?? 5_000,
+    sender: randomUUID(),
+    rebuildSlots: pLimit(rebuildsAtOnce),
+    held: new HeldViews(),
+  };
   return {
-    async record(postIds) {
-      if (closed) throw shuttingDown();
-      if (postIds.length > maxViewsPerCall) {
-        throw badInput("postIds", `recordViews takes at most ${maxViewsPerCall} ids; got ${postIds.length}. Split the call.`);
-      }
-      timer ??= setInterval(() => void flush(), flushEveryMs).unref();
-      const rows = await catalog.posts(postIds);
-      // Shutdown may have flushed for the last time while the posts were looked up: nothing is added yet, so refusing is safe.
-      if (closed) throw shuttingDown();
-      const found = rows.flatMap((row) => (row ? [row.id] : []));
-      // All or nothing: a call refused for the backlog counts none of its views, so its retry counts them once.
-      const held = waiting.size + retrying.size + inFlight;
-      const newPosts = new Set(found.filter((id) => !waiting.has(id)));
-      if (newPosts.size > 0 && held + newPosts.size > maxWaitingPosts) throw backlogged(held);
-      for (const id of found) waiting.set(id, (waiting.get(id) ?? 0) + 1);
-      if (waiting.size >= flushAtPosts) void flush();
-      return found.length;
-    },
-    flush,
-    async close() {
-      closed = true;
-      if (timer) clearInterval(timer);
-      stopSendingAt = Date.now() + closeWithinMs;
-      await flushing;
-      // A retried post's newer views go in the flush after the retry's, so one flush is not always enough.
-      while ((waiting.size > 0 || retrying.size > 0) && Date.now() < stopSendingAt) {
-        await flush();
-        if (retrying.size > 0) await sleep(100);
-      }
-      const left = [...waiting.values(), ...[...retrying.values()].map((r) => r.count)].reduce((a, b) => a + b, 0);
-      if (left > 0) options.onViewsLost?.(left, new ViewsGivenUpError("the process shut down before Redis took them"));
-      waiting.clear();
-      retrying.clear();
-    },
+    record: (postIds) => record(views, postIds),
+    flush: () => flush(views),
+    close: () => close(views),
   };
 }
