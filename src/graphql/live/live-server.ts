@@ -1,18 +1,9 @@
 // Subscriptions over WebSocket: the graphql-ws protocol (graphql-transport-ws)
-// on the HTTP server's own port and /graphql path.
-//
-// graphql-ws's server core speaks the protocol; the socket glue is written here
-// rather than taken from its `useServer`, because that glue logs to the console,
-// has no bound on connections, and waits forever on a client that stopped reading.
-// Here a message not taken within LIVE_SEND_TIMEOUT_MS, or more than
-// LIVE_MAX_BUFFERED_BYTES waiting for one client, drops that client: graphql-ws
-// sends one message of a subscription at a time and waits for it to be written,
-// so what one client can hold is at most a message per subscription, plus the
-// newest counts of each of its posts (src/domain/live-counts.ts).
+// on the HTTP server's own port and /graphql path. The hooks of graphql-ws's
+// server core are here; the socket glue and its bounds are in live-sockets.ts.
 import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { IncomingMessage, Server } from "node:http";
-import type { Duplex } from "node:stream";
 import {
   createSourceEventStream,
   execute,
@@ -27,54 +18,39 @@ import {
   type ExecutionResult,
   type GraphQLFormattedError,
   type GraphQLSchema,
+  type OperationDefinitionNode,
 } from "graphql";
-import { CloseCode, handleProtocols, makeServer, type Context as SocketContext } from "graphql-ws";
-import type { Logger } from "pino";
-import { WebSocketServer, type WebSocket } from "ws";
+import { CloseCode, makeServer, type Context as SocketContext, type Server as ProtocolServer, type SubscribePayload } from "graphql-ws";
+import type { WebSocket } from "ws";
 import type { Viewer } from "../../domain/identity.js";
 import type { Services } from "../../domain/services.js";
 import { ErrorCode, RequestErrorCode } from "../../errors.js";
 import { createLoaders } from "../loaders.js";
 import { mapIterator } from "./map-iterator.js";
+import { attachLiveSockets, type LiveServer, type LiveSocketsOptions } from "./live-sockets.js";
 import { notInSafelist } from "../persisted-queries.js";
-import { isSameHost } from "../origins.js";
 import type { Context } from "../context.js";
 import { createRequestLimitsCheck, type RequestLimits } from "../limits/request-limits-plugin.js";
 import { ApolloServerErrorCode } from "@apollo/server/errors";
 
-export interface LiveServerOptions {
+export type { LiveServer };
+
+export interface LiveServerOptions extends Omit<LiveSocketsOptions, "maxPayloadBytes" | "keepAliveMs"> {
   readonly schema: GraphQLSchema;
   readonly services: Services;
-  readonly logger: Logger;
   readonly limits: RequestLimits & { readonly bodyBytes: number };
   readonly formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
   readonly isUnavailable: (error: unknown) => boolean;
-  readonly maxConnections: number;
   readonly maxSubscriptions: number;
   /** Subscribe messages one connection may send a second, in a burst of as many at most; default 10. */
   readonly subscribesPerSecond?: number;
-  readonly sendTimeoutMs: number;
-  readonly maxBufferedBytes: number;
   /** PERSISTED_QUERIES=safelist: whether a subscription's text is among the manifest's operations; default any. */
   readonly inSafelist?: (query: string) => boolean;
   /** How often a connection is pinged; one that does not answer within the same time is dropped. Default 12 s. */
   readonly keepAliveMs?: number;
-  /** Whether a page at `origin` may connect (the Origin header browsers send); clients sending none, and pages of the host connected to, always may. */
-  readonly allowsOrigin?: (origin: string) => boolean;
-  /** Called for each client dropped for not taking its messages (metrics). */
-  readonly onDroppedClient?: () => void;
 }
 
-export interface LiveServer {
-  /** Open WebSocket connections. */
-  connections(): number;
-  /** Clients dropped for not taking their messages, since start. */
-  droppedSlow(): number;
-  /** Bytes written to connections that their clients have not taken yet (what slow clients hold in this process). */
-  bufferedBytes(): number;
-  /** Closes every connection with 1001 (going away), ending its subscriptions; stragglers are cut after a second. */
-  close(): Promise<void>;
-}
+type Params = Record<string, unknown> | undefined;
 
 interface Extra {
   readonly socket: WebSocket;
@@ -82,6 +58,13 @@ interface Extra {
   viewer: Viewer | null;
   /** Subscribe messages the connection may still send now, and when that was last worked out (ms, monotonic). */
   subscribes: { tokens: number; at: number };
+}
+
+/** What every connection's hooks share: the server's options, its subscribe rate, and its compiled limits check. */
+interface Hooks {
+  readonly options: LiveServerOptions;
+  readonly subscribesPerSecond: number;
+  readonly checkLimits: ReturnType<typeof createRequestLimitsCheck>;
 }
 
 /** RFC 6455 "try again later": the close code of a connection the service could not serve for a moment. */
@@ -139,207 +122,144 @@ async function subscribeWithFreshLoaders(args: ExecutionArgs): Promise<AsyncIter
   });
 }
 
-// eslint-disable-next-line max-lines-per-function -- graphql-ws's hooks share each connection's state and the server's bounds in one closure.
-export function attachLiveServer(http: Server, options: LiveServerOptions): LiveServer {
-  const { schema, services, logger, limits } = options;
-  const keepAliveMs = options.keepAliveMs ?? 12_000;
-  const subscribesPerSecond = options.subscribesPerSecond ?? 10;
-  /** Takes one subscribe from a connection's bucket (refilled at `subscribesPerSecond`); false when empty. */
-  const takeSubscribe = (bucket: Extra["subscribes"]): boolean => {
-    const now = performance.now();
-    bucket.tokens = Math.min(subscribesPerSecond, bucket.tokens + ((now - bucket.at) / 1000) * subscribesPerSecond);
-    bucket.at = now;
-    if (bucket.tokens < 1) return false;
-    bucket.tokens--;
-    return true;
-  };
-  const checkLimits = createRequestLimitsCheck(schema, limits);
-  let droppedSlow = 0;
-  const formatAll = (errors: readonly GraphQLError[]) => errors.map((error) => options.formatError(error.toJSON(), error));
+/** Takes one subscribe from a connection's bucket (refilled at `perSecond`); false when empty. */
+function takeSubscribe(bucket: Extra["subscribes"], perSecond: number): boolean {
+  const now = performance.now();
+  bucket.tokens = Math.min(perSecond, bucket.tokens + ((now - bucket.at) / 1000) * perSecond);
+  bucket.at = now;
+  if (bucket.tokens < 1) return false;
+  bucket.tokens--;
+  return true;
+}
 
-  const protocol = makeServer<Record<string, unknown> | undefined, Extra>({
-    schema,
+/** Whether the connection may be served, and as whom: true serves it, false after closing it. */
+async function authenticateConnection(hooks: Hooks, ctx: SocketContext<Params, Extra>): Promise<boolean> {
+  const token = tokenOf(ctx.connectionParams);
+  if (token === undefined) return true;
+  const problem = (message: string) => {
+    ctx.extra.socket.close(CloseCode.Unauthorized, `UNAUTHENTICATED: ${message}`.slice(0, 120));
+    return false;
+  };
+  if (token === null) return problem('connectionParams.authorization must be "Bearer <token>".');
+  try {
+    const authentication = await hooks.options.services.users.authenticate(token);
+    if ("problem" in authentication) return problem(authentication.problem);
+    ctx.extra.viewer = authentication.viewer;
+    return true;
+  } catch (error) {
+    if (!hooks.options.isUnavailable(error)) throw error;
+    ctx.extra.socket.close(tryAgainLater, "SERVICE_UNAVAILABLE: the service could not check the token in time; retry shortly.");
+    return false;
+  }
+}
+
+/** The refusal of a subscribe the connection's bounds or the safelist do not admit, or null. */
+function refuseBeyondBounds(hooks: Hooks, ctx: SocketContext<Params, Extra>, query: string): GraphQLError[] | null {
+  const { options, subscribesPerSecond } = hooks;
+  // Each subscribe reads its posts' counts (from PostgreSQL where Redis holds none) and listens to
+  // them: a connection may send a bounded number a second, besides what its reads are charged.
+  if (!takeSubscribe(ctx.extra.subscribes, subscribesPerSecond)) {
+    return [
+      new GraphQLError(`A connection may send at most ${subscribesPerSecond} subscribe messages a second; retry in a second.`, {
+        extensions: { code: ErrorCode.RATE_LIMITED, retryAfterSeconds: 1 },
+      }),
+    ];
+  }
+  if (Object.keys(ctx.subscriptions).length > options.maxSubscriptions) {
+    return [
+      refusal(`A connection holds at most ${options.maxSubscriptions} subscriptions at once; complete one first.`, RequestErrorCode.TOO_MANY_SUBSCRIPTIONS),
+    ];
+  }
+  if (options.inSafelist && !options.inSafelist(query)) return [refusal(notInSafelist, RequestErrorCode.OPERATION_NOT_IN_SAFELIST)];
+  return null;
+}
+
+/** The document and its one subscription operation, or why the payload names none that can run. */
+function parseSubscription(
+  schema: GraphQLSchema,
+  payload: SubscribePayload,
+): { readonly document: DocumentNode; readonly operation: OperationDefinitionNode } | GraphQLError[] {
+  let document: DocumentNode;
+  try {
+    document = parse(payload.query, { maxTokens: 5_000 });
+  } catch (error) {
+    return [refusal((error as Error).message, ApolloServerErrorCode.GRAPHQL_PARSE_FAILED)];
+  }
+  const invalid = validate(schema, document);
+  if (invalid.length > 0) return invalid.map((error) => refusal(error.message, ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED));
+  const operation = getOperationAST(document, payload.operationName);
+  if (!operation) return [refusal("Name one operation of the document in operationName.", ApolloServerErrorCode.OPERATION_RESOLUTION_FAILURE)];
+  if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
+    return [refusal("Only subscriptions are served over WebSocket; send queries and mutations over HTTP.", RequestErrorCode.OPERATION_NOT_SUPPORTED)];
+  }
+  // graphql-js validates such a document, then fails to run it for want of a root field.
+  if (operation.selectionSet.selections.some((selection) => (selection.directives?.length ?? 0) > 0 || selection.kind !== Kind.FIELD)) {
+    return [refusal("A subscription's root field is asked for directly: no fragments or directives on it.", ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED)];
+  }
+  return { document, operation };
+}
+
+/** The context a subscription lives with, keyed for sharing its results per event. */
+function subscriptionContext(services: Services, extra: Extra, payload: SubscribePayload, variables: Record<string, unknown>): Context {
+  const viewer = extra.viewer ?? null;
+  const contextValue: Context = {
+    viewer,
+    tokenProblem: null,
+    clientIp: extra.request.socket.remoteAddress ?? "unknown",
+    loaders: createLoaders(services, viewer),
+    services,
+    charged: { standing: null },
+  };
+  // A digest: the document may be 100 KB, and is held for as long as the subscription.
+  const key = JSON.stringify([payload.query, payload.operationName ?? null, variables, viewer?.userId.toString() ?? null]);
+  operationKeys.set(contextValue, createHash("sha256").update(key).digest("base64url"));
+  return contextValue;
+}
+
+function startSubscription(hooks: Hooks, ctx: SocketContext<Params, Extra>, payload: SubscribePayload): ExecutionArgs | GraphQLError[] {
+  const refused = refuseBeyondBounds(hooks, ctx, payload.query);
+  if (refused) return refused;
+  const { schema, services } = hooks.options;
+  const parsed = parseSubscription(schema, payload);
+  if (Array.isArray(parsed)) return parsed;
+  const { document, operation } = parsed;
+  const variables = payload.variables ?? {};
+  try {
+    hooks.checkLimits({ document, operation, operationName: payload.operationName ?? undefined, variables });
+  } catch (error) {
+    if (error instanceof GraphQLError) return [error];
+    throw error;
+  }
+  const contextValue = subscriptionContext(services, ctx.extra, payload, variables);
+  return { schema, document, operationName: payload.operationName ?? null, variableValues: variables, contextValue };
+}
+
+function createProtocol(hooks: Hooks): ProtocolServer<Extra> {
+  const formatAll = (errors: readonly GraphQLError[]) => errors.map((error) => hooks.options.formatError(error.toJSON(), error));
+  return makeServer<Params, Extra>({
+    schema: hooks.options.schema,
     // The client has this long after connecting to send its connection_init.
     connectionInitWaitTimeout: 5_000,
-    async onConnect(ctx: SocketContext<Record<string, unknown> | undefined, Extra>) {
-      const token = tokenOf(ctx.connectionParams);
-      if (token === undefined) return true;
-      const problem = (message: string) => {
-        ctx.extra.socket.close(CloseCode.Unauthorized, `UNAUTHENTICATED: ${message}`.slice(0, 120));
-        return false;
-      };
-      if (token === null) return problem('connectionParams.authorization must be "Bearer <token>".');
-      try {
-        const authentication = await services.users.authenticate(token);
-        if ("problem" in authentication) return problem(authentication.problem);
-        ctx.extra.viewer = authentication.viewer;
-        return true;
-      } catch (error) {
-        if (!options.isUnavailable(error)) throw error;
-        ctx.extra.socket.close(tryAgainLater, "SERVICE_UNAVAILABLE: the service could not check the token in time; retry shortly.");
-        return false;
-      }
-    },
-    onSubscribe(ctx, _id, payload) {
-      // Each subscribe reads its posts' counts (from PostgreSQL where Redis holds none) and listens to
-      // them: a connection may send a bounded number a second, besides what its reads are charged.
-      if (!takeSubscribe(ctx.extra.subscribes)) {
-        return [
-          new GraphQLError(`A connection may send at most ${subscribesPerSecond} subscribe messages a second; retry in a second.`, {
-            extensions: { code: ErrorCode.RATE_LIMITED, retryAfterSeconds: 1 },
-          }),
-        ];
-      }
-      if (Object.keys(ctx.subscriptions).length > options.maxSubscriptions) {
-        return [
-          refusal(`A connection holds at most ${options.maxSubscriptions} subscriptions at once; complete one first.`, RequestErrorCode.TOO_MANY_SUBSCRIPTIONS),
-        ];
-      }
-      if (options.inSafelist && !options.inSafelist(payload.query)) return [refusal(notInSafelist, RequestErrorCode.OPERATION_NOT_IN_SAFELIST)];
-      let document: DocumentNode;
-      try {
-        document = parse(payload.query, { maxTokens: 5_000 });
-      } catch (error) {
-        return [refusal((error as Error).message, ApolloServerErrorCode.GRAPHQL_PARSE_FAILED)];
-      }
-      const invalid = validate(schema, document);
-      if (invalid.length > 0) return invalid.map((error) => refusal(error.message, ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED));
-      const operation = getOperationAST(document, payload.operationName);
-      if (!operation) return [refusal("Name one operation of the document in operationName.", ApolloServerErrorCode.OPERATION_RESOLUTION_FAILURE)];
-      if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
-        return [refusal("Only subscriptions are served over WebSocket; send queries and mutations over HTTP.", RequestErrorCode.OPERATION_NOT_SUPPORTED)];
-      }
-      // graphql-js validates such a document, then fails to run it for want of a root field.
-      if (operation.selectionSet.selections.some((selection) => (selection.directives?.length ?? 0) > 0 || selection.kind !== Kind.FIELD)) {
-        return [
-          refusal("A subscription's root field is asked for directly: no fragments or directives on it.", ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED),
-        ];
-      }
-      const variables = payload.variables ?? {};
-      try {
-        checkLimits({ document, operation, operationName: payload.operationName ?? undefined, variables });
-      } catch (error) {
-        if (error instanceof GraphQLError) return [error];
-        throw error;
-      }
-      const viewer = ctx.extra.viewer ?? null;
-      const contextValue: Context = {
-        viewer,
-        tokenProblem: null,
-        clientIp: ctx.extra.request.socket.remoteAddress ?? "unknown",
-        loaders: createLoaders(services, viewer),
-        services,
-        charged: { standing: null },
-      };
-      // A digest: the document may be 100 KB, and is held for as long as the subscription.
-      const key = JSON.stringify([payload.query, payload.operationName ?? null, variables, viewer?.userId.toString() ?? null]);
-      operationKeys.set(contextValue, createHash("sha256").update(key).digest("base64url"));
-      return { schema, document, operationName: payload.operationName ?? null, variableValues: variables, contextValue };
-    },
+    onConnect: (ctx) => authenticateConnection(hooks, ctx),
+    onSubscribe: (ctx, _id, payload) => startSubscription(hooks, ctx, payload),
     subscribe: subscribeWithFreshLoaders,
     onNext: (_ctx, _id, _payload, _args, result) => (result.errors ? { ...result, errors: formatAll(result.errors) } : undefined),
     onError: (_ctx, _id, _payload, errors) => formatAll(errors),
   });
+}
 
-  const sockets = new WebSocketServer({ noServer: true, maxPayload: limits.bodyBytes, handleProtocols: (offered) => handleProtocols(offered) });
-
-  /** Drops a client that does not take its messages: its socket and whatever waits for it go at once. */
-  function dropSlow(socket: WebSocket, why: string): void {
-    if (socket.readyState === socket.CLOSED) return;
-    droppedSlow++;
-    options.onDroppedClient?.();
-    logger.info({ why, buffered: socket.bufferedAmount }, "a live client that did not take its messages was dropped");
-    socket.terminate();
-  }
-
-  function send(socket: WebSocket, data: string): Promise<void> {
-    if (socket.readyState !== socket.OPEN) return Promise.resolve();
-    if (socket.bufferedAmount > options.maxBufferedBytes) {
-      dropSlow(socket, `more than ${options.maxBufferedBytes} bytes waited`);
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        dropSlow(socket, `a message waited more than ${options.sendTimeoutMs} ms`);
-        resolve();
-      }, options.sendTimeoutMs);
-      socket.send(data, () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-  }
-
-  sockets.on("connection", (socket: WebSocket, request: IncomingMessage) => {
-    const extra: Extra = { socket, request, viewer: null, subscribes: { tokens: subscribesPerSecond, at: performance.now() } };
-    socket.on("error", (err) => logger.debug({ err }, "live connection error"));
-    let awaitingPong = false;
-    socket.on("pong", () => (awaitingPong = false));
-    const ping = setInterval(() => {
-      if (awaitingPong) {
-        // A dead peer, not a slow reader: cut without counting it as dropped for slowness.
-        logger.debug("a live client did not answer a ping; its connection is cut");
-        socket.terminate();
-        return;
-      }
-      awaitingPong = true;
-      socket.ping();
-    }, keepAliveMs);
-    const closed = protocol.opened(
-      {
-        protocol: socket.protocol,
-        send: (data) => send(socket, data),
-        close: (code, reason) => socket.close(code, reason),
-        onMessage: (handle) =>
-          socket.on("message", (data: Buffer, isBinary: boolean) => {
-            handle(isBinary ? "" : data.toString("utf8")).catch((err: unknown) => {
-              // graphql-ws throws on messages a client may not send (next, error, connection_ack).
-              logger.warn({ err }, "a live message could not be handled; the connection is closed");
-              socket.close(CloseCode.BadRequest, "Bad request");
-            });
-          }),
-      },
-      extra,
-    );
-    socket.once("close", (code, reason) => {
-      clearInterval(ping);
-      closed(code, reason.toString("utf8")).catch((err: unknown) => logger.warn({ err }, "live connection did not close cleanly"));
-    });
+export function attachLiveServer(http: Server, options: LiveServerOptions): LiveServer {
+  const subscribesPerSecond = options.subscribesPerSecond ?? 10;
+  const hooks: Hooks = { options, subscribesPerSecond, checkLimits: createRequestLimitsCheck(options.schema, options.limits) };
+  const extraOf = (socket: WebSocket, request: IncomingMessage): Extra => ({
+    socket,
+    request,
+    viewer: null,
+    subscribes: { tokens: subscribesPerSecond, at: performance.now() },
   });
-
-  const refuseUpgrade = (socket: Duplex, status: string) => {
-    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, () => socket.destroy());
-  };
-  http.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    // Node takes its own error listener off an upgraded socket: a client that resets it
-    // before it is refused or handed to ws must not raise an unhandled error.
-    socket.on("error", () => socket.destroy());
-    const path = request.url?.split("?")[0];
-    if (path !== "/graphql") return refuseUpgrade(socket, "404 Not Found");
-    // Browsers send Origin with every WebSocket, their own host's pages too, and apply no CORS
-    // to it: the server is the only check.
-    const { origin, host } = request.headers;
-    if (origin !== undefined && options.allowsOrigin && !options.allowsOrigin(origin) && !isSameHost(origin, host))
-      return refuseUpgrade(socket, "403 Forbidden");
-    if (sockets.clients.size >= options.maxConnections) return refuseUpgrade(socket, "503 Service Unavailable");
-    sockets.handleUpgrade(request, socket, head, (ws) => sockets.emit("connection", ws, request));
+  return attachLiveSockets(http, createProtocol(hooks), extraOf, {
+    ...options,
+    maxPayloadBytes: options.limits.bodyBytes,
+    keepAliveMs: options.keepAliveMs ?? 12_000,
   });
-
-  return {
-    connections: () => sockets.clients.size,
-    droppedSlow: () => droppedSlow,
-    bufferedBytes: () => [...sockets.clients].reduce((sum, socket) => sum + socket.bufferedAmount, 0),
-    async close() {
-      for (const socket of sockets.clients) socket.close(1001, "Going away");
-      const cutAt = setTimeout(() => {
-        for (const socket of sockets.clients) socket.terminate();
-      }, 1_000);
-      await new Promise<void>((resolve) => sockets.close(() => resolve()));
-      await new Promise<void>((resolve) => {
-        const wait = () => (sockets.clients.size === 0 ? resolve() : setTimeout(wait, 20));
-        wait();
-      });
-      clearTimeout(cutAt);
-    },
-  };
 }
