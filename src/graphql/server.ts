@@ -9,7 +9,8 @@ import {
 } from "@apollo/server/plugin/disabled";
 import { fastifyApolloDrainPlugin } from "@as-integrations/fastify";
 import fastifyCors from "@fastify/cors";
-import Fastify, { type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import type { GraphQLSchema } from "graphql";
 import type { Logger } from "pino";
 import type { Services } from "../domain/services.js";
 import { authenticationPlugin } from "./plugins/authentication-plugin.js";
@@ -90,9 +91,20 @@ export interface ServingApi {
 const httpRequest = Symbol("httpRequest");
 type HttpContext = Context & { readonly [httpRequest]?: FastifyRequest };
 
-/** Serves GraphQL over HTTP at `http://host:port/graphql`. */
-// eslint-disable-next-line max-lines-per-function -- the HTTP server's wiring: hooks, CORS, Apollo and its plugins, and routes, in the order Fastify takes them.
-export async function serveGraphQL(services: Services, options: GraphQLServerOptions & { readonly host: string; readonly port: number }): Promise<ServingApi> {
+/** What the steps of the wiring share: the server, its options, and what each request's log line is made of. */
+interface Wiring {
+  readonly http: FastifyInstance;
+  readonly options: GraphQLServerOptions;
+  readonly schema: GraphQLSchema;
+  /** The code an answer of the HTTP layer carried (a body that is not JSON, too large, no such route). */
+  readonly transportCodes: WeakMap<FastifyRequest, string>;
+  readonly operations: WeakMap<FastifyRequest, OperationFacts>;
+  readonly allowsOrigin: (origin: string) => boolean;
+}
+
+type FormatError = ReturnType<typeof createFormatError>;
+
+function createHttp(options: GraphQLServerOptions): FastifyInstance {
   const keepAliveTimeout = options.keepAliveTimeoutMs ?? 72_000;
   const { trustProxy = false } = options;
   const http = Fastify({
@@ -108,16 +120,15 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
     requestTimeout: 30_000,
   });
   http.server.headersTimeout = 10_000;
-  // The code an answer of the HTTP layer carried (a body that is not JSON, too large, no such route).
-  const transportCodes = new WeakMap<FastifyRequest, string>();
-  installHttpErrorHandlers(http, options.logger, options.limits.bodyBytes, (request, code) => transportCodes.set(request, code));
-  const schema = createSchema();
+  return http;
+}
+
+function installRequestHooks({ http, options, transportCodes, operations }: Wiring): void {
   // Hooks in callback style: an async hook costs a promise and a microtask per request.
   http.addHook("onRequest", (request, reply, done) => {
     void reply.header("x-request-id", request.id);
     done();
   });
-  const operations = new WeakMap<FastifyRequest, OperationFacts>();
   const requestLog = createRequestLog({ logger: options.logger });
   http.addHook("onResponse", (request, reply, done) => {
     // CORS preflights carry no operation: counting them would read as failed GraphQL requests.
@@ -133,7 +144,9 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
     }
     done();
   });
-  const allowsOrigin = originPolicy(options.corsOrigins ?? []);
+}
+
+async function registerCors({ http, options, allowsOrigin }: Wiring): Promise<void> {
   if (options.corsOrigins === "*" || (options.corsOrigins ?? []).length > 0) {
     await http.register(fastifyCors, {
       // An origin not allowed gets no CORS headers at all; its preflight falls through to the 204 below.
@@ -147,6 +160,9 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
   // A preflight CORS did not answer (an origin not allowed, or none configured): a plain 204
   // without Access-Control-Allow-Origin, which the browser reads as a refusal.
   http.options("/graphql", (_request, reply) => reply.code(204).header("content-length", "0").send());
+}
+
+function restrictBodies({ http, options, transportCodes }: Wiring): void {
   // JSON only: a POST of a "simple" media type (what a page may send another origin without a
   // preflight) is refused before it runs, which keeps mutations, POST-only, out of reach of
   // cross-site forms. GET carries queries alone: Apollo answers a mutation over GET 405.
@@ -154,9 +170,11 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
   if (options.persistedQueries.mode === "safelist") {
     refuseOutsideSafelist(http, options.persistedQueries.operations, (request, code) => transportCodes.set(request, code));
   }
-  const formatError = createFormatError(options.logger, options.isUnavailable);
+}
+
+function createApollo({ http, options, schema, operations }: Wiring, formatError: FormatError): ApolloServer<Context> {
   const execution = jitExecution(schema, { deadlineOf: (context) => (context as Context).deadlineAtMs });
-  const apollo = new ApolloServer<Context>({
+  return new ApolloServer<Context>({
     gateway: execution.gateway,
     stringifyResult: execution.stringifyResult,
     introspection: options.introspection,
@@ -198,7 +216,9 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
       ...(options.plugins ?? []),
     ],
   });
-  await apollo.start();
+}
+
+function registerRoutes({ http, options, transportCodes }: Wiring, services: Services, apollo: ApolloServer<Context>): void {
   // Liveness says only that the process serves HTTP: restarting it would not cure a stalled store.
   http.get("/health/live", async () => ({ status: "live" }));
   http.get("/health/ready", async (_request, reply) => {
@@ -215,6 +235,10 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
       return context;
     },
   });
+}
+
+/** Subscriptions over WebSocket, when the services have live counts and the options bound them. */
+function attachLive({ http, options, schema, allowsOrigin }: Wiring, services: Services, formatError: FormatError): LiveServer | null {
   // Upgrades to WebSocket on /graphql go to graphql-ws; Fastify never sees them.
   const live =
     services.live && options.live
@@ -235,6 +259,30 @@ export async function serveGraphQL(services: Services, options: GraphQLServerOpt
     const counts = services.live;
     options.metrics.watchLive(() => ({ connections: live.connections(), subscriptions: counts.stats().streams, posts: counts.stats().posts }));
   }
+  return live;
+}
+
+/** Serves GraphQL over HTTP at `http://host:port/graphql`. */
+export async function serveGraphQL(services: Services, options: GraphQLServerOptions & { readonly host: string; readonly port: number }): Promise<ServingApi> {
+  const http = createHttp(options);
+  const transportCodes = new WeakMap<FastifyRequest, string>();
+  installHttpErrorHandlers(http, options.logger, options.limits.bodyBytes, (request, code) => transportCodes.set(request, code));
+  const wiring: Wiring = {
+    http,
+    options,
+    schema: createSchema(),
+    transportCodes,
+    operations: new WeakMap<FastifyRequest, OperationFacts>(),
+    allowsOrigin: originPolicy(options.corsOrigins ?? []),
+  };
+  installRequestHooks(wiring);
+  await registerCors(wiring);
+  restrictBodies(wiring);
+  const formatError = createFormatError(options.logger, options.isUnavailable);
+  const apollo = createApollo(wiring, formatError);
+  await apollo.start();
+  registerRoutes(wiring, services, apollo);
+  const live = attachLive(wiring, services, formatError);
   await http.listen({ host: options.host, port: options.port });
   const address = http.server.address();
   const port = typeof address === "object" && address ? address.port : options.port;
