@@ -50,17 +50,42 @@ function codeOfStatus(status: number): string {
   return status >= 500 ? ApolloServerErrorCode.INTERNAL_SERVER_ERROR : ApolloServerErrorCode.BAD_REQUEST;
 }
 
-// eslint-disable-next-line max-lines-per-function -- the API's metric definitions, one registry; each observer is short.
-export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
-  const maxOperationNames = options.maxOperationNames ?? 200;
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  const readinessFailures = new Counter({
+/** Labels for operation names: each well-formed name until `maxOperationNames` are known, then "other". */
+function operationLabels(maxOperationNames: number): (operation: OperationFacts | undefined) => string {
+  const knownNames = new Set<string>();
+  return (operation) => {
+    if (!operation?.operationType) return "invalid";
+    const name = operation.operationName;
+    if (name === null) return "anonymous";
+    if (knownNames.has(name)) return name;
+    if (!operationNameShape.test(name) || knownNames.size >= maxOperationNames) return "other";
+    knownNames.add(name);
+    return name;
+  };
+}
+
+// Codes come from the service itself, yet a cap costs nothing and guards against a future leak of free text.
+function codeLabels(): (code: string) => string {
+  const knownCodes = new Set<string>();
+  return (code) => {
+    if (knownCodes.has(code)) return code;
+    if (!/^[A-Z][A-Z0-9_]{0,63}$/.test(code) || knownCodes.size >= 50) return "OTHER";
+    knownCodes.add(code);
+    return code;
+  };
+}
+
+function readinessCounter(registry: Registry): Counter<"check" | "effect"> {
+  return new Counter({
     name: "likes_readiness_checks_failed_total",
     help: 'Readiness reports in which a check did not answer "ok", by check; effect "unavailable" (HTTP 503) for a probe, "degraded" for an advisory',
     labelNames: ["check", "effect"] as const,
     registers: [registry],
   });
+}
+
+/** Each answered request's duration by operation, its errors by code, and whether rates limited it. */
+function requestObserver(registry: Registry, maxOperationNames: number): ApiMetrics["observeRequest"] {
   const requestDuration = new Histogram({
     name: "likes_graphql_request_duration_seconds",
     help: 'GraphQL requests by operation name ("anonymous" unnamed, "invalid" when no operation ran, "other" past the cap of names) and type',
@@ -79,6 +104,17 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
     help: "GraphQL requests refused, wholly or partly, with RATE_LIMITED",
     registers: [registry],
   });
+  const operationLabel = operationLabels(maxOperationNames);
+  const codeLabel = codeLabels();
+  return (http, operation) => {
+    requestDuration.observe({ operation: operationLabel(operation), type: operation?.operationType ?? "none" }, http.durationMs / 1000);
+    const codes = operation ? operation.errorCodes : http.status >= 400 ? [codeOfStatus(http.status)] : [];
+    for (const code of codes) errors.inc({ code: codeLabel(code) });
+    if (codes.includes("RATE_LIMITED")) rateLimited.inc();
+  };
+}
+
+function storeObservers(registry: Registry): Pick<ApiMetrics, "observeRedisCommand" | "observeSqlQuery"> {
   const redisDuration = new Histogram({
     name: "likes_redis_command_duration_seconds",
     help: "Redis commands of the API, from sending to the reply, by command",
@@ -92,6 +128,17 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
     buckets: storeBuckets,
     registers: [registry],
   });
+  return {
+    observeRedisCommand: (command, durationMs) => {
+      redisDuration.observe({ command: command.toLowerCase() }, durationMs / 1000);
+    },
+    observeSqlQuery: (durationMs) => {
+      sqlDuration.observe(durationMs / 1000);
+    },
+  };
+}
+
+function liveObservers(registry: Registry): Pick<ApiMetrics, "watchLive" | "observeDroppedClient"> {
   const droppedClients = new Counter({
     name: "likes_live_clients_dropped_total",
     help: "WebSocket clients dropped for not taking their messages in time",
@@ -110,44 +157,22 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
   liveGauge("likes_live_connections", "Open WebSocket connections", (f) => f.connections);
   liveGauge("likes_live_subscriptions", "Live subscriptions", (f) => f.subscriptions);
   liveGauge("likes_live_posts_watched", "Distinct posts the process watches for its subscribers", (f) => f.posts);
-  const knownNames = new Set<string>();
-  const knownCodes = new Set<string>();
-
-  const operationLabel = (operation: OperationFacts | undefined): string => {
-    if (!operation?.operationType) return "invalid";
-    const name = operation.operationName;
-    if (name === null) return "anonymous";
-    if (knownNames.has(name)) return name;
-    if (!operationNameShape.test(name) || knownNames.size >= maxOperationNames) return "other";
-    knownNames.add(name);
-    return name;
-  };
-  // Codes come from the service itself, yet a cap costs nothing and guards against a future leak of free text.
-  const codeLabel = (code: string): string => {
-    if (knownCodes.has(code)) return code;
-    if (!/^[A-Z][A-Z0-9_]{0,63}$/.test(code) || knownCodes.size >= 50) return "OTHER";
-    knownCodes.add(code);
-    return code;
-  };
-
   return {
-    registry,
-    readinessFailures,
-    observeRequest: (http, operation) => {
-      requestDuration.observe({ operation: operationLabel(operation), type: operation?.operationType ?? "none" }, http.durationMs / 1000);
-      const codes = operation ? operation.errorCodes : http.status >= 400 ? [codeOfStatus(http.status)] : [];
-      for (const code of codes) errors.inc({ code: codeLabel(code) });
-      if (codes.includes("RATE_LIMITED")) rateLimited.inc();
-    },
-    observeRedisCommand: (command, durationMs) => {
-      redisDuration.observe({ command: command.toLowerCase() }, durationMs / 1000);
-    },
-    observeSqlQuery: (durationMs) => {
-      sqlDuration.observe(durationMs / 1000);
-    },
     watchLive: (read) => {
       live = read;
     },
     observeDroppedClient: () => droppedClients.inc(),
+  };
+}
+
+export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    readinessFailures: readinessCounter(registry),
+    observeRequest: requestObserver(registry, options.maxOperationNames ?? 200),
+    ...storeObservers(registry),
+    ...liveObservers(registry),
   };
 }
