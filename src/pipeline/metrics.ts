@@ -39,18 +39,33 @@ const lagBuckets = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 30
 /** Changes per PostgreSQL transaction: one alone (a split batch) up to PERSIST_BATCH_SIZE's largest sensible values. */
 const batchBuckets = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000];
 
-// eslint-disable-next-line max-lines-per-function -- the pipeline's metric definitions, one registry; each observer is short.
-export function createPipelineMetrics(options: PipelineMetricsOptions = {}): PipelineMetrics {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  const make = <M>(Metric: new (config: { name: string; help: string; registers: Registry[] }) => M, name: string, help: string) =>
-    new Metric({ name, help, registers: [registry] });
+function publishedObserver(registry: Registry): PipelineMetrics["observePublished"] {
   const relayLag = new Histogram({
     name: "likes_relay_lag_seconds",
     help: "Changes the broker confirmed, by how long after they were made in Redis (Redis's clock against the worker's)",
     buckets: lagBuckets,
     registers: [registry],
   });
+  return (changes) => {
+    const now = Date.now();
+    for (const change of changes) relayLag.observe((now - change.at.getTime()) / 1000);
+  };
+}
+
+/** Adds what a batch changed in PostgreSQL, by relation and action, to `changesPersisted`. */
+function countApplied(changesPersisted: Counter<"relation" | "action">, applied: Pick<AppliedChanges, "passed" | "deltas">): void {
+  // Summed per label pair first: a batch of a thousand likes is then one labelled increment, not a thousand.
+  const moved = new Map<string, { relation: string; action: string; n: number }>();
+  const add = (relation: string, action: string, n: number) => {
+    const entry = moved.get(`${relation}/${action}`) ?? moved.set(`${relation}/${action}`, { relation, action, n: 0 }).get(`${relation}/${action}`);
+    if (entry) entry.n += n;
+  };
+  for (const change of applied.passed) add(change.relation, change.member ? "add" : "remove", 1);
+  for (const { target, name, delta } of applied.deltas) if (target.type === "post" && name === "read" && delta > 0) add("view", "add", delta);
+  for (const { relation, action, n } of moved.values()) changesPersisted.inc({ relation, action }, n);
+}
+
+function persistedObserver(registry: Registry): PipelineMetrics["observePersisted"] {
   const persistLag = new Histogram({
     name: "likes_persist_lag_seconds",
     help: "Changes committed to PostgreSQL, by how long after they were made in Redis (Redis's clock against the worker's)",
@@ -69,6 +84,18 @@ export function createPipelineMetrics(options: PipelineMetricsOptions = {}): Pip
     labelNames: ["relation", "action"] as const,
     registers: [registry],
   });
+  // Every series from the start: a series first seen at a non-zero value shows no increase in PromQL.
+  for (const relation of Object.keys(relations)) for (const action of ["add", "remove"]) changesPersisted.inc({ relation, action }, 0);
+  changesPersisted.inc({ relation: "view", action: "add" }, 0);
+  return (changes, applied) => {
+    const now = Date.now();
+    batchSize.observe(changes.length);
+    for (const change of changes) persistLag.observe((now - change.at.getTime()) / 1000);
+    countApplied(changesPersisted, applied);
+  };
+}
+
+function reconcileCounters(registry: Registry): Pick<PipelineMetrics, "reconcileDifferences" | "reconcilePasses"> {
   const reconcileDifferences = new Counter({
     name: "likes_reconcile_differences_total",
     help: "Differences reconcile passes found between Redis and PostgreSQL, by kind",
@@ -81,15 +108,17 @@ export function createPipelineMetrics(options: PipelineMetricsOptions = {}): Pip
     labelNames: ["outcome"] as const,
     registers: [registry],
   });
-  // Every series from the start: a series first seen at a non-zero value shows no increase in PromQL.
+  // Every series from the start, as likes_changes_persisted_total's.
   for (const kind of Object.keys(noDifferences())) reconcileDifferences.inc({ kind }, 0);
   for (const outcome of ["finished", "failed"]) reconcilePasses.inc({ outcome }, 0);
-  for (const relation of Object.keys(relations)) for (const action of ["add", "remove"]) changesPersisted.inc({ relation, action }, 0);
-  changesPersisted.inc({ relation: "view", action: "add" }, 0);
+  return { reconcileDifferences, reconcilePasses };
+}
+
+function redisMemoryGauges(registry: Registry, redisMemory: PipelineMetricsOptions["redisMemory"]): void {
   // Both gauges of a scrape share one reading; a reading that fails leaves the last values.
   let memory: { readonly at: number; readonly reading: Promise<MemoryReading | null> } | null = null;
   const readMemory = () => {
-    if (!memory || Date.now() - memory.at > 1_000) memory = { at: Date.now(), reading: options.redisMemory?.().catch(() => null) ?? Promise.resolve(null) };
+    if (!memory || Date.now() - memory.at > 1_000) memory = { at: Date.now(), reading: redisMemory?.().catch(() => null) ?? Promise.resolve(null) };
     return memory.reading;
   };
   const memoryGauge = (name: string, help: string, pick: (reading: MemoryReading) => number) =>
@@ -104,6 +133,17 @@ export function createPipelineMetrics(options: PipelineMetricsOptions = {}): Pip
     });
   memoryGauge("likes_redis_memory_used_bytes", "Redis's used_memory (of its fullest master on a cluster), read at scrape time", (r) => r.usedBytes);
   memoryGauge("likes_redis_maxmemory_bytes", "Redis's maxmemory (of its fullest master on a cluster); 0 when it has no limit", (r) => r.maxBytes);
+}
+
+export function createPipelineMetrics(options: PipelineMetricsOptions = {}): PipelineMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const make = <M>(Metric: new (config: { name: string; help: string; registers: Registry[] }) => M, name: string, help: string) =>
+    new Metric({ name, help, registers: [registry] });
+  const observePublished = publishedObserver(registry);
+  const observePersisted = persistedObserver(registry);
+  const reconcile = reconcileCounters(registry);
+  redisMemoryGauges(registry, options.redisMemory);
 
   return {
     registry,
@@ -119,25 +159,8 @@ export function createPipelineMetrics(options: PipelineMetricsOptions = {}): Pip
       "likes_reconcile_rebuilt_behind_total",
       "Targets whose Redis lacked changes PostgreSQL had, taken out of Redis to be rebuilt",
     ),
-    reconcileDifferences,
-    reconcilePasses,
-    observePublished: (changes) => {
-      const now = Date.now();
-      for (const change of changes) relayLag.observe((now - change.at.getTime()) / 1000);
-    },
-    observePersisted: (changes, applied) => {
-      const now = Date.now();
-      batchSize.observe(changes.length);
-      for (const change of changes) persistLag.observe((now - change.at.getTime()) / 1000);
-      // Summed per label pair first: a batch of a thousand likes is then one labelled increment, not a thousand.
-      const moved = new Map<string, { relation: string; action: string; n: number }>();
-      const add = (relation: string, action: string, n: number) => {
-        const entry = moved.get(`${relation}/${action}`) ?? moved.set(`${relation}/${action}`, { relation, action, n: 0 }).get(`${relation}/${action}`);
-        if (entry) entry.n += n;
-      };
-      for (const change of applied.passed) add(change.relation, change.member ? "add" : "remove", 1);
-      for (const { target, name, delta } of applied.deltas) if (target.type === "post" && name === "read" && delta > 0) add("view", "add", delta);
-      for (const { relation, action, n } of moved.values()) changesPersisted.inc({ relation, action }, n);
-    },
+    ...reconcile,
+    observePublished,
+    observePersisted,
   };
 }
