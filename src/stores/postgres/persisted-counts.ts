@@ -1,4 +1,4 @@
-// What a read shows of targets Redis does not hold, from PostgreSQL (counters.ts):
+// What a read shows of targets Redis does not hold, from PostgreSQL (counter-reads.ts):
 // their counts as `counters` holds them and a viewer's memberships from the
 // relation tables, one statement each for a whole page, no transaction, nothing
 // loaded into Redis.
