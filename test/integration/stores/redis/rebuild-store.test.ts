@@ -8,7 +8,8 @@ import { createCounterStore } from "../../../../src/stores/redis/counter-store.j
 import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
 import { createMemberIndexStore, memberIndexesOf, type MemberIndexes } from "../../../../src/stores/redis/member-index-store.js";
 import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
-import { createRebuildStore, rebuildGeneration } from "../../../../src/stores/redis/rebuild-store.js";
+import { createRebuildStore } from "../../../../src/stores/redis/rebuild-store.js";
+import { rebuildGeneration } from "../../../../src/stores/redis/rebuild-write.js";
 import { versionOf } from "../../../../src/stores/versions.js";
 import { openRedis } from "../../../support/env.js";
 
