@@ -26,7 +26,7 @@ export interface ReconcileBigFigures {
 }
 
 const likers = 5_000_000;
-/** The generation a rebuild gives 5,000,000 members at 512 a shard (src/stores/redis/rebuild-store.ts). */
+/** The generation a rebuild gives 5,000,000 members at 512 a shard (src/stores/redis/rebuild-write.ts). */
 const generation = 5;
 const drift = 1_000;
 const target = { type: "post" as const, id: 1n };
