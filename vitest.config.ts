@@ -1,10 +1,11 @@
 import { defineConfig } from "vitest/config";
 
 /**
- * The suites that cross Redis nodes (likes, relations, lists, views, rankings, live counts,
- * new users' announcements, persisted queries, persistence, rebuild and reconcile) run a second time with the
- * service's Redis a 3-master cluster (REDIS_CLUSTER_NODES), as the project "cluster": the
- * rest test HTTP, limits and faults, which do not depend on where a key lives.
+ * The files whose work crosses Redis nodes (likes, relations, lists, views, rankings, live counts,
+ * new users' announcements, persisted queries, persistence, rebuild and reconcile) run a second time
+ * with the service's Redis a 3-master cluster (REDIS_CLUSTER_NODES), as the project "cluster": of
+ * them, the tests that do not depend on where a key lives (input checks, the protocol, the broker,
+ * PostgreSQL alone) are written `itOnSingle` and run in "single" only (test/support/env.ts).
  */
 const acrossNodes = [
   "test/integration/graphql/likes.test.ts",
@@ -28,6 +29,34 @@ const acrossNodes = [
   "test/integration/process/scale-out.test.ts",
 ];
 
+/**
+ * Files whose checks cover all of PostgreSQL's data, or change all of it: they empty every table
+ * (`fresh` stores), sweep it with a reconcile pass, or read the feed of everyone's newest posts,
+ * which other files' posts would push aside. They run one at a time, with no other file running.
+ */
+const everyonesData = [
+  "test/integration/graphql/connections.test.ts",
+  "test/integration/graphql/content.test.ts",
+  "test/integration/graphql/redis-faults.test.ts",
+  "test/integration/graphql/hot-posts.test.ts",
+  "test/integration/pipeline/rankings.test.ts",
+  "test/integration/pipeline/reconcile.test.ts",
+  "test/integration/pipeline/reconcile-counters.test.ts",
+  "test/integration/pipeline/reconcile-drift.test.ts",
+  "test/integration/pipeline/reconcile-lists.test.ts",
+  "test/integration/process/dashboard-metrics.test.ts",
+  "test/integration/process/reconcile-ticks.test.ts",
+];
+
+/** Files of the single-Redis project that also use the suite's Redis Cluster, which others flush. */
+const onTheCluster = [
+  "test/integration/pipeline/outbox-relay.test.ts",
+  "test/integration/stores/redis/cluster.test.ts",
+  "test/integration/stores/redis/counter-store.test.ts",
+  "test/integration/stores/redis/replica-acks.test.ts",
+  "test/integration/stores/redis/slot-migration.test.ts",
+];
+
 /** The services integration tests run against, started once for the run, and each file's cleanup. */
 const withServices = { globalSetup: ["test/setup/global.ts"], setupFiles: ["test/setup/per-file.ts"] };
 
@@ -39,21 +68,65 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: "graphql/index.js" }],
   },
   test: {
-    // Files run one after another: several count a service's work (Redis round
-    // trips) or cut it through a proxy, which parallel files would disturb.
-    fileParallelism: false,
+    // Integration files mostly wait on the services, so more files than cores run at once.
+    maxWorkers: 3,
     // The suite's own database, also when vitest is run without scripts/test.sh.
     env: { DATABASE_URL: process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/likes_test" },
     // The default report, then the slowest files (test/reporters/slowest-files.ts).
     reporters: ["default", "./test/reporters/slowest-files.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // Three phases (sequence.groupOrder), each a project or more run together:
+    //   0. unit tests; integration files side by side, each on its worker's Redis; and, one at a
+    //      time, the files that use the cluster as the service's Redis but leave other data alone;
+    //   1. one at a time, the single-Redis files over everyone's data or on the shared cluster;
+    //   2. one at a time, the cluster's files over everyone's data.
     projects: [
       // Pure functions and in-memory modules: no service is started, so `npm run test:unit` runs them
       // in seconds on a machine without PostgreSQL, Redis or RabbitMQ.
       { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"] } },
-      { extends: true, test: { name: "single", include: ["test/integration/**/*.test.ts"], provide: { redisMode: "single" }, ...withServices } },
-      { extends: true, test: { name: "cluster", include: acrossNodes, provide: { redisMode: "cluster" }, ...withServices } },
+      {
+        extends: true,
+        test: {
+          name: "single",
+          include: ["test/integration/**/*.test.ts"],
+          exclude: [...everyonesData, ...onTheCluster],
+          provide: { redisMode: "single" },
+          ...withServices,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "cluster",
+          include: acrossNodes.filter((file) => !everyonesData.includes(file)),
+          fileParallelism: false,
+          provide: { redisMode: "cluster" },
+          ...withServices,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "single-serial",
+          include: [...everyonesData, ...onTheCluster],
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+          provide: { redisMode: "single" },
+          ...withServices,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "cluster-serial",
+          include: acrossNodes.filter((file) => everyonesData.includes(file)),
+          fileParallelism: false,
+          sequence: { groupOrder: 2 },
+          provide: { redisMode: "cluster" },
+          ...withServices,
+        },
+      },
     ],
   },
 });

@@ -1,7 +1,8 @@
 // Starts what the suite needs beside the machine's services: a private Redis
-// instance (so counting round trips or flushing disturbs nobody) and a local
-// Redis Cluster for the script tests. The database is migrated by scripts/test.sh.
-import { execFileSync, spawn } from "node:child_process";
+// instance per vitest worker (so counting round trips or flushing disturbs no other
+// file, as files run side by side) and a local Redis Cluster. The database is
+// migrated by scripts/test.sh.
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -22,8 +23,8 @@ async function waitForRedis(port: number): Promise<void> {
 
 declare module "vitest" {
   export interface ProvidedContext {
-    redisUrl: string;
-    redisPort: number;
+    /** The private Redis servers' ports, one per worker (VITEST_POOL_ID): test/support/env.ts's privateRedisPort(). */
+    redisPorts: number[];
     clusterNodes: string[];
     /** Which Redis the service is given: the private one, or the cluster (the project "cluster" of vitest.config.ts). */
     redisMode: "single" | "cluster";
@@ -31,13 +32,10 @@ declare module "vitest" {
   }
 }
 
-const rabbitmqctl = (...args: string[]) => execFileSync("rabbitmqctl", args, { stdio: "pipe" });
-
-export default async function setup(project: TestProject): Promise<() => void> {
-  // vitest.config.ts's projects each run this; the root, which runs no file, need not.
-  if (project.isRootProject()) return () => {};
+/** A Redis of the suite's own: no persistence, no eviction. */
+async function startPrivateRedis(): Promise<{ port: number; child: ChildProcess }> {
   const port = await freePort();
-  const redis = spawn(
+  const child = spawn(
     "redis-server",
     [
       "--port",
@@ -56,14 +54,26 @@ export default async function setup(project: TestProject): Promise<() => void> {
     { stdio: "ignore" },
   );
   await waitForRedis(port);
+  return { port, child };
+}
+
+const rabbitmqctl = (...args: string[]) => execFileSync("rabbitmqctl", args, { stdio: "pipe" });
+
+export default async function setup(project: TestProject): Promise<() => void> {
+  // vitest.config.ts's projects each run this; the root, which runs no file, need not.
+  if (project.isRootProject()) return () => {};
+  // One per worker slot: pool ids run from 1 to maxWorkers across the whole run's projects. One
+  // after another, so that no two are offered the same free port.
+  const servers: { port: number; child: ChildProcess }[] = [];
+  for (let slot = 0; slot < project.vitest.config.maxWorkers; slot++) servers.push(await startPrivateRedis());
   // TEST_CLUSTER_PORT lets two checkouts run their suites side by side.
   // Process tests run the compiled service, as production does (test/support/service-process.ts):
   // built once here (incremental, seconds when nothing changed) rather than compiled by each process.
   execFileSync("bash", ["scripts/build.sh"], { stdio: "inherit" });
   const clusterPort = Number(process.env.TEST_CLUSTER_PORT ?? 7101);
   execFileSync("bash", ["scripts/redis-cluster.sh", "start", String(clusterPort)], { stdio: "inherit" });
-  // The cluster outlives a run: each run starts from an empty one, as from a new private Redis. Both projects'
-  // files then share it (one file at a time), each with ids of its own.
+  // The cluster outlives a run: each run starts from an empty one, as from a new private Redis. The files
+  // that use it then share it one at a time (vitest.config.ts's serial groups), each with ids of its own.
   for (const port of [0, 1, 2].map((i) => clusterPort + i)) execFileSync("redis-cli", ["-p", String(port), "flushall"], { stdio: "pipe" });
 
   // Tests stand in for users with small made-up ids (1, 2, … up to some tens of thousands) where
@@ -81,8 +91,10 @@ export default async function setup(project: TestProject): Promise<() => void> {
     },
   );
 
-  project.provide("redisUrl", `redis://127.0.0.1:${port}`);
-  project.provide("redisPort", port);
+  project.provide(
+    "redisPorts",
+    servers.map((server) => server.port),
+  );
   project.provide(
     "clusterNodes",
     [0, 1, 2].map((i) => `127.0.0.1:${clusterPort + i}`),
@@ -93,7 +105,7 @@ export default async function setup(project: TestProject): Promise<() => void> {
   rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
   project.provide("amqpUrl", `amqp://guest:guest@127.0.0.1:5672/${vhost}`);
   return () => {
-    redis.kill("SIGTERM");
+    for (const server of servers) server.child.kill("SIGTERM");
     try {
       rabbitmqctl("delete_vhost", vhost);
     } catch {

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Cluster } from "ioredis";
 import { pino } from "pino";
-import { inject } from "vitest";
+import { inject, it } from "vitest";
 import { loadConfig, type Config } from "../../src/config.js";
 import { createTokenService } from "../../src/graphql/tokens.js";
 import { createDatabase, type Database } from "../../src/stores/postgres/database.js";
@@ -17,7 +17,7 @@ export const testConfigs: Config[] = [];
 export function testConfig(overrides: Record<string, string> = {}): Config {
   const config = loadConfig({
     ...process.env,
-    REDIS_URL: inject("redisUrl"),
+    REDIS_URL: privateRedisUrl(),
     REDIS_CLUSTER_NODES: onCluster() ? inject("clusterNodes").join(",") : "",
     AMQP_URL: inject("amqpUrl"),
     RABBITMQ_PREFIX: `t${uniqueTag()}`,
@@ -29,23 +29,55 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     // A short linger: most tests wait for PostgreSQL, and each wait would pay the default
     // second. The tests of batching set their own.
     PERSIST_LINGER_MS: "20",
+    // Classic queues: a quorum queue takes the broker a Raft log to declare and delete, and each
+    // configuration declares seven. The tests of what quorum queues add (a delivery limit,
+    // dead-lettering at least once) ask for them.
+    RABBITMQ_QUEUE_TYPE: "classic",
     ...overrides,
   });
   testConfigs.push(config);
   return config;
 }
 
+/**
+ * Deadlines for tests of exactness under bursts of hundreds of concurrent writes. The suite's
+ * files share the machine's cores, so a burst's last writes may wait past the 1 s defaults;
+ * what a deadline does is not what these tests check (deadlines.test.ts and the fault tests do).
+ */
+export const burstDeadlines = { REQUEST_DEADLINE_MS: "5000", REDIS_COMMAND_TIMEOUT_MS: "5000" } as const;
+
 export function openDatabase(config = testConfig()): Database {
   return createDatabase({ url: config.databaseUrl, poolSize: 4 });
 }
 
+/**
+ * The port of this worker's private Redis. Files run side by side, each worker with a Redis of
+ * its own (test/setup/global.ts), so a file may count its commands or flush it.
+ */
+export function privateRedisPort(): number {
+  const ports = inject("redisPorts");
+  const slot = Number(process.env.VITEST_POOL_ID ?? "1");
+  return ports[(slot - 1) % ports.length] as number;
+}
+
+export const privateRedisUrl = () => `redis://127.0.0.1:${privateRedisPort()}`;
+
 /** Whether this run's project gives the service a Redis Cluster (vitest.config.ts), rather than the private Redis. */
 export const onCluster = () => inject("redisMode") === "cluster";
+
+/**
+ * `it` for a test that does not depend on where Redis keeps a key: input checks, the protocol,
+ * the broker or PostgreSQL alone. The project "cluster" (vitest.config.ts) runs again only the
+ * tests whose keys cross Redis nodes, so it does not register this one; "single" runs it.
+ */
+export function itOnSingle(name: string, test: () => Promise<void> | void, timeoutMs?: number): void {
+  if (!onCluster()) it(name, test, timeoutMs);
+}
 
 /** A client of the Redis the service is given in this project (unless `url` or `clusterNodes` names another). */
 export async function openRedis(options: { url?: string; clusterNodes?: readonly string[]; commandTimeoutMs?: number } = {}): Promise<RedisClient> {
   const clusterNodes = options.clusterNodes ?? (options.url === undefined && onCluster() ? inject("clusterNodes") : []);
-  const client = createRedisClient({ url: options.url ?? inject("redisUrl"), clusterNodes, commandTimeoutMs: options.commandTimeoutMs });
+  const client = createRedisClient({ url: options.url ?? privateRedisUrl(), clusterNodes, commandTimeoutMs: options.commandTimeoutMs });
   await client.connect();
   return client;
 }

@@ -69,9 +69,11 @@ export interface StoresWithAuthor extends Stores {
 /**
  * Opens the test database and private Redis before a file's tests, with an
  * author to write posts as, and closes them after. `fresh` empties every table
- * and Redis first, for files whose checks cover all data.
+ * and Redis first, for files whose checks cover all data (vitest.config.ts runs
+ * them alone); `emptyRedis` empties Redis alone, for files that count what Redis
+ * holds, such as whatever the outbox was left holding.
  */
-export function useStores(assign: (stores: StoresWithAuthor) => void, options: { fresh?: boolean } = {}): void {
+export function useStores(assign: (stores: StoresWithAuthor) => void, options: { fresh?: boolean; emptyRedis?: boolean } = {}): void {
   let opened: StoresWithAuthor | undefined;
   beforeAll(async () => {
     const config = testConfig();
@@ -79,8 +81,8 @@ export function useStores(assign: (stores: StoresWithAuthor) => void, options: {
     const redis = await openRedis();
     if (options.fresh) {
       await db.$executeRaw`TRUNCATE users, posts, comments, likes, collects, follows, relation_versions, view_totals, target_epochs, counters, like_buckets`;
-      await emptyRedis(redis);
     }
+    if (options.fresh || options.emptyRedis) await emptyRedis(redis);
     const [author] = await createUsers(db, config, 1);
     opened = { db, redis, author: author as TestUser };
     assign(opened);

@@ -3,7 +3,7 @@
 // statements for a page), paid from the caller's budget, and handed to the warmer,
 // which loads many targets per PostgreSQL snapshot in the background. Writes still
 // load the target they change, a few at a time per process, each within its deadline.
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import { createCatalog, lookupTarget } from "../../../src/domain/catalog.js";
 import type { LikeableTarget, Target } from "../../../src/domain/model/index.js";
@@ -21,7 +21,7 @@ import { createCounterStore } from "../../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { codesOf, createUsers, emptyRedis, openRedis, testConfig, type TestUser } from "../../support/env.js";
+import { codesOf, createUsers, emptyRedis, openRedis, privateRedisUrl, testConfig, type TestUser } from "../../support/env.js";
 import { startTcpProxy } from "../../support/tcp-proxy.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
 import { agreeWithin, createPosts, useStores } from "../../support/stores.js";
@@ -101,7 +101,7 @@ describe("the loads' locks", () => {
     const config = testConfig();
     const [post] = (await createPosts({ db, redis }, config, author.id, 1)) as [LikeableTarget];
     await emptyRedis(redis);
-    const url = new URL(inject("redisUrl"));
+    const url = new URL(privateRedisUrl());
     const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
     const proxied = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
     proxied.on("error", () => undefined);

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { codesOf, createUsers, dataOf, openDatabase, type TestUser } from "../../support/env.js";
+import { burstDeadlines, codesOf, createUsers, dataOf, itOnSingle, openDatabase, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
 
 let api: TestApi;
@@ -34,7 +34,7 @@ const countsOf = async (userId: bigint) =>
   ).user.counts;
 
 beforeAll(async () => {
-  api = await startTestApi();
+  api = await startTestApi(burstDeadlines);
   db = openDatabase(api.config);
   author = (await createUsers(db, api.config, 1))[0] as TestUser;
 });
@@ -92,7 +92,7 @@ describe("collectPost and uncollectPost", () => {
     expect(undo).toEqual({ changed: true, post: { id: postId, counts: { collects: 0 }, viewerHasCollected: false } });
   });
 
-  it("when an unknown post is collected, or a post without a token, then it is NOT_FOUND or UNAUTHENTICATED", async () => {
+  itOnSingle("when an unknown post is collected, or a post without a token, then it is NOT_FOUND or UNAUTHENTICATED", async () => {
     const [user] = await createUsers(db, api.config, 1);
     expect(codesOf(await api.gql(collectPost, { id: "9100000000000000003" }, user?.token))).toEqual(["NOT_FOUND"]);
     expect(codesOf(await api.gql(collectPost, { id: await createPost() }))).toEqual(["UNAUTHENTICATED"]);
@@ -162,7 +162,7 @@ describe("followUser and unfollowUser", () => {
     expect((await countsOf(star!.id)).followers).toBe(states.filter(Boolean).length);
   });
 
-  it("when a user follows themself, an unknown user, or nobody is signed in, then it is BAD_USER_INPUT, NOT_FOUND or UNAUTHENTICATED", async () => {
+  itOnSingle("when a user follows themself, an unknown user, or nobody is signed in, then it is BAD_USER_INPUT, NOT_FOUND or UNAUTHENTICATED", async () => {
     const [user] = await createUsers(db, api.config, 1);
     const self = await api.gql(followUser, { id: user!.id.toString() }, user?.token);
     expect(codesOf(self)).toEqual(["BAD_USER_INPUT"]);

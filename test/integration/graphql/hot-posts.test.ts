@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { codesOf, createUsers, dataOf, type TestUser } from "../../support/env.js";
+import { codesOf, createUsers, dataOf, itOnSingle, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline, type TestPipeline } from "../../support/pipeline.js";
 import { createPosts, useStores } from "../../support/stores.js";
 
@@ -59,7 +59,7 @@ describe("hotPosts", () => {
     expect(page.hotPosts).toEqual([{ id: p2, title: "post 2" }]);
   });
 
-  it("when first is outside 1..100 or the window is unknown, then the caller's error answers, never an internal one", async () => {
+  itOnSingle("when first is outside 1..100 or the window is unknown, then the caller's error answers, never an internal one", async () => {
     for (const first of [0, -1, 101]) {
       const response = await api.gql(hotPosts, { window: "DAY", first });
       expect(codesOf(response)).toEqual(["BAD_USER_INPUT"]);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { codesOf, createUsers, dataOf, openDatabase, type GraphQLResponse, type TestUser } from "../../support/env.js";
+import { burstDeadlines, codesOf, createUsers, dataOf, type GraphQLResponse, itOnSingle, openDatabase, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
 
 let api: TestApi;
@@ -24,7 +24,7 @@ async function likesOf(postId: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  api = await startTestApi();
+  api = await startTestApi(burstDeadlines);
   db = openDatabase(api.config);
   author = (await createUsers(db, api.config, 1))[0] as TestUser;
 });
@@ -116,7 +116,7 @@ describe("likePost and unlikePost through GraphQL", () => {
     }
   });
 
-  it("when an unknown post is liked repeatedly, then each answer is NOT_FOUND and PostgreSQL is asked once", async () => {
+  itOnSingle("when an unknown post is liked repeatedly, then each answer is NOT_FOUND and PostgreSQL is asked once", async () => {
     const [user] = await createUsers(db, api.config, 1);
     const unknown = "9100000000000000001";
     const first = await api.gql(likePost, { id: unknown }, user?.token);

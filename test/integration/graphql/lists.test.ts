@@ -6,7 +6,7 @@ import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../../src/stores/redis/membership-store.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { codesOf, createUsers, dataOf, openDatabase, openRedis, type GraphQLResponse, type TestUser } from "../../support/env.js";
+import { codesOf, createUsers, dataOf, type GraphQLResponse, itOnSingle, openDatabase, openRedis, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline, type TestPipeline } from "../../support/pipeline.js";
 
 let api: TestApi;
@@ -111,7 +111,7 @@ describe("likedPosts and collectedPosts", () => {
     await listBecomes("likedPosts", user, 10, [posts[2], posts[4], posts[3], posts[1], posts[0]]);
   });
 
-  it("when anyone else or nobody asks for a user's liked or collected posts, then it is FORBIDDEN", async () => {
+  itOnSingle("when anyone else or nobody asks for a user's liked or collected posts, then it is FORBIDDEN", async () => {
     const [owner, other] = (await createUsers(db, api.config, 2)) as [TestUser, TestUser];
     for (const list of ["likedPosts", "collectedPosts"]) {
       expect(codesOf(await page(list, owner, other, 10, null))).toEqual(["FORBIDDEN"]);

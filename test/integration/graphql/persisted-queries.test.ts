@@ -7,13 +7,13 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createClient } from "graphql-ws";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createPersistedQueryStore } from "../../../src/stores/redis/persisted-query-store.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { codesOf, createUsers, openDatabase, openRedis, type GraphQLResponse, type TestUser } from "../../support/env.js";
+import { codesOf, createUsers, type GraphQLResponse, itOnSingle, openDatabase, openRedis, privateRedisUrl, type TestUser } from "../../support/env.js";
 import { persistedQuery, postOnce, sha256 } from "../../support/persisted-queries.js";
 import { startTcpProxy } from "../../support/tcp-proxy.js";
 
@@ -80,8 +80,8 @@ describe("automatic persisted queries", () => {
     expect(await other.get(sha256(texts[4] as string))).toBe(texts[4]);
   });
 
-  it("when Redis stalls, then a lookup answers unknown within its timeout and the query runs from its text", async () => {
-    const url = new URL(inject("redisUrl"));
+  itOnSingle("when Redis stalls, then a lookup answers unknown within its timeout and the query runs from its text", async () => {
+    const url = new URL(privateRedisUrl());
     const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
     // The private Redis through a proxy, in either project; commands wait far longer than the request's
     // deadline, so only the lookup's own timeout can answer in time.
@@ -123,14 +123,14 @@ describe("PERSISTED_QUERIES=safelist", () => {
     await api.close();
   });
 
-  it("when a client sends an operation of the manifest, by hash or by text, then it runs", async () => {
+  itOnSingle("when a client sends an operation of the manifest, by hash or by text, then it runs", async () => {
     const byHash = await postOnce(api.url, { extensions: { persistedQuery: { version: 1, sha256Hash: sha256(allowed) } } });
     expect(byHash.body.errors).toBeUndefined();
     expect(byHash.body.data).toHaveProperty("hotPosts");
     expect((await postOnce(api.url, { query: allowed })).body.errors).toBeUndefined();
   });
 
-  it("when a client sends an operation of the manifest by GET, by hash or by text, then it runs; any other text by GET is refused", async () => {
+  itOnSingle("when a client sends an operation of the manifest by GET, by hash or by text, then it runs; any other text by GET is refused", async () => {
     const get = async (params: Record<string, string>) => {
       const response = await fetch(`${api.url}graphql?${new URLSearchParams(params).toString()}`, { headers: { accept: "application/json" } });
       return { status: response.status, body: (await response.json()) as GraphQLResponse<unknown> };
@@ -143,14 +143,17 @@ describe("PERSISTED_QUERIES=safelist", () => {
     expect(codesOf(other.body)).toEqual(["OPERATION_NOT_IN_SAFELIST"]);
   });
 
-  it("when a client sends a document not in the manifest that would not even validate, then it is refused for the safelist, telling nothing of the schema", async () => {
-    const probe = await postOnce(api.url, { query: `{ secretField }` });
-    expect(probe.status).toBe(400);
-    expect(codesOf(probe.body)).toEqual(["OPERATION_NOT_IN_SAFELIST"]);
-    expect(JSON.stringify(probe.body)).not.toContain("secretField");
-  });
+  itOnSingle(
+    "when a client sends a document not in the manifest that would not even validate, then it is refused for the safelist, telling nothing of the schema",
+    async () => {
+      const probe = await postOnce(api.url, { query: `{ secretField }` });
+      expect(probe.status).toBe(400);
+      expect(codesOf(probe.body)).toEqual(["OPERATION_NOT_IN_SAFELIST"]);
+      expect(JSON.stringify(probe.body)).not.toContain("secretField");
+    },
+  );
 
-  it("when a client sends any other operation, then it is refused with OPERATION_NOT_IN_SAFELIST and HTTP 400, and registers nothing", async () => {
+  itOnSingle("when a client sends any other operation, then it is refused with OPERATION_NOT_IN_SAFELIST and HTTP 400, and registers nothing", async () => {
     const other = `query Other { hotPosts(first: 6, window: ALL) { id } }`;
     const byText = await postOnce(api.url, { query: other });
     expect(byText.status).toBe(400);
@@ -161,7 +164,7 @@ describe("PERSISTED_QUERIES=safelist", () => {
     expect(codesOf(byHash.body)).toEqual(["PERSISTED_QUERY_NOT_FOUND"]);
   });
 
-  it("when a client subscribes, then a subscription of the manifest runs and any other is refused with OPERATION_NOT_IN_SAFELIST", async () => {
+  itOnSingle("when a client subscribes, then a subscription of the manifest runs and any other is refused with OPERATION_NOT_IN_SAFELIST", async () => {
     const client = createClient({ url: `${api.url.replace(/^http/, "ws")}graphql`, webSocketImpl: WebSocket, retryAttempts: 0 });
     const firstOf = (query: string) =>
       new Promise<unknown>((resolve) => {
@@ -188,7 +191,7 @@ describe("PERSISTED_QUERIES=safelist", () => {
 });
 
 describe("PERSISTED_QUERIES=off", () => {
-  it("when a client sends a hash, then it is told persisted queries are not supported, and texts still run", async () => {
+  itOnSingle("when a client sends a hash, then it is told persisted queries are not supported, and texts still run", async () => {
     const api = await startTestApi({ PERSISTED_QUERIES: "off" });
     try {
       const query = `{ hotPosts(first: 1, window: ALL) { id } }`;

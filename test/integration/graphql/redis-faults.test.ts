@@ -3,11 +3,11 @@
 // service, not an outage: reads answer from PostgreSQL within the deadline, sign-ins
 // work, changes that need Redis answer SERVICE_UNAVAILABLE (HTTP 503, Retry-After)
 // and never apply later, and Redis serves again soon after it is back.
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readinessShareMs } from "../../../src/compose.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { codesOf, createUsers, dataOf, openDatabase, uniqueTag, type GraphQLResponse, type TestUser } from "../../support/env.js";
+import { codesOf, createUsers, dataOf, type GraphQLResponse, openDatabase, privateRedisUrl, type TestUser, uniqueTag } from "../../support/env.js";
 import { liveClient } from "../../support/live.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
 import { startTcpProxy, type TcpProxy } from "../../support/tcp-proxy.js";
@@ -53,7 +53,7 @@ async function likesAgain(to: TestApi, token: string, id: string): Promise<numbe
 }
 
 beforeAll(async () => {
-  const redisUrl = new URL(inject("redisUrl"));
+  const redisUrl = new URL(privateRedisUrl());
   proxy = await startTcpProxy({ host: redisUrl.hostname, port: Number(redisUrl.port) });
   api = await startTestApi({ REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: "500" });
   db = openDatabase(api.config);
@@ -124,7 +124,7 @@ describe("Redis stalled", () => {
   });
 
   it("when Redis stalls longer than the request deadline, then a read answers from PostgreSQL before it and a like answers SERVICE_UNAVAILABLE by it, never applying", async () => {
-    const redisUrl = new URL(inject("redisUrl"));
+    const redisUrl = new URL(privateRedisUrl());
     const slowProxy = await startTcpProxy({ host: redisUrl.hostname, port: Number(redisUrl.port) });
     // Commands would wait 10 s: only the request's deadline can answer within the test's bound.
     const strict = await startTestApi({ REDIS_URL: slowProxy.url, REDIS_COMMAND_TIMEOUT_MS: "10000", REQUEST_DEADLINE_MS: "600" });
@@ -195,7 +195,7 @@ describe("Redis refusing connections", () => {
   let unliked: string;
 
   beforeAll(async () => {
-    const redisUrl = new URL(inject("redisUrl"));
+    const redisUrl = new URL(privateRedisUrl());
     refusing = await startTcpProxy({ host: redisUrl.hostname, port: Number(redisUrl.port) });
     degraded = await startTestApi({ REDIS_URL: refusing.url, REDIS_COMMAND_TIMEOUT_MS: "500" });
     [viewer] = (await createUsers(db, degraded.config, 1)) as [TestUser];

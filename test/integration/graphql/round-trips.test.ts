@@ -6,7 +6,7 @@ import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRankingStore } from "../../../src/stores/redis/ranking-store.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { createUsers, dataOf, openDatabase, openRedis, type TestUser } from "../../support/env.js";
+import { burstDeadlines, createUsers, dataOf, openDatabase, openRedis, type TestUser } from "../../support/env.js";
 
 let api: TestApi;
 let db: Database;
@@ -45,7 +45,7 @@ async function fewestRoundTrips(action: () => Promise<unknown>, runs = 3): Promi
  * Redis on a timer, and those reads would mix with the reads counted. What the
  * counts in memory cost is counted in commands instead (the last test).
  */
-const withoutHotCounts = { HOT_COUNTS_TARGETS: "0" };
+const withoutHotCounts = { HOT_COUNTS_TARGETS: "0", ...burstDeadlines };
 
 beforeAll(async () => {
   api = await startTestApi(withoutHotCounts);

@@ -6,7 +6,7 @@ import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { codesOf, createUsers, dataOf, openDatabase, openRedis, type TestUser } from "../../support/env.js";
+import { codesOf, createUsers, dataOf, itOnSingle, openDatabase, openRedis, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
 
 let api: TestApi;
@@ -54,7 +54,7 @@ describe("recordViews", () => {
     );
   });
 
-  it("when more than 100 ids or a malformed id arrive, then it is BAD_USER_INPUT and nothing counts", async () => {
+  itOnSingle("when more than 100 ids or a malformed id arrive, then it is BAD_USER_INPUT and nothing counts", async () => {
     const post = await createPost();
     expect(codesOf(await api.gql(recordViews, { ids: Array.from({ length: 101 }, () => post) }))).toEqual(["BAD_USER_INPUT"]);
     expect(codesOf(await api.gql(recordViews, { ids: [post, "01"] }))).toEqual(["BAD_USER_INPUT"]);

@@ -16,7 +16,7 @@ import { createTopology } from "../../../src/stores/rabbitmq/topology.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createOutboxStore, relayGroup } from "../../../src/stores/redis/outbox-store.js";
-import { openRedis, silentLogger, testConfig } from "../../support/env.js";
+import { openRedis, privateRedisUrl, silentLogger, testConfig } from "../../support/env.js";
 import { eventually } from "../../support/pipeline.js";
 import { startTcpProxy } from "../../support/tcp-proxy.js";
 
@@ -280,7 +280,7 @@ describe("outbox relay", () => {
   it("when Redis stalls, then the relay's calls fail within their deadline and are retried, and it relays again once Redis answers", async () => {
     const lines: string[] = [];
     const logger = pino({ level: "warn" }, new Writable({ write: (chunk: Buffer, _, done) => void (lines.push(chunk.toString()), done()) }));
-    const redisUrl = new URL(inject("redisUrl"));
+    const redisUrl = new URL(privateRedisUrl());
     const proxy = await startTcpProxy({ host: redisUrl.hostname, port: Number(redisUrl.port) });
     const published = new Map<string, number>();
     try {

@@ -8,7 +8,7 @@ import { createRabbitConnection } from "../../../src/stores/rabbitmq/connection.
 import { toChangeMessage } from "../../../src/stores/rabbitmq/messages.js";
 import { createTopology } from "../../../src/stores/rabbitmq/topology.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
-import { silentLogger, testConfig, type TestUser } from "../../support/env.js";
+import { burstDeadlines, itOnSingle, silentLogger, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
 import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
 
@@ -42,7 +42,7 @@ function publisherOf(config: Config) {
 
 describe("persistence pipeline", () => {
   it("when 5,000 likes and 1,000 unlikes hit 20 posts, then PostgreSQL rows and counters equal Redis", async () => {
-    const config = testConfig();
+    const config = testConfig(burstDeadlines);
     const services = servicesFor(config);
     const pipeline = await startTestPipeline(config);
     try {
@@ -64,7 +64,7 @@ describe("persistence pipeline", () => {
   });
 
   it("when two workers run side by side, then every change is applied once and both stores agree", async () => {
-    const config = testConfig({ PERSIST_BATCH_SIZE: "200", PERSIST_LINGER_MS: "200" });
+    const config = testConfig({ PERSIST_BATCH_SIZE: "200", PERSIST_LINGER_MS: "200", ...burstDeadlines });
     const services = servicesFor(config);
     const [first, second] = await Promise.all([startTestPipeline(config), startTestPipeline(config)]);
     try {
@@ -138,7 +138,7 @@ describe("persistence pipeline", () => {
     }
   });
 
-  it("when a poison message arrives, then it lands in the dead-letter queue with its reason and later likes still flow", async () => {
+  itOnSingle("when a poison message arrives, then it lands in the dead-letter queue with its reason and later likes still flow", async () => {
     const config = testConfig();
     const services = servicesFor(config);
     const pipeline = await startTestPipeline(config);
@@ -167,7 +167,25 @@ describe("persistence pipeline", () => {
     }
   });
 
-  it("when many small messages wait and batches linger long, then the consumer cuts a batch once it holds all it may and nothing stalls", async () => {
+  itOnSingle("when the queues are quorum queues, as by default, then likes flow through them and the broker keeps each queue's type", async () => {
+    const config = testConfig({ RABBITMQ_QUEUE_TYPE: "quorum" });
+    const services = servicesFor(config);
+    const pipeline = await startTestPipeline(config);
+    const rabbit = createRabbitConnection(config.amqpUrl, silentLogger);
+    try {
+      const posts = await createPosts({ db, redis }, config, author.id, 2);
+      await Promise.all(Array.from({ length: 100 }, (_, i) => services.memberships.join("like", posts[i % 2] as LikeableTarget, BigInt(i + 1))));
+      await agreeWithin({ db, redis }, config, posts);
+      // The same queue declared as a classic one is refused: the pipeline declared a quorum queue.
+      const classic = createTopology({ prefix: config.rabbitmq.prefix, persistQueues: config.persist.queues, queueType: "classic" });
+      await expect(rabbit.queueDeclare(classic.persistQueue(0).queueOptions)).rejects.toThrow(/inequivalent arg 'x-queue-type'/);
+    } finally {
+      await rabbit.close();
+      await pipeline.stop();
+    }
+  });
+
+  itOnSingle("when many small messages wait and batches linger long, then the consumer cuts a batch once it holds all it may and nothing stalls", async () => {
     // 200 single-change messages (as an older relay sends them) against a 5 s linger: a consumer
     // that waited out the linger with 16 messages in hand would need over a minute.
     const config = testConfig({ PERSIST_LINGER_MS: "5000" });
@@ -209,7 +227,7 @@ describe("persistence pipeline", () => {
     }
   });
 
-  it("when likes flow steadily, then PostgreSQL sees at most 20 commits per 1,000 events", async () => {
+  itOnSingle("when likes flow steadily, then PostgreSQL sees at most 20 commits per 1,000 events", async () => {
     const config = testConfig({ PERSIST_LINGER_MS: "1000" });
     const services = servicesFor(config);
     const pipeline = await startTestPipeline(config);

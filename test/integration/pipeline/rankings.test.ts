@@ -17,7 +17,7 @@ import { createLease } from "../../../src/stores/redis/lease-store.js";
 import { createListStore } from "../../../src/stores/redis/list-store.js";
 import { createRankingStore } from "../../../src/stores/redis/ranking-store.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
-import { emptyRedis, testConfig, type TestUser } from "../../support/env.js";
+import { emptyRedis, itOnSingle, testConfig, type TestUser } from "../../support/env.js";
 import { createPosts, useStores } from "../../support/stores.js";
 
 let db: Database;
@@ -212,7 +212,7 @@ describe("hot ranking", () => {
     expect(await all()).toEqual({ HOUR: ids(p5, p2), DAY: ids(p1, p5, p2), WEEK: ids(p3, p1, p5, p2), ALL: ids(p3, p1, p5, p2, p4) });
   });
 
-  it("when PostgreSQL's bucket rows are compared with the likes, then they count the likes standing per bucket", async () => {
+  itOnSingle("when PostgreSQL's bucket rows are compared with the likes, then they count the likes standing per bucket", async () => {
     const { persistence } = ranking();
     const {
       posts: { p2 },

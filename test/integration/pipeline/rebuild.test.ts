@@ -1,7 +1,7 @@
 // Losing Redis's data neither loses nor doubles a like: targets are rebuilt from
 // PostgreSQL, and changes still in flight are neither lost nor counted twice.
 import { setTimeout as sleep } from "node:timers/promises";
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import type { Services } from "../../../src/domain/services.js";
 import { createTargetLoader } from "../../../src/domain/target-loads.js";
@@ -18,7 +18,7 @@ import { isRedisUnavailable, type RedisClient } from "../../../src/stores/redis/
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { redisState } from "../../support/agreement.js";
-import { createUsers, emptyRedis, openRedis, testConfig, type TestUser } from "../../support/env.js";
+import { createUsers, emptyRedis, openRedis, privateRedisUrl, testConfig, type TestUser } from "../../support/env.js";
 import { startTcpProxy } from "../../support/tcp-proxy.js";
 import { startTestPipeline } from "../../support/pipeline.js";
 import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
@@ -197,7 +197,7 @@ describe("rebuild from PostgreSQL", () => {
       },
     };
     // The lost target's write goes through a proxy that drops Redis's replies: it applies, its answer never comes.
-    const url = new URL(inject("redisUrl"));
+    const url = new URL(privateRedisUrl());
     const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
     const proxied = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
     proxied.on("error", () => undefined);

@@ -7,7 +7,7 @@ import type { ReconcileSummary } from "../../../src/pipeline/reconcile-pass.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys, versionField } from "../../../src/stores/redis/keys.js";
-import { emptyRedis, testConfig, type TestUser } from "../../support/env.js";
+import { emptyRedis, itOnSingle, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
 import { startTestApi } from "../../support/api.js";
 import { agreeWithin, createPosts, noDifferences, reconcileOn, servicesOn, useStores } from "../../support/stores.js";
@@ -97,39 +97,43 @@ describe("reconcile", () => {
     }
   });
 
-  it("when 1,000,000 likes over 10,000 posts sit in PostgreSQL, then a full pass finishes, reports its throughput and keeps its memory bounded", async () => {
-    const config = testConfig();
-    // Only these targets: posts and counters of earlier tests go too (the author stays, with nothing to count).
-    await db.$executeRaw`TRUNCATE posts, comments, likes, collects, follows, relation_versions, view_totals, target_epochs, counters`;
-    await emptyRedis(redis);
-    // Zipf-like: post k gets about 1/k of the likes; ids far above the suite's own posts.
-    await db.$executeRaw`
+  itOnSingle(
+    "when 1,000,000 likes over 10,000 posts sit in PostgreSQL, then a full pass finishes, reports its throughput and keeps its memory bounded",
+    async () => {
+      const config = testConfig();
+      // Only these targets: posts and counters of earlier tests go too (the author stays, with nothing to count).
+      await db.$executeRaw`TRUNCATE posts, comments, likes, collects, follows, relation_versions, view_totals, target_epochs, counters`;
+      await emptyRedis(redis);
+      // Zipf-like: post k gets about 1/k of the likes; ids far above the suite's own posts.
+      await db.$executeRaw`
       INSERT INTO likes (target_type, target_id, user_id)
       SELECT 'post', 5000000000 + p, u
       FROM generate_series(1, 10000) p,
            LATERAL generate_series(1, GREATEST(10, (103000 / p)::int)) u`;
-    const likes = await db.like.count();
-    await db.$executeRaw`
+      const likes = await db.like.count();
+      await db.$executeRaw`
       INSERT INTO counters (target_type, target_id, name, value)
       SELECT target_type, target_id, 'like', count(*) FROM likes GROUP BY 1, 2`;
-    // Some counters drift, to be found.
-    await db.$executeRaw`UPDATE counters SET value = value + 1 WHERE target_id % 1000 = 7`;
+      // Some counters drift, to be found.
+      await db.$executeRaw`UPDATE counters SET value = value + 1 WHERE target_id % 1000 = 7`;
 
-    const heapBefore = process.memoryUsage().heapUsed;
-    let heapPeak = heapBefore;
-    const sampler = setInterval(() => (heapPeak = Math.max(heapPeak, process.memoryUsage().heapUsed)), 50);
-    const summary = await reconcile(config).finally(() => clearInterval(sampler));
-    const growthMb = (heapPeak - heapBefore) / 1e6;
-    console.log(
-      `reconcile of ${likes} likes over ${summary.targetsChecked} targets: ${summary.seconds.toFixed(1)} s, ${Math.round(summary.targetsChecked / summary.seconds)} targets/s, heap growth ${growthMb.toFixed(0)} MB`,
-    );
+      const heapBefore = process.memoryUsage().heapUsed;
+      let heapPeak = heapBefore;
+      const sampler = setInterval(() => (heapPeak = Math.max(heapPeak, process.memoryUsage().heapUsed)), 50);
+      const summary = await reconcile(config).finally(() => clearInterval(sampler));
+      const growthMb = (heapPeak - heapBefore) / 1e6;
+      console.log(
+        `reconcile of ${likes} likes over ${summary.targetsChecked} targets: ${summary.seconds.toFixed(1)} s, ${Math.round(summary.targetsChecked / summary.seconds)} targets/s, heap growth ${growthMb.toFixed(0)} MB`,
+      );
 
-    expect(likes).toBeGreaterThanOrEqual(1_000_000);
-    expect(summary.targetsChecked).toBe(10_000);
-    expect(summary.differences.databaseCounter).toBe(10);
-    expect(growthMb).toBeLessThan(300);
-    await db.$executeRaw`TRUNCATE posts, comments, likes, collects, follows, relation_versions, view_totals, target_epochs, counters`;
-  }, 300_000);
+      expect(likes).toBeGreaterThanOrEqual(1_000_000);
+      expect(summary.targetsChecked).toBe(10_000);
+      expect(summary.differences.databaseCounter).toBe(10);
+      expect(growthMb).toBeLessThan(300);
+      await db.$executeRaw`TRUNCATE posts, comments, likes, collects, follows, relation_versions, view_totals, target_epochs, counters`;
+    },
+    300_000,
+  );
 });
 
 describe("reconcile of big targets", () => {

@@ -10,7 +10,7 @@ import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
-import { createUsers, emptyRedis, testConfig, type TestUser } from "../../support/env.js";
+import { burstDeadlines, createUsers, emptyRedis, testConfig, type TestUser } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
 import { agreeWithin, createPosts, servicesOn, useStores, loadIntoRedis } from "../../support/stores.js";
 
@@ -89,7 +89,7 @@ async function burst(services: Services, posts: readonly Target[], users: readon
 
 describe("collects, follows and views persisted", () => {
   it("when likes, collects, follows and views burst, then Redis and PostgreSQL agree on every counter and every relation", async () => {
-    const config = testConfig();
+    const config = testConfig(burstDeadlines);
     const services = servicesOn({ db, redis }, config);
     const pipeline = await startTestPipeline(config);
     try {
@@ -111,7 +111,7 @@ describe("collects, follows and views persisted", () => {
   });
 
   it("when Redis loses everything after a burst, then every kind of count and membership comes back from PostgreSQL", async () => {
-    const config = testConfig();
+    const config = testConfig(burstDeadlines);
     const services = servicesOn({ db, redis }, config);
     const pipeline = await startTestPipeline(config);
     try {
@@ -153,7 +153,7 @@ describe("collects, follows and views persisted", () => {
   });
 
   it("when posts and users leave Redis again and again while their changes are in flight, then nothing is lost or counted twice", async () => {
-    const config = testConfig({ PERSIST_BATCH_SIZE: "50", PERSIST_LINGER_MS: "100" });
+    const config = testConfig({ PERSIST_BATCH_SIZE: "50", PERSIST_LINGER_MS: "100", ...burstDeadlines });
     const services = servicesOn({ db, redis }, config);
     const rebuilds = createRebuildStore(redis, createRedisKeys(config.redisPartitions));
     const pipeline = await startTestPipeline(config);
@@ -194,7 +194,7 @@ describe("collects, follows and views persisted", () => {
   });
 
   it("when a worker dies after committing a follow but before Redis heard of it, then the follower's following comes right from the redelivery", async () => {
-    const config = testConfig();
+    const config = testConfig(burstDeadlines);
     const services = servicesOn({ db, redis }, config);
     let crashes = 0;
     const pipeline = await startTestPipeline(config, {

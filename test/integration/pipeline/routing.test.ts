@@ -3,7 +3,7 @@
 // the broker stalls), and changes PostgreSQL refused applied again later.
 import { setTimeout as sleep } from "node:timers/promises";
 import { Connection } from "rabbitmq-client";
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import type { LikeableTarget, OutboxEntry } from "../../../src/domain/model/index.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
@@ -15,7 +15,7 @@ import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createOutboxStore } from "../../../src/stores/redis/outbox-store.js";
 import { startTcpProxy } from "../../support/tcp-proxy.js";
-import { silentLogger, testConfig, uniqueTag, type TestUser } from "../../support/env.js";
+import { privateRedisUrl, silentLogger, testConfig, type TestUser, uniqueTag } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
 import { compose } from "../../../src/compose.js";
 import { openClients } from "../../../src/stores/clients.js";
@@ -180,7 +180,7 @@ describe("routing", () => {
   });
 
   it("when Redis is unreachable after PostgreSQL committed a batch, then the batch is retried whole until Redis answers, not split into the retry queue as refused", async () => {
-    const url = new URL(inject("redisUrl"));
+    const url = new URL(privateRedisUrl());
     const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
     const config = testConfig({ REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: "300", PERSIST_RETRY_DELAY_MS: "60000", PERSIST_LINGER_MS: "50" });
     const keys = createRedisKeys(config.redisPartitions);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
-import { createUsers, dataOf, graphqlClient, openDatabase, openRedis, testConfig } from "../../support/env.js";
+import { createUsers, dataOf, graphqlClient, openDatabase, openRedis, privateRedisPort, privateRedisUrl, testConfig } from "../../support/env.js";
 import { eventually } from "../../support/pipeline.js";
 import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
 import { startTcpProxy, type TcpProxy } from "../../support/tcp-proxy.js";
@@ -16,11 +16,11 @@ let db: Database;
 let redis: RedisClient;
 
 beforeAll(async () => {
-  redisProxy = await startTcpProxy({ host: "127.0.0.1", port: inject("redisPort") });
+  redisProxy = await startTcpProxy({ host: "127.0.0.1", port: privateRedisPort() });
   const amqp = new URL(inject("amqpUrl"));
   rabbitProxy = await startTcpProxy({ host: amqp.hostname, port: Number(amqp.port || 5672) }, "amqp");
   db = openDatabase();
-  redis = await openRedis({ url: inject("redisUrl") });
+  redis = await openRedis({ url: privateRedisUrl() });
 });
 afterAll(async () => {
   redisProxy.resume();

@@ -1,10 +1,10 @@
 // The service's Redis client: the tick's shared pipeline (requests of one tick
 // travel together, and one that fails fails alone), and what happens to commands
 // when a connection is lost or goes silent.
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Redis } from "ioredis";
 import { inTickPipeline, type RedisClient } from "../../../../src/stores/redis/client.js";
-import { openRedis, uniqueTag } from "../../../support/env.js";
+import { openRedis, privateRedisUrl, uniqueTag } from "../../../support/env.js";
 import { startTcpProxy } from "../../../support/tcp-proxy.js";
 
 let redis: RedisClient;
@@ -45,7 +45,7 @@ describe("tick pipeline", () => {
 
 describe("connections lost or silent", () => {
   it("when a command timed out and its connection is then lost, then it is not re-sent on the new one, while a command still awaited is", async () => {
-    const url = new URL(inject("redisUrl"));
+    const url = new URL(privateRedisUrl());
     const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
     const client = await openRedis({ url: proxy.url, commandTimeoutMs: 1_000 });
     client.on("error", () => undefined);
@@ -69,7 +69,7 @@ describe("connections lost or silent", () => {
   });
 
   it("when a connection goes silent with commands waiting, then the client drops it and answers on a new one within seconds", async () => {
-    const url = new URL(inject("redisUrl"));
+    const url = new URL(privateRedisUrl());
     const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
     const client = await openRedis({ url: proxy.url, commandTimeoutMs: 300 });
     client.on("error", () => undefined);

@@ -2,7 +2,7 @@
 // Redis's own (CLIENT TRACKING), heard through a TCP proxy that can hold them back.
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { counterNames, type Target } from "../../../../src/domain/model/index.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCountInvalidations, type CountInvalidations } from "../../../../src/stores/redis/count-invalidations.js";
@@ -10,7 +10,7 @@ import { createCounterStore } from "../../../../src/stores/redis/counter-store.j
 import { HotCounts } from "../../../../src/stores/redis/hot-counts.js";
 import { countersPrefix, createRedisKeys } from "../../../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
-import { openRedis } from "../../../support/env.js";
+import { openRedis, privateRedisUrl } from "../../../support/env.js";
 import { startTcpProxy, type TcpProxy } from "../../../support/tcp-proxy.js";
 
 let redis: RedisClient;
@@ -29,7 +29,7 @@ async function servable(): Promise<void> {
 
 beforeAll(async () => {
   redis = await openRedis();
-  const url = new URL(inject("redisUrl"));
+  const url = new URL(privateRedisUrl());
   proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
   // The listener alone goes through the proxy: holding it back delays what this process hears, not its reads.
   invalidations = createCountInvalidations({

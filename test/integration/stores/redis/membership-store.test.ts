@@ -6,7 +6,7 @@ import { createRedisKeys, membershipFanout, membershipGenerations } from "../../
 import { TargetFullError } from "../../../../src/errors.js";
 import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
 import { relationLayouts } from "../../../../src/stores/redis/relations.js";
-import { openRedis } from "../../../support/env.js";
+import { burstDeadlines, openRedis } from "../../../support/env.js";
 
 let redis: RedisClient;
 const keys = createRedisKeys(1024);
@@ -29,7 +29,7 @@ async function memberCount(target: Target, newest: number, relation: Relation = 
 }
 
 beforeAll(async () => {
-  redis = await openRedis();
+  redis = await openRedis({ commandTimeoutMs: Number(burstDeadlines.REDIS_COMMAND_TIMEOUT_MS) });
 });
 afterAll(async () => {
   await redis.quit();

@@ -1,14 +1,14 @@
 // Redis's clock as a process measures it, against a real Redis: write deadlines set
 // on it whether this process's clock runs ahead or behind, and writes refused with
 // a message naming the clock when its round trips leave it unknown.
-import { afterAll, afterEach, beforeAll, describe, expect, it, inject, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { LikeableTarget } from "../../../../src/domain/model/index.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys } from "../../../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
 import { RedisClockUnknownError, watchRedisClock } from "../../../../src/stores/redis/redis-clock.js";
-import { openRedis } from "../../../support/env.js";
+import { openRedis, privateRedisUrl } from "../../../support/env.js";
 import { startTcpProxy } from "../../../support/tcp-proxy.js";
 
 const keys = createRedisKeys(1024);
@@ -84,7 +84,7 @@ describe("Redis's clock", () => {
   });
 
   it("when every round trip to Redis took long, then its clock is unknown: writes are refused with a message naming the clock, and a quick sample makes it known again", async () => {
-    const url = new URL(inject("redisUrl"));
+    const url = new URL(privateRedisUrl());
     const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
     const client = await openRedis({ url: proxy.url, commandTimeoutMs: 2_000 });
     const clock = watchRedisClock(client);

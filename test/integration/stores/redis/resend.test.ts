@@ -1,7 +1,7 @@
 // A reply lost with its connection: ioredis re-sends the command on the next
 // connection, so the script runs twice. It must change nothing the second time
 // and answer as the first time did.
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { LikeableTarget, Target } from "../../../../src/domain/model/index.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
@@ -14,7 +14,7 @@ import { createViewStore } from "../../../../src/stores/redis/view-store.js";
 import type { Catalog } from "../../../../src/domain/catalog.js";
 import type { CounterService } from "../../../../src/domain/counters.js";
 import { createViewService, type ViewServiceOptions } from "../../../../src/domain/views.js";
-import { openRedis } from "../../../support/env.js";
+import { openRedis, privateRedisUrl } from "../../../support/env.js";
 import { startTcpProxy, type TcpProxy } from "../../../support/tcp-proxy.js";
 
 const keys = createRedisKeys(1024);
@@ -25,7 +25,7 @@ let nextId = BigInt(Date.now()) * 1000n + 500_000n;
 
 beforeAll(async () => {
   direct = await openRedis();
-  const url = new URL(inject("redisUrl"));
+  const url = new URL(privateRedisUrl());
   proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
   proxied = await openRedis({ url: proxy.url });
   // The resets below are the point; ioredis reports each one.
