@@ -1,10 +1,10 @@
 // Counts of targets and the viewer's memberships of them: read from Redis, and
 // from PostgreSQL for whatever Redis does not hold or while it cannot be reached
-// (cold-views.ts). A read never waits for a target to be loaded into Redis: what
+// (cold-readouts.ts). A read never waits for a target to be loaded into Redis: what
 // it answered from PostgreSQL goes to the warmer (warmer.ts), and only writes
 // load the target they change first (target-loads.ts).
-import { readCold, type ColdViews, type SecondLook } from "./cold-views.js";
-import { counterNames, relationsOf, zeroCounts, type Counts, type Relation, type Target, type TargetType, type TargetView } from "./model/index.js";
+import { readCold, type ColdReadouts, type SecondLook } from "./cold-readouts.js";
+import { counterNames, relationsOf, zeroCounts, type Counts, type Relation, type Target, type TargetType, type TargetReadout } from "./model/index.js";
 import type { CounterStore, Reachability, RebuildStore } from "./ports/index.js";
 import type { TargetUses } from "./target-uses.js";
 import type { Warmer } from "./warmer.js";
@@ -26,10 +26,10 @@ export interface ColdReads {
 
 /** What every read takes: the stores, what it hands on, and the anonymous reads of this tick. */
 export interface CounterReads {
-  readonly counterStore: Pick<CounterStore, "view">;
+  readonly counterStore: Pick<CounterStore, "readout">;
   readonly rebuildStore: Pick<RebuildStore, "droppedVersions">;
   /** What PostgreSQL holds of targets Redis does not. */
-  readonly coldViews: ColdViews;
+  readonly coldReadouts: ColdReadouts;
   readonly warmer?: Warmer;
   readonly reachability?: Reachability;
   readonly uses?: TargetUses;
@@ -42,14 +42,14 @@ export interface CounterReads {
   // Redis together at its end, so each is sent after every caller sharing it asked: as live
   // as a read of its own, never an answer from before a caller heard of a change. A viewer's
   // reads (memberships, their own changes) never share.
-  readonly anonymousReads: Map<string, Promise<(TargetView | null)[]>>;
+  readonly anonymousReads: Map<string, Promise<(TargetReadout | null)[]>>;
 }
 
 // The least a read waits for Redis, however near its deadline (a healthy Redis answers in a millisecond or two).
 const minRedisWaitMs = 100;
 
-/** A view's memberships when the viewer is a member of nothing. */
-export function noMemberships(type: TargetType): TargetView["viewerIn"] {
+/** A readout's memberships when the viewer is a member of nothing. */
+export function noMemberships(type: TargetType): TargetReadout["viewerIn"] {
   return Object.fromEntries(relationsOf(type).map((relation) => [relation, false]));
 }
 
@@ -59,17 +59,17 @@ const viewOfType = async (
   viewerId: bigint | null,
   asked: readonly Relation[] | undefined,
   exact: boolean,
-): Promise<(TargetView | null)[]> => {
+): Promise<(TargetReadout | null)[]> => {
   const type = (targets[0] as Target).type;
   if (viewerId !== null) {
     const relations = relationsOf(type).filter((r) => !asked || asked.includes(r));
-    return counterStore.view(targets, { names: counterNames[type], relations, viewerId, exact });
+    return counterStore.readout(targets, { names: counterNames[type], relations, viewerId, exact });
   }
   let key = exact ? `!${type}` : (type as string);
   for (const t of targets) key += `,${t.id}`;
   let pending = anonymousReads.get(key);
   if (!pending) {
-    pending = counterStore.view(targets, { names: counterNames[type], relations: [], viewerId: null, exact });
+    pending = counterStore.readout(targets, { names: counterNames[type], relations: [], viewerId: null, exact });
     anonymousReads.set(key, pending);
     process.nextTick(() => anonymousReads.delete(key));
   }
@@ -78,19 +78,19 @@ const viewOfType = async (
 };
 
 /** One store read per type (all in the same round trip), in the order given; null where Redis does not hold a target. */
-async function viewHeld(
+async function readoutHeld(
   reads: CounterReads,
   targets: readonly Target[],
   viewerId: bigint | null,
   asked: readonly Relation[] | undefined,
   exact: boolean,
-): Promise<(TargetView | null)[]> {
+): Promise<(TargetReadout | null)[]> {
   if (targets.length === 0) return [];
   // A list is of one type nearly always: no grouping then.
   if (targets.every((t) => t.type === (targets[0] as Target).type)) return viewOfType(reads, targets, viewerId, asked, exact);
   const byType = new Map<TargetType, number[]>();
   targets.forEach((t, i) => byType.set(t.type, [...(byType.get(t.type) ?? []), i]));
-  const views: (TargetView | null)[] = new Array<TargetView | null>(targets.length).fill(null);
+  const views: (TargetReadout | null)[] = new Array<TargetReadout | null>(targets.length).fill(null);
   await Promise.all(
     [...byType.values()].map(async (indexes) => {
       const found = await viewOfType(
@@ -110,18 +110,18 @@ async function viewHeld(
  * What Redis holds of the targets (null where it holds none); `answered` false (all null)
  * when it is out of reach or cannot answer in time.
  */
-async function viewFromRedis(
+async function readoutFromRedis(
   reads: CounterReads,
   targets: readonly Target[],
   viewerId: bigint | null,
   asked: readonly Relation[] | undefined,
   exact: boolean,
   deadlineAtMs: number | undefined,
-): Promise<{ views: (TargetView | null)[]; answered: boolean }> {
+): Promise<{ views: (TargetReadout | null)[]; answered: boolean }> {
   const { reachability, outOfReach, reserveMs } = reads;
   const none = { views: targets.map(() => null), answered: false };
   if (reachability && !reachability.reachable()) return none;
-  const reading = viewHeld(reads, targets, viewerId, asked, exact);
+  const reading = readoutHeld(reads, targets, viewerId, asked, exact);
   try {
     // Past this, a stalled Redis not yet known out of reach would make the request miss its deadline
     // (its own timeout comes after the request's): the read turns to PostgreSQL instead. Never less
@@ -155,7 +155,7 @@ async function secondLook(
   const { rebuildStore, outOfReach, reserveMs } = reads;
   const nothing: SecondLook = { views: targets.map(() => null), dropped: targets.map(() => null) };
   try {
-    const looked = Promise.all([viewHeld(reads, targets, viewerId, asked, exact), rebuildStore.droppedVersions(targets)]);
+    const looked = Promise.all([readoutHeld(reads, targets, viewerId, asked, exact), rebuildStore.droppedVersions(targets)]);
     looked.catch(outOfReach);
     const found = deadlineAtMs === undefined ? await looked : await within(looked, deadlineAtMs - reserveMs - Date.now());
     if (found === tooLate) return nothing;
@@ -167,23 +167,23 @@ async function secondLook(
   }
 }
 
-/** CounterService.view, and with `exact` its read: never from counts kept in memory, and nothing handed to the warmer. */
-export async function viewTargets(
+/** CounterService.readout, and with `exact` its read: never from counts kept in memory, and nothing handed to the warmer. */
+export async function readoutTargets(
   reads: CounterReads,
   targets: readonly Target[],
   viewerId: bigint | null,
   asked: readonly Relation[] | undefined,
   exact: boolean,
   cold: ColdReads,
-): Promise<TargetView[]> {
+): Promise<TargetReadout[]> {
   const { uses, reserveMs, warmer } = reads;
-  const { views, answered } = await viewFromRedis(reads, targets, viewerId, asked, exact, cold.deadlineAtMs);
+  const { views, answered } = await readoutFromRedis(reads, targets, viewerId, asked, exact, cold.deadlineAtMs);
   const absent = targets.flatMap((_, i) => (views[i] === null ? [i] : []));
   uses?.used(absent.length === 0 ? targets : targets.filter((_, i) => views[i] !== null));
   if (absent.length > 0) {
     const coldTargets = absent.map((i) => targets[i] as Target);
     await cold.pay?.("counts", coldTargets.length, cold.deadlineAtMs === undefined ? undefined : cold.deadlineAtMs - reserveMs);
-    const found = await readCold(reads.coldViews, coldTargets, viewerId, asked, {
+    const found = await readCold(reads.coldReadouts, coldTargets, viewerId, asked, {
       ...(cold.deadlineAtMs !== undefined && { deadlineAtMs: cold.deadlineAtMs }),
       // Redis out of reach, or too slow to answer the first look: no member index, no second look.
       again: !answered ? null : (some) => secondLook(reads, some, viewerId, asked, exact, cold.deadlineAtMs),
@@ -198,5 +198,5 @@ export async function viewTargets(
 
 /** CounterService.read. */
 export async function readCounts(reads: CounterReads, targets: readonly Target[], cold: ColdReads): Promise<Counts[]> {
-  return (await viewTargets(reads, targets, null, undefined, true, cold)).map((v) => v.counts);
+  return (await readoutTargets(reads, targets, null, undefined, true, cold)).map((v) => v.counts);
 }

@@ -1,9 +1,9 @@
 // The counter service: its reads (counter-reads.ts), the loads writes wait for
 // (target-rebuilds.ts), and the writes below, which mirror into Redis what
 // PostgreSQL committed and mark new targets known.
-import type { ColdViews } from "./cold-views.js";
-import { readCounts, viewTargets, type ColdReads, type CounterReads } from "./counter-reads.js";
-import { counterNames, type Counts, type CounterValue, type Relation, type Target, type TargetView } from "./model/index.js";
+import type { ColdReadouts } from "./cold-readouts.js";
+import { readCounts, readoutTargets, type ColdReads, type CounterReads } from "./counter-reads.js";
+import { counterNames, type Counts, type CounterValue, type Relation, type Target, type TargetReadout } from "./model/index.js";
 import type { CounterStore, Reachability, RebuildStore } from "./ports/index.js";
 import { createRebuildSlots, type RebuildSlots } from "./rebuild-slots.js";
 import type { LoadAdmission, TargetLoader } from "./target-loads.js";
@@ -28,7 +28,7 @@ export interface CounterService {
    * null viewer). Targets Redis does not hold are answered from PostgreSQL and handed
    * to the warmer; one that does not exist reads as all zeros.
    */
-  view(targets: readonly Target[], viewerId: bigint | null, relations?: readonly Relation[], cold?: ColdReads): Promise<TargetView[]>;
+  readout(targets: readonly Target[], viewerId: bigint | null, relations?: readonly Relation[], cold?: ColdReads): Promise<TargetReadout[]>;
   /**
    * Puts a target back into Redis from PostgreSQL (counts and membership), one load at a
    * time across processes, for a write that needs it; false when the target does not
@@ -55,8 +55,8 @@ export interface CounterServiceOptions {
   readonly counterStore: CounterStore;
   readonly rebuildStore: Pick<RebuildStore, "droppedVersions">;
   readonly loader: TargetLoader;
-  /** What PostgreSQL holds of targets Redis does not (cold-views.ts). */
-  readonly cold: ColdViews;
+  /** What PostgreSQL holds of targets Redis does not (cold-readouts.ts). */
+  readonly cold: ColdReadouts;
   /** Loads in the background what reads answered from PostgreSQL; none: nothing is loaded by reads. */
   readonly warmer?: Warmer;
   /** Whether Redis answers; without it Redis is always tried. */
@@ -118,7 +118,7 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   const reads: CounterReads = {
     counterStore,
     rebuildStore,
-    coldViews: options.cold,
+    coldReadouts: options.cold,
     warmer,
     reachability,
     uses,
@@ -130,7 +130,7 @@ export function createCounterService(options: CounterServiceOptions): CounterSer
   const writes: CounterWrites = { counterStore, loader, reachability, outOfReach, unmirrored };
   return {
     rebuild: (target, deadlineAtMs) => rebuild(rebuilds, target, deadlineAtMs),
-    view: (targets, viewerId, relations, cold = {}) => viewTargets(reads, targets, viewerId, relations, false, cold),
+    readout: (targets, viewerId, relations, cold = {}) => readoutTargets(reads, targets, viewerId, relations, false, cold),
     read: (targets, cold = {}) => readCounts(reads, targets, cold),
     mirror: (values) => mirror(writes, values),
     initNew: (target, authorId) => initNew(writes, target, authorId),

@@ -14,7 +14,7 @@ import {
   type Relation,
   type Target,
   type TargetType,
-  type TargetView,
+  type TargetReadout,
   type User,
 } from "../domain/model/index.js";
 import type { PageRequest } from "../domain/ports/index.js";
@@ -114,12 +114,12 @@ export interface Loaders {
    * Counts of a target and the viewer's memberships, read together: of every relation
    * of its type when loaded alone, of those its list selects when prefetched.
    */
-  readonly views: SettledLoader<TargetView, Target, Relation>;
+  readonly readouts: SettledLoader<TargetReadout, Target, Relation>;
   /**
    * The same, never primed: for a membership a mutation's result did not tell
    * (a like's payload asked whether the viewer collected the post).
    */
-  readonly fullViews: DataLoader<Target, TargetView, string>;
+  readonly fullReadouts: DataLoader<Target, TargetReadout, string>;
   /**
    * Pages of a connection, one per parent: the parents of one level (every post's
    * comments, every comment's replies) load with one SQL query, whatever their
@@ -155,8 +155,8 @@ export function createLoaders(services: Services, viewer: Viewer | null, cold?: 
     user: new DataLoader((ids) => catalog.users(ids)),
     post: new DataLoader((ids) => catalog.posts(ids)),
     comment,
-    views: new SettledLoader<TargetView, Target, Relation>((targets, relations) => counters.view(targets, viewer?.userId ?? null, relations, cold)),
-    fullViews: new DataLoader((targets) => counters.view(targets, viewer?.userId ?? null, undefined, cold), { cacheKeyFn: targetKey }),
+    readouts: new SettledLoader<TargetReadout, Target, Relation>((targets, relations) => counters.readout(targets, viewer?.userId ?? null, relations, cold)),
+    fullReadouts: new DataLoader((targets) => counters.readout(targets, viewer?.userId ?? null, undefined, cold), { cacheKeyFn: targetKey }),
     commentsOf: commentPages((requests) => content.commentsOf(requests)),
     repliesTo: commentPages((requests) => content.repliesTo(requests)),
     members: new DataLoader((requests) => memberships.members(requests), { cacheKeyFn: membersKey }),
@@ -170,5 +170,5 @@ export function createLoaders(services: Services, viewer: Viewer | null, cold?: 
  * are read if asked for).
  */
 export function primeAfterChange(loaders: Loaders, target: Target, counts: Counts, relation: Relation, member: boolean): void {
-  loaders.views.set(target, { counts, viewerIn: { [relation]: member } });
+  loaders.readouts.set(target, { counts, viewerIn: { [relation]: member } });
 }

@@ -31,7 +31,7 @@ export async function prefetchCounts(
     .filter(([, field]) => selects(info, [...itemPath, field]))
     .map(([relation]) => relation);
   if (relations.length > 0 || selects(info, [...itemPath, fields.counts])) {
-    await ctx.loaders.views.prefetch(
+    await ctx.loaders.readouts.prefetch(
       ids.map((id) => ({ type, id })),
       relations,
     );

@@ -46,7 +46,7 @@ export function zeroCounts(type: TargetType): Counts {
 }
 
 /** What a feed shows of a target beside its row: its counts, and the viewer's memberships. */
-export interface TargetView {
+export interface TargetReadout {
   readonly counts: Counts;
   /**
    * Whether the viewer is a member, for each relation of the target's type that was

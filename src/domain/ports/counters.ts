@@ -1,8 +1,8 @@
 // Counts as Redis holds them: read per target, with the viewer's memberships.
-import type { CounterName, CounterValue, Counts, Relation, Target, TargetView } from "../model/index.js";
+import type { CounterName, CounterValue, Counts, Relation, Target, TargetReadout } from "../model/index.js";
 
 /** What to read of targets of one type. */
-export interface ViewRequest {
+export interface ReadoutRequest {
   /** The counters to read: those of the targets' type. */
   readonly names: readonly CounterName[];
   /** The relations of the targets' type whose membership of the viewer to look up. */
@@ -22,7 +22,7 @@ export interface CounterStore {
    * the target. One round trip per Redis node in steady state; one more when a
    * target has grown since this process last read it.
    */
-  view(targets: readonly Target[], request: ViewRequest): Promise<(TargetView | null)[]>;
+  readout(targets: readonly Target[], request: ReadoutRequest): Promise<(TargetReadout | null)[]>;
   /**
    * Creates the target in Redis with these counts unless Redis holds it; true when created.
    * `authorId` is who likes and collects of the target credit.

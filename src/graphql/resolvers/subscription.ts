@@ -55,7 +55,7 @@ export const Subscription = {
       return asEvents(await live.watch(ids, coldReadsOf(ctx.services, ctx.viewer, ctx.clientIp, ctx.charged)), posts);
     },
     resolve(event: PostCountsEvent, _: unknown, ctx: Context): Post {
-      ctx.loaders.views.set({ type: "post", id: event.post.id }, { counts: event.counts, viewerIn: {} });
+      ctx.loaders.readouts.set({ type: "post", id: event.post.id }, { counts: event.counts, viewerIn: {} });
       return event.post;
     },
   },

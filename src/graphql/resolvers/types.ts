@@ -10,7 +10,7 @@ import {
   type Counts,
   type Relation,
   type Target,
-  type TargetView,
+  type TargetReadout,
   type Post as PostEntity,
   type User as UserEntity,
 } from "../../domain/model/index.js";
@@ -29,18 +29,18 @@ interface PageArgs {
 
 const id = (row: { id: bigint }) => row.id.toString();
 
-/** A target's view, read through `pick`: synchronously once its list prefetched it. */
-function viewOf<R>(target: Target, ctx: Context, pick: (view: TargetView) => R): R | Promise<R> {
-  const view = ctx.loaders.views.get(target);
-  return view instanceof Promise ? view.then(pick) : pick(view);
+/** A target's readout, read through `pick`: synchronously once its list prefetched it. */
+function readoutOf<R>(target: Target, ctx: Context, pick: (readout: TargetReadout) => R): R | Promise<R> {
+  const readout = ctx.loaders.readouts.get(target);
+  return readout instanceof Promise ? readout.then(pick) : pick(readout);
 }
-const counts = (target: Target, ctx: Context) => viewOf(target, ctx, (v) => v.counts);
+const counts = (target: Target, ctx: Context) => readoutOf(target, ctx, (v) => v.counts);
 
-/** Whether the viewer is a member of the target's relation; read again when the request's view of it does not tell. */
+/** Whether the viewer is a member of the target's relation; read again when the request's readout of it does not tell. */
 function viewerIn(target: Target, relation: Relation, ctx: Context): boolean | Promise<boolean> {
   if (!ctx.viewer) return false;
-  const known = viewOf(target, ctx, (v) => v.viewerIn[relation]);
-  const settle = (member: boolean | undefined) => member ?? ctx.loaders.fullViews.load(target).then((v) => v.viewerIn[relation] ?? false);
+  const known = readoutOf(target, ctx, (v) => v.viewerIn[relation]);
+  const settle = (member: boolean | undefined) => member ?? ctx.loaders.fullReadouts.load(target).then((v) => v.viewerIn[relation] ?? false);
   return known instanceof Promise ? known.then(settle) : settle(known);
 }
 const counter = (name: CounterName) => (counts: Counts) => countOf(counts, name);

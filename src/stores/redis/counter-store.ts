@@ -3,7 +3,7 @@
 // read-targets.lua (target-reader.ts); and the writes of counters outside a change:
 // a new target's creation, derived counters mirrored from PostgreSQL.
 import { relationsOf, type CounterValue, type Counts, type Relation, type Target } from "../../domain/model/index.js";
-import type { CounterStore, ViewRequest } from "../../domain/ports/index.js";
+import type { CounterStore, ReadoutRequest } from "../../domain/ports/index.js";
 import { batchRead, type RedisClient } from "./client.js";
 import { parseCounterHash } from "./counter-hash.js";
 import type { Fill, HotCounts, HotTarget } from "./hot-counts.js";
@@ -19,7 +19,7 @@ export interface CounterStoreOptions {
    * slot map. Tests pass a wrong one to see refused keys read one by one.
    */
   readonly nodeOf?: NodeOf;
-  /** Counts kept in this process's memory, served within their bound; without them every view reads Redis. */
+  /** Counts kept in this process's memory, served within their bound; without them every readout reads Redis. */
   readonly hotCounts?: HotCounts;
   /** Where this Redis keeps member indexes, and whom to tell of a viewer's missing one (member-index-store.ts). */
   readonly memberIndexes?: TargetReaderOptions["memberIndexes"];
@@ -42,8 +42,8 @@ function remember(grown: Grown, key: string, generation: number): void {
   else grown.set(key, generation);
 }
 
-/** What every view of one store shares: its reader, the hot counts (if any) and the targets seen grown. */
-interface ViewState {
+/** What every readout of one store shares: its reader, the hot counts (if any) and the targets seen grown. */
+interface ReadoutState {
   readonly readOnce: TargetReader;
   readonly hotCounts: HotCounts | undefined;
   readonly grown: Grown;
@@ -56,16 +56,16 @@ const hotTarget = (read: Read, relations: readonly Relation[]): HotTarget => ({
 });
 
 /**
- * A view as the reads make it: every relation of the targets' type has its
+ * A readout as the reads make it: every relation of the targets' type has its
  * generation read (an entry of the hot counts must serve any later request),
  * but only the relations asked look the viewer up.
  */
 interface Plan {
-  readonly request: ViewRequest;
+  readonly request: ReadoutRequest;
   readonly asks: readonly boolean[];
 }
 
-const planOf = (targets: readonly Target[], request: ViewRequest): Plan => {
+const planOf = (targets: readonly Target[], request: ReadoutRequest): Plan => {
   const all = relationsOf((targets[0] as Target).type);
   return {
     request: { ...request, relations: all },
@@ -73,8 +73,8 @@ const planOf = (targets: readonly Target[], request: ViewRequest): Plan => {
   };
 };
 
-/** One call of view: its targets, their counter hash keys, its plan, and the answers found so far. */
-interface ViewCall {
+/** One call of readout: its targets, their counter hash keys, its plan, and the answers found so far. */
+interface ReadoutCall {
   readonly targets: readonly Target[];
   readonly counterKeys: readonly string[];
   readonly plan: Plan;
@@ -85,11 +85,11 @@ interface ViewCall {
 const unsure = (read: Read, plan: Plan) => read.unsure.some((u, j) => u && plan.asks[j]);
 
 /** The shards to pass of relation j first: one past the newest generation this process saw. */
-const guessShards = ({ grown }: ViewState, plan: Plan, counterKey: string, j: number) =>
+const guessShards = ({ grown }: ReadoutState, plan: Plan, counterKey: string, j: number) =>
   plan.asks[j] ? (grown.get(grownKey(counterKey, plan.request.relations[j] as Relation)) ?? 0) + 1 : 0;
 
 /** Notes what a read of target i's counters told (its generations), and keeps it in the hot counts. */
-const learn = ({ grown }: ViewState, { targets, counterKeys, plan }: ViewCall, i: number, read: Read, fill: Fill | undefined) => {
+const learn = ({ grown }: ReadoutState, { targets, counterKeys, plan }: ReadoutCall, i: number, read: Read, fill: Fill | undefined) => {
   plan.request.relations.forEach((relation, j) => remember(grown, grownKey(counterKeys[i] as string, relation), read.generations[j] ?? 0));
   fill?.keep(targets[i] as Target, hotTarget(read, plan.request.relations));
 };
@@ -99,15 +99,15 @@ const learn = ({ grown }: ViewState, { targets, counterKeys, plan }: ViewCall, i
  * viewer's memberships; a target grown past the shards passed is read again
  * with the generations the read found.
  */
-async function readExactly(views: ViewState, call: ViewCall, indexes: readonly number[]): Promise<void> {
+async function readExactly(state: ReadoutState, call: ReadoutCall, indexes: readonly number[]): Promise<void> {
   if (indexes.length === 0) return;
   const { targets, counterKeys, plan, answers } = call;
-  const fill = views.hotCounts?.fill(indexes.map((i) => targets[i] as Target));
+  const fill = state.hotCounts?.fill(indexes.map((i) => targets[i] as Target));
   try {
-    let pending = indexes.map((i) => ({ i, shards: (j: number) => guessShards(views, plan, counterKeys[i] as string, j) }));
+    let pending = indexes.map((i) => ({ i, shards: (j: number) => guessShards(state, plan, counterKeys[i] as string, j) }));
     for (let round = 0; pending.length > 0 && round < 3; round++) {
       const batch = pending;
-      const reads = await views.readOnce(
+      const reads = await state.readOnce(
         batch.map(({ i }) => targets[i] as Target),
         batch.map(({ i }) => counterKeys[i] as string),
         plan.request,
@@ -118,7 +118,7 @@ async function readExactly(views: ViewState, call: ViewCall, indexes: readonly n
         const { i } = batch[k] as (typeof batch)[number];
         answers[i] = read;
         if (!read) return;
-        learn(views, call, i, read, fill);
+        learn(state, call, i, read, fill);
         if (unsure(read, plan)) pending.push({ i, shards: (j) => (plan.asks[j] ? (read.generations[j] ?? 0) + 1 : 0) });
       });
     }
@@ -134,20 +134,20 @@ async function readExactly(views: ViewState, call: ViewCall, indexes: readonly n
  * tells whether a write to a held target (a generation grown) was missed, and
  * such a target is read again. What is answered is then as of the read.
  */
-async function readBesideHeld(views: ViewState, call: ViewCall, hot: HotCounts, held: readonly (HotTarget | undefined)[]): Promise<void> {
+async function readBesideHeld(state: ReadoutState, call: ReadoutCall, hot: HotCounts, held: readonly (HotTarget | undefined)[]): Promise<void> {
   const { targets, counterKeys, plan, answers } = call;
   const { relations } = plan.request;
   const unheld = targets.flatMap((_, i) => (held[i] ? [] : [i]));
-  const fill = views.hotCounts?.fill(unheld.map((i) => targets[i] as Target));
+  const fill = state.hotCounts?.fill(unheld.map((i) => targets[i] as Target));
   let confirmed = true;
   const again: number[] = [];
   try {
     const [reads] = await Promise.all([
-      views.readOnce(targets, counterKeys, plan.request, {
+      state.readOnce(targets, counterKeys, plan.request, {
         counters: (i) => !held[i],
         shards: (i, j) => {
           const entry = held[i];
-          if (!entry) return guessShards(views, plan, counterKeys[i] as string, j);
+          if (!entry) return guessShards(state, plan, counterKeys[i] as string, j);
           return plan.asks[j] ? (entry.generations[relations[j] as Relation] ?? 0) + 1 : 0;
         },
       }),
@@ -166,24 +166,24 @@ async function readBesideHeld(views: ViewState, call: ViewCall, hot: HotCounts, 
       }
       answers[i] = read;
       if (!read) return;
-      learn(views, call, i, read, fill);
+      learn(state, call, i, read, fill);
       if (unsure(read, plan)) again.push(i);
     });
   } finally {
     fill?.end();
   }
-  await readExactly(views, call, again);
+  await readExactly(state, call, again);
 }
 
 /** Fills a call's answers: from Redis alone, beside the hot counts held, or from the hot counts with Redis for the rest. */
-async function readAnswers(views: ViewState, call: ViewCall): Promise<void> {
-  const { hotCounts } = views;
+async function readAnswers(state: ReadoutState, call: ReadoutCall): Promise<void> {
+  const { hotCounts } = state;
   const { targets, plan, answers } = call;
   const hot = hotCounts && !plan.request.exact && hotCounts.servable() ? hotCounts : null;
   if (!hot) {
     hotCounts?.missed(targets.length);
     await readExactly(
-      views,
+      state,
       call,
       targets.map((_, i) => i),
     );
@@ -191,28 +191,28 @@ async function readAnswers(views: ViewState, call: ViewCall): Promise<void> {
   }
   const held = targets.map((target) => hot.get(target));
   if (plan.asks.some(Boolean) && held.some(Boolean)) {
-    await readBesideHeld(views, call, hot, held);
+    await readBesideHeld(state, call, hot, held);
     return;
   }
   held.forEach((entry, i) => {
     if (entry) answers[i] = { counts: entry.counts, viewerIn: {}, generations: [], unsure: [] };
   });
   await readExactly(
-    views,
+    state,
     call,
     targets.flatMap((_, i) => (held[i] ? [] : [i])),
   );
 }
 
-async function view(views: ViewState, keys: RedisKeys, targets: readonly Target[], request: ViewRequest) {
+async function readout(state: ReadoutState, keys: RedisKeys, targets: readonly Target[], request: ReadoutRequest) {
   if (targets.length === 0) return [];
-  const call: ViewCall = {
+  const call: ReadoutCall = {
     targets,
     counterKeys: targets.map((t) => keys.counters(t)),
     plan: planOf(targets, request),
     answers: new Array<Read | null>(targets.length).fill(null),
   };
-  await readAnswers(views, call);
+  await readAnswers(state, call);
   return call.answers.map((read) => {
     if (!read) return null;
     // Without a viewer every relation asked is answered false, as the port says.
@@ -264,14 +264,14 @@ async function mirror(redis: RedisClient, keys: RedisKeys, values: readonly Coun
 }
 
 export function createCounterStore(redis: RedisClient, keys: RedisKeys, options: CounterStoreOptions = {}): CounterStore {
-  const views: ViewState = {
+  const state: ReadoutState = {
     readOnce: createTargetReader(redis, keys, { nodeOf: options.nodeOf, memberIndexes: options.memberIndexes }),
     hotCounts: options.hotCounts,
     grown: new Map(),
   };
   return {
     read: (targets) => readCounts(redis, keys, targets),
-    view: (targets, request) => view(views, keys, targets, request),
+    readout: (targets, request) => readout(state, keys, targets, request),
     init: (target, counts, authorId) => init(redis, keys, target, counts, authorId),
     mirror: (values) => mirror(redis, keys, values),
   };

@@ -2,8 +2,8 @@
 // per Redis node, its one-string reply decoded here. The counter store decides
 // what to ask (counters, or the viewer's memberships alone for counts it holds).
 import { Cluster } from "ioredis";
-import type { Counts, Relation, Target, TargetType, TargetView } from "../../domain/model/index.js";
-import type { ViewRequest } from "../../domain/ports/index.js";
+import type { Counts, Relation, Target, TargetType, TargetReadout } from "../../domain/model/index.js";
+import type { ReadoutRequest } from "../../domain/ports/index.js";
 import { inTickPipeline, type RedisClient } from "./client.js";
 import { nodeBySlotMap, slotsMoved } from "./per-node.js";
 import type { RedisKeys } from "./keys.js";
@@ -19,7 +19,7 @@ import { ScriptStatus, toError } from "./statuses.js";
  */
 export interface Read {
   readonly counts: Counts | null;
-  readonly viewerIn: TargetView["viewerIn"];
+  readonly viewerIn: TargetReadout["viewerIn"];
   readonly generations: readonly number[];
   readonly unsure: readonly boolean[];
 }
@@ -116,7 +116,7 @@ export interface Asked {
 }
 
 /** Reads targets (their counter hash keys given) in one call per node. */
-export type TargetReader = (targets: readonly Target[], counterKeys: readonly string[], request: ViewRequest, asked: Asked) => Promise<(Read | null)[]>;
+export type TargetReader = (targets: readonly Target[], counterKeys: readonly string[], request: ReadoutRequest, asked: Asked) => Promise<(Read | null)[]>;
 
 /** On a cluster, the node serving a key as the client believes. */
 export type NodeOf = (cluster: Cluster, key: string) => string;
@@ -143,7 +143,7 @@ function readOnce(
   reader: ReaderContext,
   targets: readonly Target[],
   counterKeys: readonly string[],
-  request: ViewRequest,
+  request: ReadoutRequest,
   asked: Asked,
 ): Promise<(Read | null)[]> {
   const { redis } = reader;
@@ -167,7 +167,7 @@ async function readScript(
   send: (args: [number, ...(string | number)[]]) => Promise<unknown>,
   targets: readonly Target[],
   counterKeys: readonly string[],
-  request: ViewRequest,
+  request: ReadoutRequest,
   asked: Asked,
   firstKeyOnly = false,
 ): Promise<(Read | null)[]> {
@@ -249,7 +249,7 @@ async function readPerNode(
   cluster: Cluster,
   targets: readonly Target[],
   counterKeys: readonly string[],
-  request: ViewRequest,
+  request: ReadoutRequest,
   asked: Asked,
 ): Promise<(Read | null)[]> {
   const byNode = new Map<string, number[]>();
@@ -277,7 +277,13 @@ async function readPerNode(
 }
 
 /** The same reads as commands, each routed by its own key (ioredis's auto-pipelining groups them per node). */
-async function readWithPipelines(keys: RedisKeys, cluster: Cluster, targets: readonly Target[], request: ViewRequest, asked: Asked): Promise<(Read | null)[]> {
+async function readWithPipelines(
+  keys: RedisKeys,
+  cluster: Cluster,
+  targets: readonly Target[],
+  request: ReadoutRequest,
+  asked: Asked,
+): Promise<(Read | null)[]> {
   const { relations } = request;
   const fields = [...request.names, ...relations.map((r) => relationLayouts[r].generationField)];
   const viewer = request.viewerId;

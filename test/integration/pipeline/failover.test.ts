@@ -60,7 +60,7 @@ async function answered(mutation: "likePost" | "unlikePost", post: string, user:
   return (dataOf(response)[mutation] as Changed).changed;
 }
 
-const viewOf = async (post: string, user: number) =>
+const readoutOf = async (post: string, user: number) =>
   dataOf(
     await api.gql<{ post: { counts: { likes: number }; viewerHasLiked: boolean } }>(
       `query($id: ID!) { post(id: $id) { counts { likes } viewerHasLiked } }`,
@@ -91,7 +91,7 @@ describe("a failover that lost acknowledged writes", () => {
     try {
       expect(await answered("likePost", post, first)).toBe(true);
       // The second user's member index, loaded by their read, complete on both: it will lack their like.
-      expect(await viewOf(post, second)).toEqual({ counts: { likes: 1 }, viewerHasLiked: false });
+      expect(await readoutOf(post, second)).toEqual({ counts: { likes: 1 }, viewerHasLiked: false });
       const index = keys.memberIndex("like", "post", users[second]?.id ?? 0n);
       // And their list of liked posts, loaded by their read: it will lack the like too.
       expect(await likedOf(second)).toEqual([]);
@@ -119,12 +119,12 @@ describe("a failover that lost acknowledged writes", () => {
       // What the promoted replica holds: the first user a liker, the second not.
       expect(await replicaLikes()).toBe(1);
 
-      expect(await viewOf(post, second)).toEqual({ counts: { likes: 1 }, viewerHasLiked: true });
+      expect(await readoutOf(post, second)).toEqual({ counts: { likes: 1 }, viewerHasLiked: true });
       expect(await replica.zcard(list.entries)).toBe(0);
       expect(await likedOf(second)).toEqual([post]);
       expect(await answered("unlikePost", post, second)).toBe(true);
       expect(await answered("likePost", post, first)).toBe(true);
-      expect(await viewOf(post, first)).toEqual({ counts: { likes: 1 }, viewerHasLiked: true });
+      expect(await readoutOf(post, first)).toEqual({ counts: { likes: 1 }, viewerHasLiked: true });
       await eventually(
         async () => (await databaseMembers(db, target, "like")).join(",") === String(users[first]?.id),
         20_000,
@@ -171,9 +171,9 @@ describe("a failover that lost acknowledged writes", () => {
       );
       // The post is suspect on the promoted replica, which lacks the like: reads answer from PostgreSQL, and a
       // repeat of the like waits for the failover to settle, finds PostgreSQL ahead and loads the post again.
-      expect(await viewOf(post, second)).toEqual({ counts: { likes: 1 }, viewerHasLiked: true });
+      expect(await readoutOf(post, second)).toEqual({ counts: { likes: 1 }, viewerHasLiked: true });
       expect(await answered("likePost", post, second)).toBe(false);
-      expect(await viewOf(post, first)).toEqual({ counts: { likes: 1 }, viewerHasLiked: false });
+      expect(await readoutOf(post, first)).toEqual({ counts: { likes: 1 }, viewerHasLiked: false });
       expect(await replica.hget(counters, "like")).toBe("1");
       expect(api.loads.histories().lostAcknowledged).toBe(before.lostAcknowledged);
     } finally {

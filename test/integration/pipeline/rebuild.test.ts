@@ -323,7 +323,7 @@ describe("rebuild from PostgreSQL", () => {
       // A load's snapshot opens the next epoch in PostgreSQL; the load goes no further.
       await createSnapshotStore(db).read([post]);
       // The like is still lingering in a batch: the read answers from PostgreSQL once it is there.
-      const [view] = await services.counters.view([post], 12n, ["like"], { deadlineAtMs: Date.now() + 5_000 });
+      const [view] = await services.counters.readout([post], 12n, ["like"], { deadlineAtMs: Date.now() + 5_000 });
       expect(view).toMatchObject({ counts: { like: 1 }, viewerIn: { like: true } });
     } finally {
       await pipeline.stop();

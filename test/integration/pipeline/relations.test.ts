@@ -132,7 +132,7 @@ describe("collects, follows and views persisted", () => {
       const viewer = (users[3] as TestUser).id;
       // Counters never touched read 0 whether absent (a new target) or written as 0 (a rebuilt one).
       const seen = async () =>
-        (await services.counters.view(targets, viewer)).map((v, i) => ({
+        (await services.counters.readout(targets, viewer)).map((v, i) => ({
           counts: Object.fromEntries(counterNames[(targets[i] as Target).type].map((name) => [name, v.counts[name] ?? 0])),
           viewerIn: v.viewerIn,
         }));

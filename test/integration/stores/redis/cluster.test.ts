@@ -15,7 +15,7 @@ import {
   type OutboxEntry,
   type Target,
 } from "../../../../src/domain/model/index.js";
-import type { ViewRequest } from "../../../../src/domain/ports/index.js";
+import type { ReadoutRequest } from "../../../../src/domain/ports/index.js";
 import { createCountChanges } from "../../../../src/stores/redis/count-changes.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { decodeTargetLines } from "../../../../src/stores/redis/target-reader.js";
@@ -113,9 +113,9 @@ describe("scripts on a Redis Cluster", () => {
     expect((await memberships.holds("like", targets, 30n)).every(Boolean)).toBe(true);
     expect((await memberships.holds("like", targets, 3n)).some(Boolean)).toBe(false);
     expect((await memberships.holds("collect", posts, 3n)).every(Boolean)).toBe(true);
-    const views = await counters.view(posts, { names: ["like", "collect"], relations: ["like", "collect"], viewerId: 30n });
+    const views = await counters.readout(posts, { names: ["like", "collect"], relations: ["like", "collect"], viewerId: 30n });
     expect(views.every((v) => v?.viewerIn.like === true && v.viewerIn.collect === true && v.counts.like === 40 && v.counts.collect === 30)).toBe(true);
-    const notCollected = await counters.view(posts, { names: ["collect"], relations: ["like", "collect"], viewerId: 45n });
+    const notCollected = await counters.readout(posts, { names: ["collect"], relations: ["like", "collect"], viewerId: 45n });
     expect(notCollected.every((v) => v?.viewerIn.like === true && v.viewerIn.collect === false)).toBe(true);
   });
 
@@ -155,7 +155,7 @@ describe("scripts on a Redis Cluster", () => {
     await Promise.all(users.flatMap((u) => Array.from({ length: 40 }, (_, f) => memberships.add("follow", u, BigInt(f + 1)))));
     await Promise.all(users.flatMap((u) => Array.from({ length: 10 }, (_, f) => memberships.remove("follow", u, BigInt(f + 1)))));
     expect((await counters.read(users)).map((c) => c?.followers)).toEqual(users.map(() => 30));
-    const views = await counters.view(users, { names: ["followers"], relations: ["follow"], viewerId: 25n });
+    const views = await counters.readout(users, { names: ["followers"], relations: ["follow"], viewerId: 25n });
     expect(views.every((v) => v?.viewerIn.follow === true)).toBe(true);
     expect((await memberships.holds("follow", users, 5n)).some(Boolean)).toBe(false);
   });
@@ -473,16 +473,16 @@ describe("scripts on a Redis Cluster", () => {
           .nodes("master")
           .map(async (node) => [...(await node.info("commandstats")).matchAll(/^cmdstat_eval\w*:calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0)),
       );
-    const request: ViewRequest = { viewerId: 77n, names: ["like", "read"], relations: ["like"] };
+    const request: ReadoutRequest = { viewerId: 77n, names: ["like", "read"], relations: ["like"] };
 
     const before = await scriptCalls();
-    expect(await counters.view(feed, request)).toEqual(expected);
+    expect(await counters.readout(feed, request)).toEqual(expected);
     const after = await scriptCalls();
     expect(after.map((calls, m) => calls - (before[m] as number))).toEqual([1, 1, 1]);
 
     // A client whose slot map is out of date, as while slots move: it believes every key on one master, which refuses the others'.
     const stale = createCounterStore(cluster, keys, { nodeOf: () => "one node" });
-    expect(await stale.view(feed, request)).toEqual(expected);
+    expect(await stale.readout(feed, request)).toEqual(expected);
   });
 
   it("when rate budgets of many subjects are charged at once, then each reaches its own node and each is enforced alone", async () => {

@@ -1,7 +1,7 @@
 // The feed read (read-targets.lua: one call on a standalone Redis, one per master on a cluster)
 // answers what plain commands read of the same targets.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { Counts, LikeableTarget, Target, TargetView } from "../../../../src/domain/model/index.js";
+import type { Counts, LikeableTarget, Target, TargetReadout } from "../../../../src/domain/model/index.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys, generationField } from "../../../../src/stores/redis/keys.js";
@@ -39,7 +39,7 @@ describe.each([
   }
 
   /** The same facts read with HGETALL and SISMEMBER, one target at a time. */
-  async function plainly(targets: readonly LikeableTarget[], viewer: bigint | null): Promise<(TargetView | null)[]> {
+  async function plainly(targets: readonly LikeableTarget[], viewer: bigint | null): Promise<(TargetReadout | null)[]> {
     const counters = createCounterStore(redis, keys);
     const likes = createMembershipStore(redis, keys, shardCapacity);
     return Promise.all(
@@ -63,10 +63,10 @@ describe.each([
 
     for (const viewer of [1n, 2n, 150n, 299n, 300n, 9_999n, null]) {
       const store = createCounterStore(redis, keys);
-      const views = await store.view(targets, { names: postCounters, relations: ["like", "collect"], viewerId: viewer });
+      const views = await store.readout(targets, { names: postCounters, relations: ["like", "collect"], viewerId: viewer });
       expect(views).toEqual(await plainly(targets, viewer));
     }
-    const [view] = await createCounterStore(redis, keys).view([small], { names: postCounters, relations: ["like", "collect"], viewerId: 3n });
+    const [view] = await createCounterStore(redis, keys).readout([small], { names: postCounters, relations: ["like", "collect"], viewerId: 3n });
     expect(view).toEqual({ counts: { like: 3, read: 7, comment: 2, collect: 1 }, viewerIn: { like: true, collect: true } });
   });
 
@@ -75,11 +75,11 @@ describe.each([
     const store = createCounterStore(redis, keys);
     const late = 250n;
     const request = { names: postCounters, relations: ["like", "collect"] as const, viewerId: late };
-    expect((await store.view([target], request))[0]?.viewerIn).toEqual({ like: false, collect: false });
+    expect((await store.readout([target], request))[0]?.viewerIn).toEqual({ like: false, collect: false });
     const likes = createMembershipStore(redis, keys, shardCapacity);
     for (let u = 11n; u <= late; u++) await likes.add("like", target, u);
     expect(Number(await redis.hget(keys.counters(target), generationField))).toBeGreaterThan(0);
-    expect((await store.view([target], request))[0]).toEqual({ counts: { like: 250, collect: 3 }, viewerIn: { like: true, collect: false } });
+    expect((await store.readout([target], request))[0]).toEqual({ counts: { like: 250, collect: 3 }, viewerIn: { like: true, collect: false } });
   });
 
   it("when users are read, then their own counters come back with whether the viewer follows them", async () => {
@@ -87,7 +87,7 @@ describe.each([
     await createCounterStore(redis, keys).init(user, { followers: 0, posts: 2 });
     await createMembershipStore(redis, keys).add("follow", user, 8n);
     const read = (viewerId: bigint | null) =>
-      createCounterStore(redis, keys).view([user], { names: ["followers", "following", "posts"], relations: ["follow"], viewerId });
+      createCounterStore(redis, keys).readout([user], { names: ["followers", "following", "posts"], relations: ["follow"], viewerId });
     expect(await read(null)).toEqual([{ counts: { followers: 1, posts: 2 }, viewerIn: { follow: false } }]);
     expect(await read(8n)).toEqual([{ counts: { followers: 1, posts: 2 }, viewerIn: { follow: true } }]);
     expect(await read(9n)).toEqual([{ counts: { followers: 1, posts: 2 }, viewerIn: { follow: false } }]);

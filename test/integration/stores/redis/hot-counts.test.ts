@@ -62,12 +62,12 @@ describe("counts kept in memory", () => {
     await store.init(post, { like: 0 }, 1n);
     await servable();
     const anonymous = { names: counterNames.post, relations: [], viewerId: null } as const;
-    expect((await store.view([post], anonymous))[0]?.counts.like).toBe(0);
+    expect((await store.readout([post], anonymous))[0]?.counts.like).toBe(0);
     expect(hot.peek(post)).toBeDefined();
     await createMembershipStore(redis, keys).add("like", post, 7n);
     for (let i = 0; i < 100 && hot.peek(post); i++) await sleep(5);
     expect(hot.peek(post)).toBeUndefined();
-    expect((await store.view([post], anonymous))[0]?.counts.like).toBe(1);
+    expect((await store.readout([post], anonymous))[0]?.counts.like).toBe(1);
   });
 
   it("when what the listener hears is held back and a held target grows a generation the viewer joins, then the viewer's membership is still read exactly", async () => {
@@ -80,7 +80,7 @@ describe("counts kept in memory", () => {
     for (let user = 1n; user <= 8n; user++) await members.add("like", post, user);
     await servable();
     const asked = { names: counterNames.post, relations: ["like"] as const, viewerId: viewer };
-    expect((await store.view([post], asked))[0]).toEqual({ counts: expect.objectContaining({ like: 8 }) as unknown, viewerIn: { like: false } });
+    expect((await store.readout([post], asked))[0]).toEqual({ counts: expect.objectContaining({ like: 8 }) as unknown, viewerIn: { like: false } });
     const held = hot.peek(post);
     expect(held?.generations.like).toBeGreaterThan(0);
     // Every shard the viewer hashes to in the held generations is full: the viewer lands in a newer one.
@@ -93,7 +93,7 @@ describe("counts kept in memory", () => {
       }
       await members.add("like", post, viewer);
       expect(hot.servable()).toBe(true);
-      const [view] = await store.view([post], asked);
+      const [view] = await store.readout([post], asked);
       expect(view?.viewerIn.like).toBe(true);
     } finally {
       proxy.resume();

@@ -11,12 +11,12 @@
 // answered once PostgreSQL holds them, or at the read's time limit with what it
 // holds then.
 import { setTimeout as sleep } from "node:timers/promises";
-import { relationsOf, zeroCounts, type Relation, type Target, type TargetView } from "./model/index.js";
+import { relationsOf, zeroCounts, type Relation, type Target, type TargetReadout } from "./model/index.js";
 import type { MemberIndexLookup, PersistedCounts, SnapshotStore } from "./ports/index.js";
 import { tooLate, within } from "./within.js";
 
 /** Where cold reads find their answers. */
-export interface ColdViews {
+export interface ColdReadouts {
   readonly persisted: PersistedCounts;
   readonly snapshots: Pick<SnapshotStore, "newestChange">;
   /**
@@ -26,9 +26,9 @@ export interface ColdViews {
   readonly indexes?: MemberIndexLookup;
 }
 
-/** What Redis says of targets after PostgreSQL was read: its view where it holds one, and whether each was dropped lately. */
+/** What Redis says of targets after PostgreSQL was read: its readout where it holds one, and whether each was dropped lately. */
 export interface SecondLook {
-  readonly views: readonly (TargetView | null)[];
+  readonly views: readonly (TargetReadout | null)[];
   /** The version a target dropped within the last hour had last stamped, or null. */
   readonly dropped: readonly (bigint | null)[];
 }
@@ -53,7 +53,7 @@ const answerReserveMs = 200;
  * index rules out what it can (one command), PostgreSQL answers the rest (one statement).
  */
 async function membershipsOf(
-  cold: ColdViews,
+  cold: ColdReadouts,
   viewerId: bigint,
   targets: readonly Target[],
   relations: readonly Relation[],
@@ -91,12 +91,12 @@ async function membershipsOf(
  * member indexes are asked until `indexesUntilMs`, or not at all (null: Redis out of reach).
  */
 async function fromPostgres(
-  cold: ColdViews,
+  cold: ColdReadouts,
   targets: readonly Target[],
   viewerId: bigint | null,
   asked: readonly Relation[] | undefined,
   indexesUntilMs: number | null,
-): Promise<TargetView[]> {
+): Promise<TargetReadout[]> {
   const relations = [...new Set(targets.flatMap((t) => relationsOf(t.type)))].filter((r) => !asked || asked.includes(r));
   const [counts, memberships] = await Promise.all([
     cold.persisted.counts(targets),
@@ -110,7 +110,7 @@ async function fromPostgres(
 }
 
 /** Waits until PostgreSQL holds a dropped target's last change, or until `untilMs`; whether it does. */
-async function caughtUp(cold: ColdViews, target: Target, dropped: bigint, untilMs: number): Promise<boolean> {
+async function caughtUp(cold: ColdReadouts, target: Target, dropped: bigint, untilMs: number): Promise<boolean> {
   for (;;) {
     if ((await cold.snapshots.newestChange(target)) >= dropped) return true;
     if (Date.now() + 50 >= untilMs) return false;
@@ -120,12 +120,12 @@ async function caughtUp(cold: ColdViews, target: Target, dropped: bigint, untilM
 
 /** The views of targets Redis did not hold, in order. */
 export async function readCold(
-  cold: ColdViews,
+  cold: ColdReadouts,
   targets: readonly Target[],
   viewerId: bigint | null,
   asked: readonly Relation[] | undefined,
   options: ColdReadOptions,
-): Promise<TargetView[]> {
+): Promise<TargetReadout[]> {
   // Redis out of reach: no index is asked. Otherwise, at most until shortly before the deadline.
   const indexesUntilMs = options.again ? (options.deadlineAtMs ?? Date.now() + droppedWaitMs) - answerReserveMs : null;
   const views = await fromPostgres(cold, targets, viewerId, asked, indexesUntilMs);
@@ -149,7 +149,7 @@ export async function readCold(
       asked,
       null,
     );
-    settled.forEach((i, j) => (views[i] = found[j] as TargetView));
+    settled.forEach((i, j) => (views[i] = found[j] as TargetReadout));
   }
   return views;
 }
