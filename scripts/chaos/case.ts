@@ -4,13 +4,15 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Cluster, type Redis } from "ioredis";
 import type pg from "pg";
 import type { TcpProxy } from "../lib/tcp-proxy.js";
-import type { Settling } from "./check.js";
+import type { Cast } from "./cast.js";
+import type { Endpoint } from "./endpoint.js";
 import type { Figure } from "./figures.js";
-import type { Cast, Endpoint, LoadOptions, LoadRun } from "./load.js";
+import type { LoadOptions, LoadRun } from "./load.js";
 import type { PostgresInstance } from "./postgres-instance.js";
 import type { RedisClusterInstance } from "./redis-cluster.js";
 import type { RedisInstance } from "./redis-instance.js";
 import type { ServiceProcess } from "./service-process.js";
+import type { Settling } from "./settle.js";
 
 export type Layout = "npm start" | "api + worker";
 

@@ -1,71 +1,20 @@
-// After a case: wait until the pipeline has nothing left in hand, then hold
-// Redis and PostgreSQL (and what the API shows) against the history of
-// acknowledged answers.
+// After a case has settled (settle.ts): hold Redis and PostgreSQL (and what the
+// API shows) against the history of acknowledged answers.
 //
 // Read straight from the stores, not through the service's own stores, so a
 // bug there cannot hide itself: Redis membership is every shard of a post
 // (`lk:{p}:post:<id>:*`, see src/stores/redis/keys.ts), its counts the counter
 // hash `cnt:{p}:<type>:<id>`; PostgreSQL is the operators' tables `likes` and
 // `counters`.
-import { setTimeout as sleep } from "node:timers/promises";
 import { Cluster, type Redis } from "ioredis";
 
 /** The check's client of the case's Redis: one server, or a cluster. */
 export type RedisClient = Redis | Cluster;
 import type pg from "pg";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
+import type { Cast, CastUser, Post } from "./cast.js";
+import type { Endpoint } from "./endpoint.js";
 import type { PairHistory } from "./history.js";
-import type { Cast, Endpoint, ViewReports } from "./load.js";
-import type { RabbitVhost } from "./rabbitmq-vhost.js";
-
-export interface Settling {
-  readonly settled: boolean;
-  readonly seconds: number;
-  /** What was left when it did not settle. */
-  readonly left: string;
-  /** Messages in the dead-letter queue. */
-  readonly deadLettered: number;
-}
-
-/** Entries the outbox streams hold now. */
-export async function outboxLength(redis: RedisClient, streams: readonly string[]): Promise<number> {
-  if (redis instanceof Cluster) {
-    // A cluster's pipeline takes keys of one slot only; ioredis batches these by node itself.
-    const lengths = await Promise.all(streams.map((s) => redis.xlen(s).catch(() => 0)));
-    return lengths.reduce((sum, n) => sum + n, 0);
-  }
-  const lengths = (await redis.pipeline(streams.map((s) => ["xlen", s])).exec()) ?? [];
-  return lengths.reduce((sum, [error, n]) => sum + (error ? 0 : Number(n)), 0);
-}
-
-/**
- * Waits until no outbox entry is left in Redis and no message in the case's
- * queues (ready or unacknowledged), seen twice in a row: a relayed change is in
- * a queue before it leaves the outbox, and leaves its queue once committed.
- */
-export async function settle(redis: RedisClient, partitions: number, vhost: RabbitVhost, prefix: string, timeoutMs: number): Promise<Settling> {
-  const started = Date.now();
-  const streams = createRedisKeys(partitions).outboxes();
-  let calm = 0;
-  let left = "";
-  let deadLettered = 0;
-  while (Date.now() - started < timeoutMs) {
-    try {
-      const outbox = await outboxLength(redis, streams);
-      const queues = (await vhost.queues()).filter((q) => q.name.startsWith(`${prefix}.`));
-      deadLettered = queues.find((q) => q.name === `${prefix}.dead`)?.messages ?? 0;
-      const inQueues = queues.filter((q) => q.name !== `${prefix}.dead`).reduce((sum, q) => sum + q.messages, 0);
-      left = `${outbox} outbox entries, ${inQueues} messages in queues (${queues.map((q) => `${q.name}=${q.messages}`).join(" ")})`;
-      calm = outbox === 0 && inQueues === 0 ? calm + 1 : 0;
-      if (calm >= 2) return { settled: true, seconds: (Date.now() - started) / 1000, left: "", deadLettered };
-    } catch (error) {
-      left = `could not read: ${(error as Error).message}`;
-      calm = 0;
-    }
-    await sleep(500);
-  }
-  return { settled: false, seconds: (Date.now() - started) / 1000, left, deadLettered };
-}
 
 export interface Verdict {
   /** Pairs whose final state a store does not hold (or the stores disagree on). */
@@ -135,124 +84,141 @@ export interface CheckInput {
   readonly expectedLoss?: { readonly crashMs: number; readonly backMs: number };
 }
 
-export async function verify(input: CheckInput): Promise<Verdict> {
-  const { redis, partitions, sql, cast, pairs } = input;
-  const lost: string[] = [];
-  const doubled: string[] = [];
-  let doubledCount = 0;
-  const drift: string[] = [];
-  let expectedLost = 0;
+/** What the check found so far, filled in by its steps. */
+interface Findings {
+  readonly lost: string[];
+  readonly doubled: string[];
+  readonly drift: string[];
+  doubledCount: number;
+  expectedLost: number;
+}
 
-  const postIds = cast.posts.map((p) => p.id);
+/** PostgreSQL's likes of the load's posts, and its counters. */
+interface Database {
+  readonly likes: ReadonlyMap<string, ReadonlySet<string>>;
+  counter(type: string, id: string, name: string): number;
+}
+
+async function readDatabase(input: CheckInput, found: Findings): Promise<Database> {
+  const { sql, cast } = input;
   const rows = await sql.query<{ target_id: string; user_id: string }>("SELECT target_id::text, user_id::text FROM likes WHERE target_type = 'post'");
-  const inDatabase = new Map<string, Set<string>>(postIds.map((id) => [id, new Set<string>()]));
+  const inDatabase = new Map<string, Set<string>>(cast.posts.map((p) => [p.id, new Set<string>()]));
   for (const row of rows.rows) {
     const set = inDatabase.get(row.target_id);
     if (!set && input.casePosts?.has(row.target_id)) continue;
-    if (!set) lost.push(`PostgreSQL holds a like on post ${row.target_id}, which the load never touched (user ${row.user_id})`);
+    if (!set) found.lost.push(`PostgreSQL holds a like on post ${row.target_id}, which the load never touched (user ${row.user_id})`);
     else set.add(row.user_id);
   }
   const counterRows = await sql.query<{ target_type: string; target_id: string; name: string; value: string }>(
     "SELECT target_type, target_id::text, name, value::text FROM counters WHERE (target_type = 'post' AND name = 'like') OR (target_type = 'user' AND name = 'likesReceived')",
   );
-  const dbCounter = (type: string, id: string, name: string) =>
+  const counter = (type: string, id: string, name: string) =>
     Number(counterRows.rows.find((r) => r.target_type === type && r.target_id === id && r.name === name)?.value ?? 0);
+  return { likes: inDatabase, counter };
+}
 
-  const likerIds = new Set(cast.likers.map((l) => l.id));
-  /** Likes each post really holds: Redis's members where Redis holds the post, else PostgreSQL's rows. */
-  const redisLikes = new Map<string, number>();
-  for (const post of cast.posts) {
-    const r = await readRedisPost(redis, partitions, post.id);
-    const d = inDatabase.get(post.id) as Set<string>;
-    for (const userId of likerIds) {
-      const pair = pairs.get(`${userId}:${post.id}`) as PairHistory;
-      const allowed = pair.allowedFinal();
-      const inDb = d.has(userId);
-      const occurrences = r.members.get(userId) ?? 0;
-      const inRedis = occurrences > 0;
-      const problems: string[] = [];
-      if (!allowed.has(inDb)) problems.push(`PostgreSQL ${inDb ? "liked" : "not liked"}`);
-      if (r.held && !allowed.has(inRedis)) problems.push(`Redis ${inRedis ? "liked" : "not liked"}`);
-      if (r.held && inRedis !== inDb && allowed.size > 1)
-        problems.push(`Redis ${inRedis ? "liked" : "not liked"} but PostgreSQL ${inDb ? "liked" : "not liked"}`);
-      if (problems.length > 0) {
-        const expected = allowed.size > 1 ? "either" : allowed.has(true) ? "liked" : "not liked";
-        lost.push(`user ${userId} post ${post.id}: expected ${expected}; ${problems.join(", ")}; history: ${pair.describe()}`);
-        // Lost with Redis: a state acknowledged before Redis came back, or sent before it died (the old Redis may have
-        // run it and answered it, later than the restart when the API was slow to pass the answer on).
-        const loss = input.expectedLoss;
-        const sentToLostRedis = loss !== undefined && (pair.lastCertainMs < loss.backMs || pair.lastCertainSentMs < loss.crashMs);
-        if (sentToLostRedis && (!r.held || inRedis === inDb)) expectedLost++;
-      }
-      if (occurrences > 1) {
-        doubled.push(`user ${userId} is in ${occurrences} membership shards of post ${post.id}`);
-        doubledCount += occurrences - 1;
-      }
-    }
-    for (const userId of d) if (!likerIds.has(userId)) lost.push(`PostgreSQL holds a like of post ${post.id} by user ${userId}, who never liked anything`);
-    for (const userId of r.members.keys())
-      if (!likerIds.has(userId)) lost.push(`Redis holds a like of post ${post.id} by user ${userId}, who never liked anything`);
-    redisLikes.set(post.id, r.held ? r.members.size : d.size);
+/** One pair's final state in both stores against what its history allows. */
+function checkPair(input: CheckInput, userId: string, postId: string, r: RedisTarget, inDb: boolean, found: Findings): void {
+  const pair = input.pairs.get(`${userId}:${postId}`) as PairHistory;
+  const allowed = pair.allowedFinal();
+  const occurrences = r.members.get(userId) ?? 0;
+  const inRedis = occurrences > 0;
+  const problems: string[] = [];
+  if (!allowed.has(inDb)) problems.push(`PostgreSQL ${inDb ? "liked" : "not liked"}`);
+  if (r.held && !allowed.has(inRedis)) problems.push(`Redis ${inRedis ? "liked" : "not liked"}`);
+  if (r.held && inRedis !== inDb && allowed.size > 1) problems.push(`Redis ${inRedis ? "liked" : "not liked"} but PostgreSQL ${inDb ? "liked" : "not liked"}`);
+  if (problems.length > 0) {
+    const expected = allowed.size > 1 ? "either" : allowed.has(true) ? "liked" : "not liked";
+    found.lost.push(`user ${userId} post ${postId}: expected ${expected}; ${problems.join(", ")}; history: ${pair.describe()}`);
+    // Lost with Redis: a state acknowledged before Redis came back, or sent before it died (the old Redis may have
+    // run it and answered it, later than the restart when the API was slow to pass the answer on).
+    const loss = input.expectedLoss;
+    const sentToLostRedis = loss !== undefined && (pair.lastCertainMs < loss.backMs || pair.lastCertainSentMs < loss.crashMs);
+    if (sentToLostRedis && (!r.held || inRedis === inDb)) found.expectedLost++;
+  }
+  if (occurrences > 1) {
+    found.doubled.push(`user ${userId} is in ${occurrences} membership shards of post ${postId}`);
+    found.doubledCount += occurrences - 1;
+  }
+}
 
-    const dbCount = dbCounter("post", post.id, "like");
-    if (dbCount !== d.size) drift.push(`post ${post.id}: PostgreSQL counter ${dbCount}, ${d.size} rows in likes`);
-    if (dbCount > d.size) {
-      doubled.push(`post ${post.id}: PostgreSQL counter ${dbCount} above its ${d.size} rows`);
-      doubledCount += dbCount - d.size;
-    }
-    if (r.held) {
-      const count = Number(r.counters.like ?? 0);
-      if (count !== r.members.size) drift.push(`post ${post.id}: Redis count ${count}, ${r.members.size} members`);
-      if (count !== dbCount) drift.push(`post ${post.id}: Redis count ${count}, PostgreSQL counter ${dbCount}`);
-      if (count > r.members.size) {
-        doubled.push(`post ${post.id}: Redis count ${count} above its ${r.members.size} members`);
-        doubledCount += count - r.members.size;
-      }
+function checkPostCounters(postId: string, r: RedisTarget, rows: number, dbCount: number, found: Findings): void {
+  if (dbCount !== rows) found.drift.push(`post ${postId}: PostgreSQL counter ${dbCount}, ${rows} rows in likes`);
+  if (dbCount > rows) {
+    found.doubled.push(`post ${postId}: PostgreSQL counter ${dbCount} above its ${rows} rows`);
+    found.doubledCount += dbCount - rows;
+  }
+  if (r.held) {
+    const count = Number(r.counters.like ?? 0);
+    if (count !== r.members.size) found.drift.push(`post ${postId}: Redis count ${count}, ${r.members.size} members`);
+    if (count !== dbCount) found.drift.push(`post ${postId}: Redis count ${count}, PostgreSQL counter ${dbCount}`);
+    if (count > r.members.size) {
+      found.doubled.push(`post ${postId}: Redis count ${count} above its ${r.members.size} members`);
+      found.doubledCount += count - r.members.size;
     }
   }
+}
 
-  for (const author of cast.authors) {
-    const own = cast.posts.filter((p) => p.authorId === author.id);
-    const sum = own.reduce((s, p) => s + dbCounter("post", p.id, "like"), 0);
-    const rows = own.reduce((s, p) => s + (inDatabase.get(p.id)?.size ?? 0), 0);
-    const dbReceived = dbCounter("user", author.id, "likesReceived");
-    if (dbReceived !== sum) drift.push(`author ${author.id}: PostgreSQL likesReceived ${dbReceived}, their posts' likes sum to ${sum}`);
-    if (dbReceived > rows) {
-      doubled.push(`author ${author.id}: PostgreSQL likesReceived ${dbReceived} above the ${rows} rows of likes of their posts`);
-      doubledCount += dbReceived - rows;
-    }
-    const r = await readRedisUser(redis, partitions, author.id);
-    if (r.held) {
-      const received = Number(r.counters.likesReceived ?? 0);
-      const held = own.reduce((s, p) => s + (redisLikes.get(p.id) ?? 0), 0);
-      if (received !== dbReceived) drift.push(`author ${author.id}: Redis likesReceived ${received}, PostgreSQL ${dbReceived}`);
-      if (received > held) {
-        doubled.push(`author ${author.id}: Redis likesReceived ${received} above the ${held} likes their posts hold in Redis`);
-        doubledCount += received - held;
-      }
+/** Checks a load post's pairs and counters; answers the likes it really holds: Redis's members where Redis holds it, else PostgreSQL's rows. */
+async function checkPost(input: CheckInput, db: Database, post: Post, found: Findings): Promise<number> {
+  const r = await readRedisPost(input.redis, input.partitions, post.id);
+  const d = db.likes.get(post.id) as ReadonlySet<string>;
+  const likerIds = new Set(input.cast.likers.map((l) => l.id));
+  for (const userId of likerIds) checkPair(input, userId, post.id, r, d.has(userId), found);
+  for (const userId of d) if (!likerIds.has(userId)) found.lost.push(`PostgreSQL holds a like of post ${post.id} by user ${userId}, who never liked anything`);
+  for (const userId of r.members.keys())
+    if (!likerIds.has(userId)) found.lost.push(`Redis holds a like of post ${post.id} by user ${userId}, who never liked anything`);
+  checkPostCounters(post.id, r, d.size, db.counter("post", post.id, "like"), found);
+  return r.held ? r.members.size : d.size;
+}
+
+async function checkAuthor(input: CheckInput, db: Database, author: CastUser, redisLikes: ReadonlyMap<string, number>, found: Findings): Promise<void> {
+  const own = input.cast.posts.filter((p) => p.authorId === author.id);
+  const sum = own.reduce((s, p) => s + db.counter("post", p.id, "like"), 0);
+  const rows = own.reduce((s, p) => s + (db.likes.get(p.id)?.size ?? 0), 0);
+  const dbReceived = db.counter("user", author.id, "likesReceived");
+  if (dbReceived !== sum) found.drift.push(`author ${author.id}: PostgreSQL likesReceived ${dbReceived}, their posts' likes sum to ${sum}`);
+  if (dbReceived > rows) {
+    found.doubled.push(`author ${author.id}: PostgreSQL likesReceived ${dbReceived} above the ${rows} rows of likes of their posts`);
+    found.doubledCount += dbReceived - rows;
+  }
+  const r = await readRedisUser(input.redis, input.partitions, author.id);
+  if (r.held) {
+    const received = Number(r.counters.likesReceived ?? 0);
+    const held = own.reduce((s, p) => s + (redisLikes.get(p.id) ?? 0), 0);
+    if (received !== dbReceived) found.drift.push(`author ${author.id}: Redis likesReceived ${received}, PostgreSQL ${dbReceived}`);
+    if (received > held) {
+      found.doubled.push(`author ${author.id}: Redis likesReceived ${received} above the ${held} likes their posts hold in Redis`);
+      found.doubledCount += received - held;
     }
   }
+}
 
-  // What users see: the API's counts (read from Redis, rebuilt from PostgreSQL where Redis lost a target).
+/** What users see: the API's counts (read from Redis, rebuilt from PostgreSQL where Redis lost a target). */
+async function checkShown(input: CheckInput, db: Database, found: Findings): Promise<void> {
   type Shown = { posts: ({ id: string; counts: { likes: number }; author: { id: string; counts: { likesReceived: number } } } | null)[] };
+  const postIds = input.cast.posts.map((p) => p.id);
   const shown = await input.api.must<Shown>(postsQuery, { ids: postIds });
   for (const [i, post] of shown.posts.entries()) {
     const id = postIds[i] as string;
     if (!post) {
-      drift.push(`post ${id}: the API does not find it`);
+      found.drift.push(`post ${id}: the API does not find it`);
       continue;
     }
-    const dbCount = dbCounter("post", id, "like");
-    if (post.counts.likes !== dbCount) drift.push(`post ${id}: the API shows ${post.counts.likes} likes, PostgreSQL ${dbCount}`);
-    const dbReceived = dbCounter("user", post.author.id, "likesReceived");
+    const dbCount = db.counter("post", id, "like");
+    if (post.counts.likes !== dbCount) found.drift.push(`post ${id}: the API shows ${post.counts.likes} likes, PostgreSQL ${dbCount}`);
+    const dbReceived = db.counter("user", post.author.id, "likesReceived");
     if (post.author.counts.likesReceived !== dbReceived)
-      drift.push(`author ${post.author.id}: the API shows likesReceived ${post.author.counts.likesReceived}, PostgreSQL ${dbReceived}`);
+      found.drift.push(`author ${post.author.id}: the API shows likesReceived ${post.author.counts.likesReceived}, PostgreSQL ${dbReceived}`);
   }
+}
 
+/** The answers of the history: pairs whose end is unknown, and acknowledged answers that contradict it. */
+function checkAnswers(input: CheckInput): Pick<Verdict, "unknown" | "misanswered" | "expectedMisanswered"> {
   let unknown = 0;
   const misanswered: string[] = [];
   let expectedMisanswered = 0;
-  for (const pair of pairs.values()) {
+  for (const pair of input.pairs.values()) {
     if (pair.allowedFinal().size > 1) unknown++;
     for (const op of pair.misanswered()) {
       misanswered.push(
@@ -261,64 +227,17 @@ export async function verify(input: CheckInput): Promise<Verdict> {
       if (input.expectedLoss && op.priorCertainMs < input.expectedLoss.backMs && op.endMs >= input.expectedLoss.crashMs) expectedMisanswered++;
     }
   }
+  return { unknown, misanswered, expectedMisanswered };
+}
+
+export async function verify(input: CheckInput): Promise<Verdict> {
+  const found: Findings = { lost: [], doubled: [], drift: [], doubledCount: 0, expectedLost: 0 };
+  const db = await readDatabase(input, found);
+  const redisLikes = new Map<string, number>();
+  for (const post of input.cast.posts) redisLikes.set(post.id, await checkPost(input, db, post, found));
+  for (const author of input.cast.authors) await checkAuthor(input, db, author, redisLikes, found);
+  await checkShown(input, db, found);
+  const { unknown, misanswered, expectedMisanswered } = checkAnswers(input);
+  const { lost, doubled, drift, expectedLost, doubledCount } = found;
   return { lost, doubled: [...new Set(doubled)], drift: [...new Set(drift)], unknown, misanswered, expectedLost, expectedMisanswered, doubledCount };
-}
-
-/** How many acknowledged views of the hot post a case may lose. */
-export type ViewsAllowance =
-  | { readonly kind: "none" }
-  /** An API process killed at `killMs` loses the views it held since its last flush: those answered within `windowMs` before. */
-  | { readonly kind: "flushWindow"; readonly killMs: number; readonly windowMs: number }
-  /** Redis without persistence loses what its outbox held: any number. */
-  | { readonly kind: "any" };
-
-export interface ViewsVerdict {
-  /** Views answered counted. */
-  readonly acknowledged: number;
-  /** Views in reports that got no answer: each may have counted or not. */
-  readonly unanswered: number;
-  /** Views the hot post holds: Redis's where it holds the post, else PostgreSQL's. */
-  readonly counted: number;
-  /** Acknowledged views the post does not hold. */
-  readonly lost: number;
-  /** Of them, how many the case allows. */
-  readonly allowedLost: number;
-  /** Views counted beyond every view sent that may have counted. */
-  readonly doubled: number;
-  readonly drift: string | null;
-}
-
-/** The hot post's views in Redis and PostgreSQL, against the load's reports. */
-export async function verifyViews(
-  redis: RedisClient,
-  partitions: number,
-  sql: pg.Client,
-  hotPostId: string,
-  reports: ViewReports,
-  allowance: ViewsAllowance,
-): Promise<ViewsVerdict> {
-  const hash = await redis.hgetall(createRedisKeys(partitions).counters({ type: "post", id: BigInt(hotPostId) }));
-  const held = Object.keys(hash).length > 0;
-  const row = await sql.query<{ value: string }>("SELECT value::text FROM counters WHERE target_type = 'post' AND target_id = $1 AND name = 'read'", [
-    hotPostId,
-  ]);
-  const inDatabase = Number(row.rows[0]?.value ?? 0);
-  const counted = held ? Number(hash.read ?? 0) : inDatabase;
-  const acknowledged = reports.acknowledged.reduce((n, r) => n + r.views, 0);
-  const lost = Math.max(0, acknowledged - counted);
-  const allowedLost =
-    allowance.kind === "any"
-      ? lost
-      : allowance.kind === "flushWindow"
-        ? reports.acknowledged.filter((r) => r.endMs > allowance.killMs - allowance.windowMs && r.endMs <= allowance.killMs).reduce((n, r) => n + r.views, 0)
-        : 0;
-  return {
-    acknowledged,
-    unanswered: reports.unanswered,
-    counted,
-    lost,
-    allowedLost,
-    doubled: Math.max(0, counted - acknowledged - reports.unanswered),
-    drift: held && counted !== inDatabase ? `hot post ${hotPostId}: Redis holds ${counted} views, PostgreSQL ${inDatabase}` : null,
-  };
 }

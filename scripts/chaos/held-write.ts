@@ -13,9 +13,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
 import { startTcpProxy, type TcpProxy } from "../lib/tcp-proxy.js";
 import type { ChaosCase, FaultContext } from "./case.js";
+import { createCast, type CastUser } from "./cast.js";
 import { readRedisPost } from "./check.js";
+import type { Endpoint } from "./endpoint.js";
 import { countsText, ms, window } from "./figures.js";
-import { createCast, defaultLoad, mutations, type CastUser, type Endpoint } from "./load.js";
+import { defaultLoad, mutations } from "./load.js";
 
 /** How long the proxy holds the bytes; held likes were seen to apply after 5 s and after 70 s alike. */
 const holdMs = 5_000;

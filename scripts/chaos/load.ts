@@ -1,35 +1,12 @@
-// The load of a case: users and posts made through the API as clients make
-// them, then likes and unlikes from every user at once (one request at a time
+// The load of a case: likes and unlikes from every user of its cast at once (one request at a time
 // per user, so each pair's operations are sequential) for a while, on several
 // posts of which one is hot, each answer recorded in the pair's history; and
 // anonymous viewers reporting views of the hot post, each answer's count and
 // time recorded.
 import { setTimeout as sleep } from "node:timers/promises";
+import type { Cast, CastUser, Post } from "./cast.js";
+import type { Endpoint } from "./endpoint.js";
 import { PairHistory, type Kind, type Outcome } from "./history.js";
-
-export interface GraphQLAnswer {
-  data?: Record<string, unknown> | null;
-  errors?: { message: string; extensions?: { code?: string } }[];
-}
-
-export type Post = { readonly id: string; readonly authorId: string };
-
-export interface CastUser {
-  readonly id: string;
-  readonly token: string;
-  /** Signs in again with `password`. */
-  readonly username: string;
-}
-
-/** The password of every user a case registers. */
-export const castPassword = "chaos-password-1";
-
-export interface Cast {
-  readonly authors: readonly CastUser[];
-  readonly likers: readonly CastUser[];
-  /** The first is the hot one. */
-  readonly posts: readonly Post[];
-}
 
 export interface LoadOptions {
   readonly likers: number;
@@ -87,80 +64,6 @@ export interface ViewReports {
   unanswered: number;
 }
 
-/** The API's endpoint, changeable while the load runs (a restarted API keeps its port, but a case may move it). */
-export class Endpoint {
-  constructor(public url: string) {}
-
-  async call(query: string, variables: Record<string, unknown>, token?: string, timeoutMs = 10_000): Promise<GraphQLAnswer> {
-    const response = await fetch(this.url, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify({ query, variables }),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    return (await response.json()) as GraphQLAnswer;
-  }
-
-  /** The data of a call that must succeed (setup and final reads), retried while the service is not ready. */
-  async must<T>(query: string, variables: Record<string, unknown>, token?: string): Promise<T> {
-    let last = "";
-    for (let attempt = 0; attempt < 20; attempt++) {
-      try {
-        const answer = await this.call(query, variables, token);
-        if (answer.data && !answer.errors?.length) return answer.data as T;
-        last = JSON.stringify(answer.errors);
-      } catch (error) {
-        last = (error as Error).message;
-      }
-      await sleep(500);
-    }
-    throw new Error(`the API kept failing ${query.trim().split("\n")[0]}: ${last}`);
-  }
-}
-
-const register = `mutation($u: String!, $e: String!, $p: String!) { register(username: $u, email: $e, password: $p) { token user { id } } }`;
-const signIn = `mutation($u: String!, $p: String!) { login(username: $u, password: $p) { token user { id } } }`;
-const createPost = `mutation($t: String!) { createPost(title: $t, body: "chaos") { id } }`;
-
-async function inBatches<T>(count: number, size: number, make: (i: number) => Promise<T>): Promise<T[]> {
-  const made: T[] = [];
-  for (let i = 0; i < count; i += size) made.push(...(await Promise.all(Array.from({ length: Math.min(size, count - i) }, (_, j) => make(i + j)))));
-  return made;
-}
-
-/** Registers the authors and likers and has the authors write the posts, round robin. */
-export async function createCast(api: Endpoint, tag: string, options: LoadOptions): Promise<Cast> {
-  type Registered = { register: { token: string; user: { id: string } } };
-  const user = async (role: string, i: number) => {
-    const name = `${tag}_${role}${i}`;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const answer = await api.call(register, { u: name, e: `${name}@chaos.example`, p: castPassword });
-        const r = (answer.data as Registered | null | undefined)?.register;
-        if (r && !answer.errors?.length) return { id: r.user.id, token: r.token, username: name };
-        // An earlier attempt answered with an error (or not at all) but registered the user: sign in instead.
-        if (attempt > 0 && answer.errors?.[0]?.extensions?.code === "BAD_USER_INPUT") {
-          const { login: l } = await api.must<{ login: Registered["register"] }>(signIn, { u: name, p: castPassword });
-          return { id: l.user.id, token: l.token, username: name };
-        }
-        if (attempt >= 19) throw new Error(`registering ${name} kept failing: ${JSON.stringify(answer.errors)}`);
-      } catch (error) {
-        if (attempt >= 19) throw error;
-      }
-      await sleep(500);
-    }
-  };
-  const authors = await inBatches(options.authors, 4, (i) => user("a", i));
-  const likers = await inBatches(options.likers, 4, (i) => user("u", i));
-  const posts: Post[] = [];
-  for (let i = 0; i < options.posts; i++) {
-    const author = authors[i % authors.length] as (typeof authors)[number];
-    const { createPost: p } = await api.must<{ createPost: { id: string } }>(createPost, { t: `${tag} post ${i}` }, author.token);
-    posts.push({ id: p.id, authorId: author.id });
-  }
-  return { authors, likers, posts };
-}
-
 const recordViews = `mutation($ids: [ID!]!) { recordViews(postIds: $ids) }`;
 
 /** The load's like and unlike, answering `changed` and the post's count. */
@@ -174,6 +77,10 @@ function isRefused(error: unknown): boolean {
   const cause = (error as { cause?: { code?: string } }).cause;
   return cause?.code === "ECONNREFUSED";
 }
+
+/** A transport failure as the load counts it. */
+const failureOf = (error: unknown): string =>
+  isRefused(error) ? "connection refused" : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name);
 
 export interface LoadRun {
   readonly pairs: ReadonlyMap<string, PairHistory>;
@@ -196,181 +103,226 @@ export interface LoadRun {
 
 export const pairKey = (userId: string, postId: string) => `${userId}:${postId}`;
 
+/** What the loops of a running load share. */
+interface Running {
+  readonly api: Endpoint;
+  readonly cast: Cast;
+  readonly options: LoadOptions;
+  readonly elapsedMs: () => number;
+  readonly pairs: Map<string, PairHistory>;
+  readonly failures: Map<string, number>;
+  readonly samples: LatencySample[];
+  readonly views: ViewReports;
+  stopping: boolean;
+  attempted: number;
+  maxLatencyMs: number;
+  /** Closed while paused; every loop passes it before each request. */
+  gate: { readonly opened: Promise<void>; open(): void } | null;
+  /** Pauses so far (the schedule starts afresh after one), and when the last ended. */
+  pauses: number;
+  resumedMs: number;
+  inFlight: number;
+  idle: (() => void) | null;
+}
+
+const fail = (run: Running, what: string) => run.failures.set(what, (run.failures.get(what) ?? 0) + 1);
+
+async function likeOrUnlike(run: Running, kind: Kind, liker: CastUser, post: Post): Promise<Outcome> {
+  try {
+    const answer = await run.api.call(mutations[kind], { id: post.id }, liker.token, run.options.requestTimeoutMs);
+    const payload = (answer.data?.[kind === "like" ? "likePost" : "unlikePost"] ?? null) as { changed: boolean; post: { counts: { likes: number } } } | null;
+    if (payload && !answer.errors?.length) return { kind: "acknowledged", changed: payload.changed, count: payload.post.counts.likes };
+    const code = answer.errors?.[0]?.extensions?.code ?? "no data";
+    fail(run, code);
+    return { kind: "unanswered", reason: code };
+  } catch (error) {
+    const reason = failureOf(error);
+    fail(run, reason);
+    return isRefused(error) ? { kind: "refused", reason } : { kind: "unanswered", reason };
+  }
+}
+
+async function operate(run: Running, liker: CastUser, post: Post, dueMs?: number): Promise<void> {
+  const pair = run.pairs.get(pairKey(liker.id, post.id)) as PairHistory;
+  const believed = pair.certainState() ?? false;
+  // Mostly the opposite of the state, so the pair keeps changing; now and then the same, which must answer changed=false.
+  const wanted: Kind = Math.random() < 0.85 ? (believed ? "unlike" : "like") : believed ? "like" : "unlike";
+  const kind = pair.next(wanted);
+  const startMs = run.elapsedMs();
+  run.attempted++;
+  const outcome = await likeOrUnlike(run, kind, liker, post);
+  const endMs = run.elapsedMs();
+  run.maxLatencyMs = Math.max(run.maxLatencyMs, endMs - startMs);
+  pair.record(kind, startMs, endMs, outcome);
+  const due = dueMs ?? startMs;
+  run.samples.push({ atMs: due, ms: endMs - due, error: outcome.kind === "acknowledged" ? null : outcome.reason, postId: post.id });
+}
+
+async function passGate(run: Running): Promise<void> {
+  while (run.gate && !run.stopping) await run.gate.opened;
+}
+
+async function inFlightDo<T>(run: Running, send: () => Promise<T>): Promise<T> {
+  run.inFlight++;
+  try {
+    return await send();
+  } finally {
+    run.inFlight--;
+    if (run.inFlight === 0) run.idle?.();
+  }
+}
+
+function pickPost(run: Running): Post {
+  const [hot, ...rest] = run.cast.posts as [Post, ...Post[]];
+  return rest.length === 0 || Math.random() < run.options.hotShare ? hot : (rest[Math.floor(Math.random() * rest.length)] as Post);
+}
+
+const lastRefused = (run: Running, liker: CastUser, post: Post) => run.pairs.get(pairKey(liker.id, post.id))?.operations.at(-1)?.outcome.kind === "refused";
+
+async function user(run: Running, liker: CastUser): Promise<void> {
+  while (!run.stopping) {
+    await passGate(run);
+    if (run.stopping) break;
+    const post = pickPost(run);
+    await inFlightDo(run, () => operate(run, liker, post));
+    // A refused connection answers at once; without a pause the loop would spin while the API is down.
+    await sleep(Math.random() * run.options.thinkMs + (lastRefused(run, liker, post) ? 100 : 0));
+  }
+}
+
+/** The schedule of `likesPerSecond`: due times not yet taken, and the users waiting for one. */
+interface Schedule {
+  readonly due: number[];
+  readonly waiting: ((dueMs: number | null) => void)[];
+}
+
+async function schedule(run: Running, s: Schedule, perSecond: number): Promise<void> {
+  while (!run.stopping) {
+    await passGate(run);
+    const from = run.elapsedMs();
+    const pausesAtStart = run.pauses;
+    for (let n = 0; !run.stopping && run.pauses === pausesAtStart; n++) {
+      const at = from + (n * 1000) / perSecond;
+      if (at > run.elapsedMs()) await sleep(at - run.elapsedMs());
+      const taker = s.waiting.shift();
+      if (taker) taker(at);
+      else s.due.push(at);
+    }
+    s.due.length = 0;
+  }
+  for (const taker of s.waiting.splice(0)) taker(null);
+}
+
+const takeDue = (s: Schedule) =>
+  s.due.length > 0 ? Promise.resolve(s.due.shift() as number) : new Promise<number | null>((resolve) => s.waiting.push(resolve));
+
+async function scheduledUser(run: Running, s: Schedule, liker: CastUser): Promise<void> {
+  while (!run.stopping) {
+    const dueMs = await takeDue(s);
+    if (dueMs === null) break;
+    // Due before a pause ended: its time says nothing about the service.
+    if (run.gate || dueMs < run.resumedMs) {
+      await passGate(run);
+      continue;
+    }
+    const post = pickPost(run);
+    await inFlightDo(run, () => operate(run, liker, post, dueMs));
+    if (lastRefused(run, liker, post)) await sleep(100);
+  }
+}
+
+/** Reports `ids` viewed once; answers whether the connection was refused. */
+async function reportViews(run: Running, ids: string[]): Promise<boolean> {
+  try {
+    const answer = await run.api.call(recordViews, { ids }, undefined, run.options.requestTimeoutMs);
+    const counted = answer.data?.recordViews;
+    const code = answer.errors?.[0]?.extensions?.code;
+    if (typeof counted === "number" && !answer.errors?.length) run.views.acknowledged.push({ endMs: run.elapsedMs(), views: counted });
+    else {
+      fail(run, code ?? "no data");
+      // Refused before anything ran (a budget spent): those views cannot have counted.
+      if (code !== "RATE_LIMITED") run.views.unanswered += ids.length;
+    }
+    return false;
+  } catch (error) {
+    const refused = isRefused(error);
+    fail(run, failureOf(error));
+    // A refused connection never reached a server: those views cannot have counted.
+    if (!refused) run.views.unanswered += ids.length;
+    return refused;
+  }
+}
+
+async function viewer(run: Running): Promise<void> {
+  const ids = Array.from({ length: run.options.viewsPerReport }, () => (run.cast.posts[0] as Post).id);
+  while (!run.stopping) {
+    await passGate(run);
+    if (run.stopping) break;
+    const refused = await inFlightDo(run, () => reportViews(run, ids));
+    await sleep(Math.random() * run.options.thinkMs + (refused ? 100 : 0));
+  }
+}
+
+async function pause(run: Running): Promise<void> {
+  if (run.gate) return;
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  run.gate = { opened, open };
+  run.pauses++;
+  if (run.inFlight > 0) await new Promise<void>((resolve) => (run.idle = resolve));
+  run.idle = null;
+}
+
+function resume(run: Running): void {
+  const closed = run.gate;
+  run.gate = null;
+  run.resumedMs = run.elapsedMs();
+  closed?.open();
+}
+
 /** Starts every liker's loop; `stop` ends them after the operation in flight. */
 export function startLoad(api: Endpoint, cast: Cast, options: LoadOptions): LoadRun {
   const started = Date.now();
-  const elapsedMs = () => Date.now() - started;
   const pairs = new Map<string, PairHistory>();
   for (const liker of cast.likers) for (const post of cast.posts) pairs.set(pairKey(liker.id, post.id), new PairHistory(liker.id, post.id));
-  const failures = new Map<string, number>();
-  const fail = (what: string) => failures.set(what, (failures.get(what) ?? 0) + 1);
-  let stopping = false;
-  let attempted = 0;
-  let maxLatencyMs = 0;
-  const samples: LatencySample[] = [];
-
-  async function operate(liker: CastUser, post: Post, dueMs?: number): Promise<void> {
-    const pair = pairs.get(pairKey(liker.id, post.id)) as PairHistory;
-    const believed = pair.certainState() ?? false;
-    // Mostly the opposite of the state, so the pair keeps changing; now and then the same, which must answer changed=false.
-    const wanted: Kind = Math.random() < 0.85 ? (believed ? "unlike" : "like") : believed ? "like" : "unlike";
-    const kind = pair.next(wanted);
-    const startMs = elapsedMs();
-    attempted++;
-    let outcome: Outcome;
-    try {
-      const answer = await api.call(mutations[kind], { id: post.id }, liker.token, options.requestTimeoutMs);
-      const payload = (answer.data?.[kind === "like" ? "likePost" : "unlikePost"] ?? null) as { changed: boolean; post: { counts: { likes: number } } } | null;
-      if (payload && !answer.errors?.length) {
-        outcome = { kind: "acknowledged", changed: payload.changed, count: payload.post.counts.likes };
-      } else {
-        const code = answer.errors?.[0]?.extensions?.code ?? "no data";
-        fail(code);
-        outcome = { kind: "unanswered", reason: code };
-      }
-    } catch (error) {
-      const reason = isRefused(error) ? "connection refused" : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name);
-      fail(reason);
-      outcome = isRefused(error) ? { kind: "refused", reason } : { kind: "unanswered", reason };
-    }
-    const endMs = elapsedMs();
-    maxLatencyMs = Math.max(maxLatencyMs, endMs - startMs);
-    pair.record(kind, startMs, endMs, outcome);
-    const due = dueMs ?? startMs;
-    samples.push({ atMs: due, ms: endMs - due, error: outcome.kind === "acknowledged" ? null : outcome.reason, postId: post.id });
-  }
-
-  /** Closed while paused; every loop passes it before each request. */
-  let gate: { readonly opened: Promise<void>; open(): void } | null = null;
-  /** Pauses so far (the schedule starts afresh after one), and when the last ended. */
-  let pauses = 0;
-  let resumedMs = 0;
-  let inFlight = 0;
-  let idle: (() => void) | null = null;
-  const passGate = async () => {
-    while (gate && !stopping) await gate.opened;
+  const run: Running = {
+    api,
+    cast,
+    options,
+    elapsedMs: () => Date.now() - started,
+    pairs,
+    failures: new Map(),
+    samples: [],
+    views: { acknowledged: [], unanswered: 0 },
+    stopping: false,
+    attempted: 0,
+    maxLatencyMs: 0,
+    gate: null,
+    pauses: 0,
+    resumedMs: 0,
+    inFlight: 0,
+    idle: null,
   };
-  async function inFlightDo<T>(send: () => Promise<T>): Promise<T> {
-    inFlight++;
-    try {
-      return await send();
-    } finally {
-      inFlight--;
-      if (inFlight === 0) idle?.();
-    }
-  }
-
-  const pickPost = (): Post => {
-    const [hot, ...rest] = cast.posts as [Post, ...Post[]];
-    return rest.length === 0 || Math.random() < options.hotShare ? hot : (rest[Math.floor(Math.random() * rest.length)] as Post);
-  };
-
-  async function user(liker: CastUser): Promise<void> {
-    while (!stopping) {
-      await passGate();
-      if (stopping) break;
-      const post = pickPost();
-      await inFlightDo(() => operate(liker, post));
-      // A refused connection answers at once; without a pause the loop would spin while the API is down.
-      await sleep(Math.random() * options.thinkMs + (pairs.get(pairKey(liker.id, post.id))?.operations.at(-1)?.outcome.kind === "refused" ? 100 : 0));
-    }
-  }
-
-  // The schedule of `likesPerSecond`: due times not yet taken, and the users waiting for one.
-  const due: number[] = [];
-  const waiting: ((dueMs: number | null) => void)[] = [];
-  async function schedule(perSecond: number): Promise<void> {
-    while (!stopping) {
-      await passGate();
-      const from = elapsedMs();
-      const pausesAtStart = pauses;
-      for (let n = 0; !stopping && pauses === pausesAtStart; n++) {
-        const at = from + (n * 1000) / perSecond;
-        if (at > elapsedMs()) await sleep(at - elapsedMs());
-        const taker = waiting.shift();
-        if (taker) taker(at);
-        else due.push(at);
-      }
-      due.length = 0;
-    }
-    for (const taker of waiting.splice(0)) taker(null);
-  }
-  const takeDue = () => (due.length > 0 ? Promise.resolve(due.shift() as number) : new Promise<number | null>((resolve) => waiting.push(resolve)));
-  async function scheduledUser(liker: CastUser): Promise<void> {
-    while (!stopping) {
-      const dueMs = await takeDue();
-      if (dueMs === null) break;
-      // Due before a pause ended: its time says nothing about the service.
-      if (gate || dueMs < resumedMs) {
-        await passGate();
-        continue;
-      }
-      const post = pickPost();
-      await inFlightDo(() => operate(liker, post, dueMs));
-      if (pairs.get(pairKey(liker.id, post.id))?.operations.at(-1)?.outcome.kind === "refused") await sleep(100);
-    }
-  }
-
-  const views: ViewReports = { acknowledged: [], unanswered: 0 };
-  async function viewer(): Promise<void> {
-    const ids = Array.from({ length: options.viewsPerReport }, () => (cast.posts[0] as Post).id);
-    while (!stopping) {
-      await passGate();
-      if (stopping) break;
-      let refused = false;
-      await inFlightDo(async () => {
-        try {
-          const answer = await api.call(recordViews, { ids }, undefined, options.requestTimeoutMs);
-          const counted = answer.data?.recordViews;
-          const code = answer.errors?.[0]?.extensions?.code;
-          if (typeof counted === "number" && !answer.errors?.length) views.acknowledged.push({ endMs: elapsedMs(), views: counted });
-          else {
-            fail(code ?? "no data");
-            // Refused before anything ran (a budget spent): those views cannot have counted.
-            if (code !== "RATE_LIMITED") views.unanswered += ids.length;
-          }
-        } catch (error) {
-          refused = isRefused(error);
-          fail(refused ? "connection refused" : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name));
-          // A refused connection never reached a server: those views cannot have counted.
-          if (!refused) views.unanswered += ids.length;
-        }
-      });
-      await sleep(Math.random() * options.thinkMs + (refused ? 100 : 0));
-    }
-  }
-
-  function resume(): void {
-    const closed = gate;
-    gate = null;
-    resumedMs = elapsedMs();
-    closed?.open();
-  }
-
   const perSecond = options.likesPerSecond;
-  const likers = perSecond === null ? cast.likers.map(user) : [schedule(perSecond), ...cast.likers.map(scheduledUser)];
-  const users = Promise.all([...likers, ...Array.from({ length: options.viewers }, viewer)]);
+  const s: Schedule = { due: [], waiting: [] };
+  const likers =
+    perSecond === null
+      ? cast.likers.map((liker) => user(run, liker))
+      : [schedule(run, s, perSecond), ...cast.likers.map((liker) => scheduledUser(run, s, liker))];
+  const users = Promise.all([...likers, ...Array.from({ length: options.viewers }, () => viewer(run))]);
   return {
     pairs,
-    views,
-    elapsedMs,
-    failures,
-    maxLatencyMs: () => maxLatencyMs,
-    attempted: () => attempted,
-    samples,
-    async pause() {
-      if (gate) return;
-      let open = () => {};
-      const opened = new Promise<void>((resolve) => (open = resolve));
-      gate = { opened, open };
-      pauses++;
-      if (inFlight > 0) await new Promise<void>((resolve) => (idle = resolve));
-      idle = null;
-    },
-    resume,
+    views: run.views,
+    elapsedMs: run.elapsedMs,
+    failures: run.failures,
+    maxLatencyMs: () => run.maxLatencyMs,
+    attempted: () => run.attempted,
+    samples: run.samples,
+    pause: () => pause(run),
+    resume: () => resume(run),
     async stop() {
-      stopping = true;
-      resume();
+      run.stopping = true;
+      resume(run);
       await users;
     },
   };

@@ -11,8 +11,9 @@
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { loadConfig } from "../../src/config.js";
+import { failed } from "./case-result.js";
 import { formatEvidence, formatTable } from "./report.js";
-import { caseNames, failed, runChaos } from "./suite.js";
+import { caseNames, runChaos } from "./suite.js";
 
 const wanted = process.argv.slice(2).filter((a) => a !== "--");
 const unknown = wanted.filter((n) => !caseNames.includes(n));

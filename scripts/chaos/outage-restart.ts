@@ -7,8 +7,9 @@
 // the service serves again at the first of ten probes in a row answered.
 import { setTimeout as sleep } from "node:timers/promises";
 import { at, type ChaosCase } from "./case.js";
+import { createCast, type CastUser } from "./cast.js";
 import { freshRequest } from "./fresh-request.js";
-import { createCast, defaultLoad, mutations, type CastUser } from "./load.js";
+import { defaultLoad, mutations } from "./load.js";
 import { groupOf } from "./service-process.js";
 
 const outageFromMs = 2_000;

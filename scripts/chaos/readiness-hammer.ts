@@ -10,8 +10,8 @@
 import http from "node:http";
 import pg from "pg";
 import { at, singleRedis, type ChaosCase } from "./case.js";
+import type { CastUser } from "./cast.js";
 import { countsText, ms, percentile, window, type Figure } from "./figures.js";
-import type { CastUser } from "./load.js";
 import { startPaced } from "./paced.js";
 import { callsBetween, commandCalls } from "./redis-figures.js";
 import { seedPosts } from "./seed-posts.js";

@@ -5,9 +5,9 @@
 // request deadline, readiness says "degraded", and Redis serves again within
 // seconds of its return. The suite's check then finds nothing lost or doubled.
 import { at, type ChaosCase, type FaultContext } from "./case.js";
+import { castPassword, type CastUser } from "./cast.js";
 import { countsText, ms, percentile } from "./figures.js";
 import { gqlAt } from "./gql-at.js";
-import { castPassword, type CastUser } from "./load.js";
 
 const outageMs = 20_000;
 const refuseAtMs = 3_000;

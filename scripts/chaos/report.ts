@@ -1,5 +1,5 @@
 // The suite's table and, below it, the evidence of every case that failed.
-import { failed, missedTargets, type CaseResult } from "./suite.js";
+import { failed, missedTargets, type CaseResult } from "./case-result.js";
 
 function verdictOf(r: CaseResult): string {
   if (r.skipped) return `skipped: ${r.skipped}`;

@@ -6,8 +6,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
 import { at, type ChaosCase } from "./case.js";
-import { outboxLength } from "./check.js";
 import { groupOf } from "./service-process.js";
+import { outboxLength } from "./settle.js";
 
 const stallAtMs = 2_000;
 const termAfterMs = 1_000;

@@ -7,9 +7,9 @@
 import { createClient } from "graphql-ws";
 import WebSocket from "ws";
 import type { ChaosCase } from "./case.js";
+import { castPassword, type CastUser } from "./cast.js";
 import { countsText, ms, window } from "./figures.js";
 import { gqlAt } from "./gql-at.js";
-import { castPassword, type CastUser } from "./load.js";
 import { startPaced, type Paced } from "./paced.js";
 import { seedPosts } from "./seed-posts.js";
 

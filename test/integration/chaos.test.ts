@@ -7,8 +7,9 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, inject, it } from "vitest";
+import { missedTargets, type CaseResult } from "../../scripts/chaos/case-result.js";
 import { formatEvidence } from "../../scripts/chaos/report.js";
-import { missedTargets, runChaos, type CaseResult } from "../../scripts/chaos/suite.js";
+import { runChaos } from "../../scripts/chaos/suite.js";
 
 /** What the check found, in numbers, with the evidence when any is not zero. */
 function findings(r: CaseResult) {
