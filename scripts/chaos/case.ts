@@ -125,3 +125,11 @@ export async function at(ctx: FaultContext, ms: number): Promise<void> {
   const wait = ms - ctx.elapsedMs();
   if (wait > 0) await sleep(wait);
 }
+
+/** Pauses the load's likes until the pipeline has settled, so a flush of Redis then loses nothing acknowledged. */
+export async function settleBeforeFlush(ctx: FaultContext): Promise<void> {
+  ctx.note("likes paused; waiting for the pipeline to settle");
+  await ctx.load.pause();
+  const settled = await ctx.settle(30_000);
+  if (!settled.settled) throw new Error(`the pipeline did not settle before the flush: ${settled.left}`);
+}

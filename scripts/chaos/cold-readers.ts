@@ -5,7 +5,7 @@
 // and Redis must fill itself back in behind the reads, whatever their number.
 import pg from "pg";
 import { createTokenService } from "../../src/graphql/tokens.js";
-import type { ChaosCase } from "./case.js";
+import { settleBeforeFlush, type ChaosCase, type FaultContext } from "./case.js";
 import { countsText, ms, percentile, window } from "./figures.js";
 import { gqlAt, type GqlAnswer } from "./gql-at.js";
 import { seedPosts } from "./seed-posts.js";
@@ -63,6 +63,84 @@ function wrongAnswers(reader: Reader, page: Page): number {
   return wrong;
 }
 
+/** How many catalog posts Redis holds, sampled every second: when the last one came back. */
+function watchCatalog(ctx: FaultContext): { everyPostBackAtMs(): number | null; loaded(): Promise<number>; stop(): Promise<void> } {
+  let everyPostBackAtMs: number | null = null;
+  let sampling = true;
+  const loaded = async () => {
+    const pipeline = ctx.redisClient.pipeline();
+    for (const id of catalog) pipeline.exists(`cnt:{${Number(BigInt(id) % BigInt(ctx.partitions))}}:post:${id}`);
+    return ((await pipeline.exec()) ?? []).filter(([, n]) => n === 1).length;
+  };
+  const sampler = (async () => {
+    while (sampling && everyPostBackAtMs === null) {
+      if ((await loaded()) === catalog.length) everyPostBackAtMs = ctx.elapsedMs();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  })();
+  return {
+    everyPostBackAtMs: () => everyPostBackAtMs,
+    loaded,
+    async stop() {
+      sampling = false;
+      await sampler;
+    },
+  };
+}
+
+/** Every reader reads random pages, one at a time, until `untilMs` into the load. */
+async function readPages(ctx: FaultContext, untilMs: number): Promise<ReadSample[]> {
+  const samples: ReadSample[] = [];
+  await Promise.all(
+    cast.map(async (reader) => {
+      while (ctx.elapsedMs() < untilMs) {
+        const startedAt = ctx.elapsedMs();
+        const answer: GqlAnswer<Page> = await gqlAt(ctx.api.url, pageQuery, { ids: randomPage() }, { token: reader.token, forwardedFor: reader.address });
+        const error = answer.errors[0] ?? (answer.data ? null : `HTTP ${answer.status}`);
+        samples.push({ atMs: startedAt, ms: ctx.elapsedMs() - startedAt, error, wrong: answer.data ? wrongAnswers(reader, answer.data) : 0 });
+      }
+    }),
+  );
+  return samples;
+}
+
+function reportReads(ctx: FaultContext, samples: readonly ReadSample[], from: number): void {
+  const answered = samples.filter((s) => s.error === null);
+  const firstSecond = samples.filter((s) => s.atMs < from + 1_000);
+  const share = (part: number, whole: number) => (whole === 0 ? 0 : (100 * part) / whole);
+  const codes = new Map<string, number>();
+  for (const s of samples) if (s.error) codes.set(s.error, (codes.get(s.error) ?? 0) + 1);
+  const latencies = samples.map((s) => s.ms);
+  ctx.figure({
+    name: "reads answered",
+    value: `${share(answered.length, samples.length).toFixed(2)} % of ${samples.length} (first second: ${share(firstSecond.filter((s) => s.error === null).length, firstSecond.length).toFixed(1)} % of ${firstSecond.length}); errors ${countsText(codes)}`,
+    target: {
+      text: "≥ 99 %, from the first second",
+      met:
+        samples.length > 0 &&
+        share(answered.length, samples.length) >= 99 &&
+        firstSecond.length > 0 &&
+        share(firstSecond.filter((s) => s.error === null).length, firstSecond.length) >= 99,
+    },
+  });
+  ctx.figure({
+    name: "read latency p50 / p99 / max",
+    value: `${ms(percentile(latencies, 50))} / ${ms(percentile(latencies, 99))} / ${ms(Math.max(...latencies))}`,
+    target: { text: "p99 ≤ 500 ms", met: percentile(latencies, 99) <= 500 },
+  });
+  ctx.figure({
+    name: "SERVICE_UNAVAILABLE among reads",
+    value: String(codes.get("SERVICE_UNAVAILABLE") ?? 0),
+    target: { text: "0", met: (codes.get("SERVICE_UNAVAILABLE") ?? 0) === 0 },
+  });
+  const wrong = answered.reduce((n, s) => n + s.wrong, 0);
+  ctx.figure({
+    name: "posts answered unlike PostgreSQL (likes or viewerHasLiked)",
+    value: `${wrong} of ${answered.length * pageSize}`,
+    target: { text: "0", met: wrong === 0 },
+  });
+}
+
 export const coldReaders: ChaosCase = {
   name: "cold-readers",
   summary: `Redis flushed, then ${readers} signed-in readers (each its own user and address) read pages of ${pageSize} random posts of ${catalogSize.toLocaleString("en")} Redis no longer holds, in a loop for ${readSeconds} s, while the load likes ${likesPerSecond}/s`,
@@ -103,85 +181,22 @@ export const coldReaders: ChaosCase = {
   async inject(ctx) {
     await new Promise((resolve) => setTimeout(resolve, baselineMs));
     const baselineTo = ctx.elapsedMs();
-    ctx.note("likes paused; waiting for the pipeline to settle");
-    await ctx.load.pause();
-    const settled = await ctx.settle(30_000);
-    if (!settled.settled) throw new Error(`the pipeline did not settle before the flush: ${settled.left}`);
+    await settleBeforeFlush(ctx);
     await ctx.redisClient.flushall();
     ctx.note(`Redis FLUSHALL; likes resume, ${readers} readers start`);
     ctx.load.resume();
     const from = ctx.elapsedMs();
-    const until = from + readSeconds * 1000;
-
-    // How many catalog posts Redis holds, sampled every second: when the last one came back.
-    let everyPostBackAtMs: number | null = null;
-    let sampling = true;
-    const loaded = async () => {
-      const pipeline = ctx.redisClient.pipeline();
-      for (const id of catalog) pipeline.exists(`cnt:{${Number(BigInt(id) % BigInt(ctx.partitions))}}:post:${id}`);
-      return ((await pipeline.exec()) ?? []).filter(([, n]) => n === 1).length;
-    };
-    const sampler = (async () => {
-      while (sampling && everyPostBackAtMs === null) {
-        if ((await loaded()) === catalog.length) everyPostBackAtMs = ctx.elapsedMs();
-        await new Promise((resolve) => setTimeout(resolve, 1_000));
-      }
-    })();
-
-    const samples: ReadSample[] = [];
-    await Promise.all(
-      cast.map(async (reader) => {
-        while (ctx.elapsedMs() < until) {
-          const startedAt = ctx.elapsedMs();
-          const answer: GqlAnswer<Page> = await gqlAt(ctx.api.url, pageQuery, { ids: randomPage() }, { token: reader.token, forwardedFor: reader.address });
-          const error = answer.errors[0] ?? (answer.data ? null : `HTTP ${answer.status}`);
-          samples.push({ atMs: startedAt, ms: ctx.elapsedMs() - startedAt, error, wrong: answer.data ? wrongAnswers(reader, answer.data) : 0 });
-        }
-      }),
-    );
+    const watch = watchCatalog(ctx);
+    const samples = await readPages(ctx, from + readSeconds * 1000);
     const readTo = ctx.elapsedMs();
-    sampling = false;
-    await sampler;
+    await watch.stop();
     ctx.note(`readers done: ${samples.length} reads in ${ms(readTo - from)}`);
 
-    const answered = samples.filter((s) => s.error === null);
-    const firstSecond = samples.filter((s) => s.atMs < from + 1_000);
-    const share = (part: number, whole: number) => (whole === 0 ? 0 : (100 * part) / whole);
-    const codes = new Map<string, number>();
-    for (const s of samples) if (s.error) codes.set(s.error, (codes.get(s.error) ?? 0) + 1);
-    const latencies = samples.map((s) => s.ms);
-    ctx.figure({
-      name: "reads answered",
-      value: `${share(answered.length, samples.length).toFixed(2)} % of ${samples.length} (first second: ${share(firstSecond.filter((s) => s.error === null).length, firstSecond.length).toFixed(1)} % of ${firstSecond.length}); errors ${countsText(codes)}`,
-      target: {
-        text: "≥ 99 %, from the first second",
-        met:
-          samples.length > 0 &&
-          share(answered.length, samples.length) >= 99 &&
-          firstSecond.length > 0 &&
-          share(firstSecond.filter((s) => s.error === null).length, firstSecond.length) >= 99,
-      },
-    });
-    ctx.figure({
-      name: "read latency p50 / p99 / max",
-      value: `${ms(percentile(latencies, 50))} / ${ms(percentile(latencies, 99))} / ${ms(Math.max(...latencies))}`,
-      target: { text: "p99 ≤ 500 ms", met: percentile(latencies, 99) <= 500 },
-    });
-    ctx.figure({
-      name: "SERVICE_UNAVAILABLE among reads",
-      value: String(codes.get("SERVICE_UNAVAILABLE") ?? 0),
-      target: { text: "0", met: (codes.get("SERVICE_UNAVAILABLE") ?? 0) === 0 },
-    });
-    const wrong = answered.reduce((n, s) => n + s.wrong, 0);
-    ctx.figure({
-      name: "posts answered unlike PostgreSQL (likes or viewerHasLiked)",
-      value: `${wrong} of ${answered.length * pageSize}`,
-      target: { text: "0", met: wrong === 0 },
-    });
-    const back = everyPostBackAtMs as number | null;
+    reportReads(ctx, samples, from);
+    const back = watch.everyPostBackAtMs();
     ctx.figure({
       name: "every catalog post back in Redis",
-      value: back === null ? `not within ${readSeconds} s (${await loaded()} of ${catalog.length})` : `${ms(back - from)} after the flush`,
+      value: back === null ? `not within ${readSeconds} s (${await watch.loaded()} of ${catalog.length})` : `${ms(back - from)} after the flush`,
       target: { text: `≤ ${readSeconds} s, reads going on`, met: back !== null && back - from <= readSeconds * 1000 },
     });
     const likesBefore = window(ctx.load.samples, 0, baselineTo);

@@ -144,6 +144,77 @@ interface Skew {
   readonly seconds: number;
 }
 
+/** The held likes' answers and what became of them, once the pipeline has settled. */
+async function reportRounds(ctx: FaultContext, sql: pg.Client, skew: Skew | null): Promise<void> {
+  const { rounds, postIds } = current();
+  state = null;
+  const rows = await sql.query<{ target_id: string; user_id: string }>(
+    "SELECT target_id::text, user_id::text FROM likes WHERE target_type = 'post' AND target_id = ANY($1::bigint[])",
+    [postIds],
+  );
+  const heldAnswers = rounds.flatMap((r) => [...r.heldOnly, ...r.followedUp]);
+  const errors = heldAnswers.filter((a) => a.error !== null);
+  const codes = new Map<string, number>();
+  for (const a of errors) codes.set(a.error as string, (codes.get(a.error as string) ?? 0) + 1);
+  const times = errors.map((a) => a.ms);
+  ctx.figure({
+    name: "held likes answered with an error",
+    value: `${errors.length} of ${heldAnswers.length} (${countsText(codes)})${times.length ? `, in ${ms(Math.min(...times))}–${ms(Math.max(...times))}` : ""}`,
+    target: { text: `${heldAnswers.length} of ${heldAnswers.length}`, met: errors.length === heldAnswers.length },
+  });
+  const followUps = rounds.flatMap((r) => r.followedUp.filter((a) => a.error !== null));
+  const confirmed = rounds.reduce((n, r) => n + r.confirmed.length, 0);
+  const unconfirmed = rounds.flatMap((r) => r.unconfirmed);
+  ctx.figure({
+    name: "then like and unlike through the other process, both changed",
+    value: `${confirmed} of ${followUps.length}${unconfirmed.length ? `; ${unconfirmed.slice(0, 3).join("; ")}` : ""}`,
+    target: { text: "all", met: confirmed === followUps.length && unconfirmed.length === 0 },
+  });
+
+  // Liked now in either store: Redis a few seconds after the proxy let go or now, PostgreSQL once settled.
+  const finalRedis = await Promise.all(rounds.map((r) => likers(ctx, r.postId)));
+  const likedAnywhere = (r: Round, i: number, user: CastUser) =>
+    r.likedInRedis.has(user.id) ||
+    (finalRedis[i] as Set<string>).has(user.id) ||
+    rows.rows.some((row) => row.target_id === r.postId && row.user_id === user.id);
+  const perRound = (count: (r: Round, i: number) => number) => rounds.map((r, i) => `${r.ending} ${count(r, i)}`).join(", ");
+  const lateCount = (r: Round, i: number) => r.heldOnly.filter((a) => a.error !== null && likedAnywhere(r, i, a.user)).length;
+  const late = rounds.reduce((n, r, i) => n + lateCount(r, i), 0);
+  const heldOnlyErrors = rounds.reduce((n, r) => n + r.heldOnly.filter((a) => a.error !== null).length, 0);
+  ctx.figure({
+    name: "held likes applied after their error answer",
+    value: `${late} of ${heldOnlyErrors} (${perRound(lateCount)})`,
+    target: { text: "0", met: late === 0 },
+  });
+  const undoneCount = (r: Round, i: number) => r.confirmed.filter((user) => likedAnywhere(r, i, user)).length;
+  const undone = rounds.reduce((n, r, i) => n + undoneCount(r, i), 0);
+  ctx.figure({
+    name: "acknowledged unlikes undone",
+    value: `${undone} of ${confirmed} (${perRound(undoneCount)}; checked in Redis and PostgreSQL after settling)`,
+    target: { text: "0", met: undone === 0 },
+  });
+  if (skew) reportSkew(ctx, rounds, skew);
+}
+
+function reportSkew(ctx: FaultContext, rounds: readonly Round[], skew: Skew): void {
+  // Vacuous unless the held likes were sent (bytes held towards Redis) and released within the skew,
+  // where a deadline set on the service's own clock would still have let them apply.
+  const limitMs = Math.abs(skew.seconds) * 1000 - 500;
+  ctx.figure({
+    name: "held bytes towards Redis, released after the last error answer",
+    value: rounds.map((r) => `${r.ending}: ${r.heldBytes} bytes, ${ms(r.releasedAfterMs)}`).join("; "),
+    target: { text: `bytes held, released within ${limitMs} ms`, met: rounds.every((r) => r.heldBytes > 0 && r.releasedAfterMs < limitMs) },
+  });
+  // The load's likes and unlikes go through the process whose Redis is not held.
+  const load = window(ctx.load.samples, 0, Number.POSITIVE_INFINITY);
+  const share = load.count === 0 ? 0 : (100 * (load.count - load.errorCount)) / load.count;
+  ctx.figure({
+    name: "the load's likes and unlikes answered",
+    value: `${share.toFixed(2)} % of ${load.count}; errors ${countsText(load.errors)}`,
+    target: { text: "≥ 99 %", met: share >= 99 },
+  });
+}
+
 function heldWriteCase(skew: Skew | null): ChaosCase {
   return {
     name: skew?.name ?? "held-write",
@@ -169,73 +240,7 @@ function heldWriteCase(skew: Skew | null): ChaosCase {
       s.rounds.push(await round(ctx, "released", 0, skew ? skewedHoldMs : holdMs));
       s.rounds.push(await round(ctx, "dropped", 1, skew ? skewedHoldMs : holdMs));
     },
-    async afterSettled(ctx, sql: pg.Client) {
-      const { rounds, postIds } = current();
-      state = null;
-      const rows = await sql.query<{ target_id: string; user_id: string }>(
-        "SELECT target_id::text, user_id::text FROM likes WHERE target_type = 'post' AND target_id = ANY($1::bigint[])",
-        [postIds],
-      );
-      const heldAnswers = rounds.flatMap((r) => [...r.heldOnly, ...r.followedUp]);
-      const errors = heldAnswers.filter((a) => a.error !== null);
-      const codes = new Map<string, number>();
-      for (const a of errors) codes.set(a.error as string, (codes.get(a.error as string) ?? 0) + 1);
-      const times = errors.map((a) => a.ms);
-      ctx.figure({
-        name: "held likes answered with an error",
-        value: `${errors.length} of ${heldAnswers.length} (${countsText(codes)})${times.length ? `, in ${ms(Math.min(...times))}–${ms(Math.max(...times))}` : ""}`,
-        target: { text: `${heldAnswers.length} of ${heldAnswers.length}`, met: errors.length === heldAnswers.length },
-      });
-      const followUps = rounds.flatMap((r) => r.followedUp.filter((a) => a.error !== null));
-      const confirmed = rounds.reduce((n, r) => n + r.confirmed.length, 0);
-      const unconfirmed = rounds.flatMap((r) => r.unconfirmed);
-      ctx.figure({
-        name: "then like and unlike through the other process, both changed",
-        value: `${confirmed} of ${followUps.length}${unconfirmed.length ? `; ${unconfirmed.slice(0, 3).join("; ")}` : ""}`,
-        target: { text: "all", met: confirmed === followUps.length && unconfirmed.length === 0 },
-      });
-
-      // Liked now in either store: Redis a few seconds after the proxy let go or now, PostgreSQL once settled.
-      const finalRedis = await Promise.all(rounds.map((r) => likers(ctx, r.postId)));
-      const likedAnywhere = (r: Round, i: number, user: CastUser) =>
-        r.likedInRedis.has(user.id) ||
-        (finalRedis[i] as Set<string>).has(user.id) ||
-        rows.rows.some((row) => row.target_id === r.postId && row.user_id === user.id);
-      const perRound = (count: (r: Round, i: number) => number) => rounds.map((r, i) => `${r.ending} ${count(r, i)}`).join(", ");
-      const lateCount = (r: Round, i: number) => r.heldOnly.filter((a) => a.error !== null && likedAnywhere(r, i, a.user)).length;
-      const late = rounds.reduce((n, r, i) => n + lateCount(r, i), 0);
-      const heldOnlyErrors = rounds.reduce((n, r) => n + r.heldOnly.filter((a) => a.error !== null).length, 0);
-      ctx.figure({
-        name: "held likes applied after their error answer",
-        value: `${late} of ${heldOnlyErrors} (${perRound(lateCount)})`,
-        target: { text: "0", met: late === 0 },
-      });
-      const undoneCount = (r: Round, i: number) => r.confirmed.filter((user) => likedAnywhere(r, i, user)).length;
-      const undone = rounds.reduce((n, r, i) => n + undoneCount(r, i), 0);
-      ctx.figure({
-        name: "acknowledged unlikes undone",
-        value: `${undone} of ${confirmed} (${perRound(undoneCount)}; checked in Redis and PostgreSQL after settling)`,
-        target: { text: "0", met: undone === 0 },
-      });
-      if (skew) {
-        // Vacuous unless the held likes were sent (bytes held towards Redis) and released within the skew,
-        // where a deadline set on the service's own clock would still have let them apply.
-        const limitMs = Math.abs(skew.seconds) * 1000 - 500;
-        ctx.figure({
-          name: "held bytes towards Redis, released after the last error answer",
-          value: rounds.map((r) => `${r.ending}: ${r.heldBytes} bytes, ${ms(r.releasedAfterMs)}`).join("; "),
-          target: { text: `bytes held, released within ${limitMs} ms`, met: rounds.every((r) => r.heldBytes > 0 && r.releasedAfterMs < limitMs) },
-        });
-        // The load's likes and unlikes go through the process whose Redis is not held.
-        const load = window(ctx.load.samples, 0, Number.POSITIVE_INFINITY);
-        const share = load.count === 0 ? 0 : (100 * (load.count - load.errorCount)) / load.count;
-        ctx.figure({
-          name: "the load's likes and unlikes answered",
-          value: `${share.toFixed(2)} % of ${load.count}; errors ${countsText(load.errors)}`,
-          target: { text: "≥ 99 %", met: share >= 99 },
-        });
-      }
-    },
+    afterSettled: (ctx, sql) => reportRounds(ctx, sql, skew),
   };
 }
 
