@@ -10,7 +10,7 @@ import type pg from "pg";
 import pgModule from "pg";
 import type { LikeableTarget as Target } from "../../src/domain/model/index.js";
 import { migrate } from "../../src/stores/postgres/migrate.js";
-import type { PrivateRedis } from "./harness.js";
+import type { PrivateRedis } from "./private-redis.js";
 import { persist, type PersistFigures } from "./persist.js";
 import { rebuildPosts, reconcilePass } from "./reconcile.js";
 

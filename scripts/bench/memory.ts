@@ -2,7 +2,8 @@
 // bytes per counter hash, and the largest key (the bound is 10,000 members).
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
 import type { Dataset } from "./dataset.js";
-import { partitions, type PrivateRedis } from "./harness.js";
+import { partitions } from "./harness.js";
+import type { PrivateRedis } from "./private-redis.js";
 
 export interface MemoryFigures {
   readonly likes: number;

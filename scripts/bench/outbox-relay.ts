@@ -17,7 +17,7 @@ import { createMessageBus } from "../../src/stores/rabbitmq/message-bus.js";
 import { createTopology } from "../../src/stores/rabbitmq/topology.js";
 import { createRedisKeys } from "../../src/stores/redis/keys.js";
 import { createOutboxStore } from "../../src/stores/redis/outbox-store.js";
-import { startPrivateRedis } from "./harness.js";
+import { startPrivateRedis } from "./private-redis.js";
 import { freshVhost } from "./rabbitmq.js";
 
 const { values } = parseArgs({

@@ -11,7 +11,8 @@ import { createMembershipStore } from "../../src/stores/redis/membership-store.j
 import { projectRoot } from "../../src/stores/postgres/schema-engine.js";
 import { freePort } from "../lib/ports.js";
 import { entryArgs } from "../lib/entries.js";
-import { partitions, type PrivateRedis } from "./harness.js";
+import { partitions } from "./harness.js";
+import type { PrivateRedis } from "./private-redis.js";
 
 export interface PersistFigures {
   readonly drainedLikes: number;

@@ -12,7 +12,8 @@ import type pg from "pg";
 import { createRedisKeys, epochField, generationField, membershipFanout, versionField } from "../../src/stores/redis/keys.js";
 import { projectRoot } from "../../src/stores/postgres/schema-engine.js";
 import { entryArgs } from "../lib/entries.js";
-import { partitions, type PrivateRedis } from "./harness.js";
+import { partitions } from "./harness.js";
+import type { PrivateRedis } from "./private-redis.js";
 import { peakRss } from "./reconcile.js";
 
 export interface ReconcileBigFigures {

@@ -11,7 +11,7 @@ import { createLogger } from "../../src/process/logger.js";
 import { createDatabase } from "../../src/stores/postgres/database.js";
 import { projectRoot } from "../../src/stores/postgres/schema-engine.js";
 import { entryArgs } from "../lib/entries.js";
-import type { PrivateRedis } from "./harness.js";
+import type { PrivateRedis } from "./private-redis.js";
 
 export interface ReconcileFigures {
   readonly likes: number;

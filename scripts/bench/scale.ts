@@ -3,7 +3,8 @@
 // the same data, and the ratios of the runs: two processes to one, the cluster
 // to the single Redis.
 import { setTimeout as sleep } from "node:timers/promises";
-import { startService, type BenchRedis, type RunningService, type ServiceMode } from "./harness.js";
+import { startService, type RunningService, type ServiceMode } from "./harness.js";
+import type { BenchRedis } from "./private-redis.js";
 import { feed100, likeHot, type HttpFigures, type ScenarioContext } from "./scenarios.js";
 
 export const apiProcessCounts = [1, 2] as const;

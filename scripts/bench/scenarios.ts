@@ -11,17 +11,9 @@ import { createMembershipStore } from "../../src/stores/redis/membership-store.j
 import { relationLayouts } from "../../src/stores/redis/relations.js";
 import { loadScript } from "../../src/stores/redis/scripts.js";
 import type { Dataset } from "./dataset.js";
-import {
-  cpuBetween,
-  machineBusySeconds,
-  otherServersCpu,
-  partitions,
-  scrapeMetrics,
-  type BenchRedis,
-  type PrivateRedis,
-  type RedisCounters,
-  type RunningService,
-} from "./harness.js";
+import { partitions, scrapeMetrics, type RunningService } from "./harness.js";
+import type { BenchRedis, PrivateRedis, RedisCounters } from "./private-redis.js";
+import { cpuBetween, machineBusySeconds, otherServersCpu } from "./process-cpu.js";
 
 export const connections = 64;
 
