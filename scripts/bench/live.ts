@@ -6,7 +6,7 @@ import http from "node:http";
 import { createClient, type Client } from "graphql-ws";
 import WebSocket from "ws";
 import type { RunningService } from "./harness.js";
-import type { ScenarioContext } from "./scenarios.js";
+import type { ScenarioContext } from "./scenario-context.js";
 
 export interface LiveFigures {
   readonly mode: string;

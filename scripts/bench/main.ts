@@ -67,27 +67,13 @@ import { loadBigTarget, reconcileBigPass } from "./reconcile-big.js";
 import { liveHot, type LiveFigures } from "./live.js";
 import { likes20m } from "./likes-20m.js";
 import { scale, scaleRatios, scaleRunCount, type ScaleRun } from "./scale.js";
-import {
-  collectHot,
-  connections,
-  countsLag,
-  feed100,
-  followHot,
-  FreshPairs,
-  hotPosts,
-  likeHot,
-  likeSpread,
-  mixed,
-  rawFeedPipelines,
-  rawLikeScript,
-  viewsHot,
-  type HttpFigures,
-  type LagFigures,
-  type ScenarioContext,
-  type ViewsFigures,
-} from "./scenarios.js";
+import { connections, type HttpFigures } from "./http-load.js";
+import { rawFeedPipelines, rawLikeScript } from "./raw-redis.js";
+import type { LagFigures } from "./read-scenarios.js";
+import { FreshPairs, type ScenarioContext } from "./scenario-context.js";
+import { httpScenarios, runHttpScenario } from "./scenarios.js";
+import type { ViewsFigures } from "./view-scenarios.js";
 
-const httpScenarios = ["feed100", "like-hot", "like-spread", "mixed", "collect-hot", "follow-hot", "views-hot", "views-hot-batched", "hot-posts"] as const;
 const all = [...httpScenarios, "live-hot", "likes-20m", "memory", "nested", "persist", "reconcile", "reconcile-big", "scale", "startup"] as const;
 type Scenario = (typeof all)[number];
 
@@ -352,34 +338,7 @@ try {
           // Each run may use its share of the users who have not liked the hot post (scale's runs included), and 20,000 at most.
           const hotLikes = Math.min(20_000, Math.floor(data.idleIds.length / (runs.length + (chosen.has("scale") ? scaleRunCount : 0))));
           for (const scenario of httpScenarios) {
-            if (!chosen.has(scenario)) continue;
-            console.error(`${scenario} (${ctx.mode}) ...`);
-            if (scenario === "views-hot" || scenario === "views-hot-batched") {
-              // A feed page's views (the hot post among 20), or a client's buffered reports of the hot post.
-              const views = scenario === "views-hot" ? await viewsHot(ctx, 20, 1) : await viewsHot(ctx, 100, 100);
-              viewResults.push(views);
-              results.push(views.http);
-              continue;
-            }
-            if (scenario === "feed100") {
-              results.push(await feed100(ctx));
-              console.error(`counts lag (${ctx.mode}): likes read back through the service ...`);
-              lagResults.push(await countsLag(ctx));
-              continue;
-            }
-            const figures =
-              scenario === "like-hot"
-                ? await likeHot(ctx, hotLikes)
-                : scenario === "collect-hot"
-                  ? await collectHot(ctx, hotLikes)
-                  : scenario === "follow-hot"
-                    ? await followHot(ctx, hotLikes)
-                    : scenario === "like-spread"
-                      ? await likeSpread(ctx)
-                      : scenario === "hot-posts"
-                        ? await hotPosts(ctx)
-                        : await mixed(ctx);
-            results.push(figures);
+            if (chosen.has(scenario)) await runHttpScenario(ctx, scenario, hotLikes, { http: results, views: viewResults, lags: lagResults });
           }
           if (chosen.has("live-hot")) {
             console.error(`live-hot (${ctx.mode}): 1,000 subscribers, 2,000 likes/s ...`);

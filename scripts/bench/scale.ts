@@ -5,7 +5,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { startService, type RunningService, type ServiceMode } from "./harness.js";
 import type { BenchRedis } from "./private-redis.js";
-import { feed100, likeHot, type HttpFigures, type ScenarioContext } from "./scenarios.js";
+import type { HttpFigures } from "./http-load.js";
+import { likeHot } from "./membership-scenarios.js";
+import { feed100 } from "./read-scenarios.js";
+import type { ScenarioContext } from "./scenario-context.js";
 
 export const apiProcessCounts = [1, 2] as const;
 export const scaleScenarios = ["feed100", "like-hot"] as const;
