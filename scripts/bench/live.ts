@@ -133,24 +133,62 @@ async function subscribe(service: RunningService, postId: bigint, count: number)
   return { clients, messages };
 }
 
+/**
+ * One like first: once every subscriber got its message, every subscription is in place.
+ * Then the messages are dropped, so the run starts afresh.
+ */
+async function awaitSubscriptions(ctx: ScenarioContext, post: bigint, messages: readonly Message[][]): Promise<void> {
+  const probe = ctx.fresh.hotLiker();
+  await fetch(ctx.service.url, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${ctx.token(probe)}` },
+    body: JSON.stringify({ query: likeQuery, variables: { id: String(post) } }),
+  });
+  const deadline = Date.now() + 30_000;
+  while (messages.some((m) => m.length === 0) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  const ready = messages.filter((m) => m.length > 0).length;
+  if (ready < messages.length) throw new Error(`only ${ready} of ${messages.length} subscribers got the first message within 30 s`);
+  // Settle past the probe's message interval, then start afresh.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  for (const m of messages) m.length = 0;
+}
+
+/** Each subscriber's lag to every acknowledged like its messages held, in a histogram by whole millisecond. */
+function lagsOf(messages: readonly Message[][], ackedAt: ReadonlyMap<number, number>) {
+  const histogram = new Uint32Array(60_000);
+  let samples = 0;
+  let maxLag = 0;
+  let missed = 0;
+  let minGap = Infinity;
+  const counts = [...ackedAt.keys()];
+  const first = Math.min(...counts);
+  const last = Math.max(...counts);
+  for (const received of messages) {
+    let upTo = first - 1;
+    received.forEach((message, i) => {
+      if (i > 0) minGap = Math.min(minGap, message.at - (received[i - 1] as Message).at);
+      for (let count = upTo + 1; count <= Math.min(message.likes, last); count++) {
+        const acked = ackedAt.get(count);
+        if (acked === undefined) continue;
+        // A message can leave before the like's answer: Redis announces the change in the like's own script.
+        const lag = Math.max(0, Math.round(message.at - acked));
+        const bucket = Math.min(lag, histogram.length - 1);
+        histogram[bucket] = (histogram[bucket] as number) + 1;
+        samples++;
+        maxLag = Math.max(maxLag, lag);
+      }
+      upTo = Math.max(upTo, message.likes);
+    });
+    if (upTo < last) missed += last - upTo;
+  }
+  return { histogram, samples, maxLag, missed, minGap };
+}
+
 export async function liveHot(ctx: ScenarioContext, options: { subscribers: number; likesPerSecond: number; seconds: number }): Promise<LiveFigures> {
   const post = ctx.data.postIds[0] as bigint;
   const { clients, messages } = await subscribe(ctx.service, post, options.subscribers);
   try {
-    // One like first: once every subscriber got its message, every subscription is in place.
-    const probe = ctx.fresh.hotLiker();
-    await fetch(ctx.service.url, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${ctx.token(probe)}` },
-      body: JSON.stringify({ query: likeQuery, variables: { id: String(post) } }),
-    });
-    const deadline = Date.now() + 30_000;
-    while (messages.some((m) => m.length === 0) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
-    const ready = messages.filter((m) => m.length > 0).length;
-    if (ready < options.subscribers) throw new Error(`only ${ready} of ${options.subscribers} subscribers got the first message within 30 s`);
-    // Settle past the probe's message interval, then start afresh.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
-    for (const m of messages) m.length = 0;
+    await awaitSubscriptions(ctx, post, messages);
 
     const likes = Math.min(options.likesPerSecond * options.seconds, ctx.fresh.hotLeft);
     /** When the like that took the count to each value was acknowledged. */
@@ -175,32 +213,7 @@ export async function liveHot(ctx: ScenarioContext, options: { subscribers: numb
     // The last changes' messages arrive up to an interval later.
     await new Promise((resolve) => setTimeout(resolve, 2_500));
 
-    const histogram = new Uint32Array(60_000);
-    let samples = 0;
-    let maxLag = 0;
-    let missed = 0;
-    let minGap = Infinity;
-    const counts = [...ackedAt.keys()];
-    const first = Math.min(...counts);
-    const last = Math.max(...counts);
-    for (const received of messages) {
-      let upTo = first - 1;
-      received.forEach((message, i) => {
-        if (i > 0) minGap = Math.min(minGap, message.at - (received[i - 1] as Message).at);
-        for (let count = upTo + 1; count <= Math.min(message.likes, last); count++) {
-          const acked = ackedAt.get(count);
-          if (acked === undefined) continue;
-          // A message can leave before the like's answer: Redis announces the change in the like's own script.
-          const lag = Math.max(0, Math.round(message.at - acked));
-          const bucket = Math.min(lag, histogram.length - 1);
-          histogram[bucket] = (histogram[bucket] as number) + 1;
-          samples++;
-          maxLag = Math.max(maxLag, lag);
-        }
-        upTo = Math.max(upTo, message.likes);
-      });
-      if (upTo < last) missed += last - upTo;
-    }
+    const { histogram, samples, maxLag, missed, minGap } = lagsOf(messages, ackedAt);
     const runSeconds = (endedAt - startedAt) / 1000;
     const inRun = messages.reduce((sum, received) => sum + received.filter((m) => m.at <= endedAt).length, 0);
     return {

@@ -55,6 +55,63 @@ async function startWorker(env: Record<string, string>) {
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 
+/** Users `from + 1` to `from + count` (numbered above the run's base) like the thousand posts in turn. */
+type LikeWriter = (from: number, count: number) => Promise<unknown>;
+
+async function likeWriter(redis: PrivateRedis, userBase: number): Promise<LikeWriter> {
+  const keys = createRedisKeys(partitions);
+  const counters = createCounterStore(redis.client, keys);
+  const memberships = createMembershipStore(redis.client, keys);
+  const posts: Target[] = Array.from({ length: 1_000 }, (_, i) => ({ type: "post", id: BigInt(i + 1) }));
+  await Promise.all(posts.map((t) => counters.init(t, { like: 0 }, 1n)));
+  // Thousands of likes sent at once on a busy machine: a deadline a minute away, so none is refused for waiting its turn.
+  return (from, count) =>
+    Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        memberships.add("like", posts[(from + i) % posts.length] as Target, BigInt(userBase + from + i + 1), Date.now() + 60_000),
+      ),
+    );
+}
+
+/** Paced likes after the drain, by the users numbered above `drained`, and the lag of each to its row. */
+async function measureLag(sql: pg.Client, write: LikeWriter, userBase: number, drained: number): Promise<{ pacedRate: number; lags: number[] }> {
+  // Lag: 5,000 likes a second for ten seconds, each timed from its acknowledgement to its row.
+  const pacedRate = 5_000;
+  const ackedAt = new Map<number, number>();
+  let nextUser = drained;
+  const lags: number[] = [];
+  let seenUpTo = drained;
+  let writing = true;
+  const poller = (async () => {
+    while (writing || lags.length < ackedAt.size) {
+      const { rows: fresh } = await sql.query("SELECT user_id FROM likes WHERE user_id > $1", [userBase + seenUpTo]);
+      const now = Date.now();
+      for (const { user_id } of fresh as { user_id: string }[]) {
+        const user = Number(user_id) - userBase;
+        const at = ackedAt.get(user);
+        if (at !== undefined) lags.push(now - at);
+        seenUpTo = Math.max(seenUpTo, user);
+      }
+      await sleep(25);
+    }
+  })();
+  const tickMs = 50;
+  const perTick = (pacedRate * tickMs) / 1000;
+  const pacedStart = Date.now();
+  for (let tick = 0; tick < 10_000 / tickMs; tick++) {
+    const from = nextUser;
+    nextUser += perTick;
+    void write(from, perTick).then(() => {
+      const now = Date.now();
+      for (let u = from + 1; u <= from + perTick; u++) ackedAt.set(u, now);
+    });
+    await sleep(Math.max(0, pacedStart + (tick + 1) * tickMs - Date.now()));
+  }
+  writing = false;
+  await Promise.race([poller, sleep(30_000)]);
+  return { pacedRate, lags };
+}
+
 /**
  * `keepRows`: persist beside the rows the database holds (likes-20m's), by users numbered
  * above all of theirs, rather than into emptied tables.
@@ -65,18 +122,7 @@ export async function persist(redis: PrivateRedis, sql: pg.Client, databaseUrl: 
   await redis.client.flushall();
   if (!keepRows) await sql.query("TRUNCATE likes, collects, follows, relation_versions, view_totals, target_epochs, counters");
   const userBase = keepRows ? 1_000_000_000 : 0;
-  const keys = createRedisKeys(partitions);
-  const counters = createCounterStore(redis.client, keys);
-  const memberships = createMembershipStore(redis.client, keys);
-  const posts: Target[] = Array.from({ length: 1_000 }, (_, i) => ({ type: "post", id: BigInt(i + 1) }));
-  await Promise.all(posts.map((t) => counters.init(t, { like: 0 }, 1n)));
-  // Thousands of likes sent at once on a busy machine: a deadline a minute away, so none is refused for waiting its turn.
-  const write = (from: number, count: number) =>
-    Promise.all(
-      Array.from({ length: count }, (_, i) =>
-        memberships.add("like", posts[(from + i) % posts.length] as Target, BigInt(userBase + from + i + 1), Date.now() + 60_000),
-      ),
-    );
+  const write = await likeWriter(redis, userBase);
   // Beside kept rows, only this run's, through the users' index (a count of 20,000,000 rows would take seconds).
   const rows = async () =>
     Number(
@@ -102,40 +148,7 @@ export async function persist(redis: PrivateRedis, sql: pg.Client, databaseUrl: 
     const seconds = (Date.now() - started) / 1000;
     const transactions = (await worker.metric("likes_persist_batches_total")) - committedBefore;
 
-    // Lag: 5,000 likes a second for ten seconds, each timed from its acknowledgement to its row.
-    const pacedRate = 5_000;
-    const ackedAt = new Map<number, number>();
-    let nextUser = drained;
-    const lags: number[] = [];
-    let seenUpTo = drained;
-    let writing = true;
-    const poller = (async () => {
-      while (writing || lags.length < ackedAt.size) {
-        const { rows: fresh } = await sql.query("SELECT user_id FROM likes WHERE user_id > $1", [userBase + seenUpTo]);
-        const now = Date.now();
-        for (const { user_id } of fresh as { user_id: string }[]) {
-          const user = Number(user_id) - userBase;
-          const at = ackedAt.get(user);
-          if (at !== undefined) lags.push(now - at);
-          seenUpTo = Math.max(seenUpTo, user);
-        }
-        await sleep(25);
-      }
-    })();
-    const tickMs = 50;
-    const perTick = (pacedRate * tickMs) / 1000;
-    const pacedStart = Date.now();
-    for (let tick = 0; tick < 10_000 / tickMs; tick++) {
-      const from = nextUser;
-      nextUser += perTick;
-      void write(from, perTick).then(() => {
-        const now = Date.now();
-        for (let u = from + 1; u <= from + perTick; u++) ackedAt.set(u, now);
-      });
-      await sleep(Math.max(0, pacedStart + (tick + 1) * tickMs - Date.now()));
-    }
-    writing = false;
-    await Promise.race([poller, sleep(30_000)]);
+    const { pacedRate, lags } = await measureLag(sql, write, userBase, drained);
     lags.sort((a, b) => a - b);
     figures = {
       drainedLikes: drained,
