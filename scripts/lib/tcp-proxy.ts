@@ -42,61 +42,90 @@ interface Pair {
   clientGone: boolean;
 }
 
-export async function startTcpProxy(initial: { host: string; port: number }, scheme = "redis"): Promise<TcpProxy> {
-  let target = initial;
-  let mode: Mode = "forward";
-  let accepted = 0;
-  const pairs = new Set<Pair>();
-  const held = { toServer: 0, toClient: 0 };
+/** What the proxy's steps share: where new connections go, how bytes are treated now, and the connections open. */
+interface ProxyState {
+  target: { host: string; port: number };
+  mode: Mode;
+  accepted: number;
+  readonly pairs: Set<Pair>;
+  readonly held: { toServer: number; toClient: number };
+}
 
-  const server = net.createServer((client) => {
-    accepted++;
-    if (mode === "refuse") {
-      client.on("error", () => {}).resetAndDestroy();
+/** Passes bytes each way as the mode says, and closes the pair when either side goes. */
+function relay(state: ProxyState, pair: Pair): void {
+  const { client, server: upstream } = pair;
+  client.on("data", (chunk: Buffer) => {
+    if (state.mode !== "hold") return void upstream.write(chunk);
+    pair.toServer.push(chunk);
+    state.held.toServer += chunk.length;
+  });
+  upstream.on("data", (chunk: Buffer) => {
+    if (state.mode === "hold") {
+      pair.toClient.push(chunk);
+      state.held.toClient += chunk.length;
+    } else if (state.mode !== "drop-replies") client.write(chunk);
+  });
+  const end = () => {
+    state.pairs.delete(pair);
+    client.destroy();
+    upstream.destroy();
+  };
+  const clientEnd = () => {
+    // Held requests stay on their way to the server; `resume` delivers them.
+    if (state.mode === "hold" && state.pairs.has(pair) && pair.toServer.length > 0) {
+      pair.clientGone = true;
+      client.destroy();
       return;
     }
-    const upstream = net.connect(target.port, target.host);
-    const pair: Pair = { client, server: upstream, toServer: [], toClient: [], clientGone: false };
-    pairs.add(pair);
-    if (mode === "stall") {
-      client.pause();
-      upstream.pause();
-    }
-    client.on("data", (chunk: Buffer) => {
-      if (mode !== "hold") return void upstream.write(chunk);
-      pair.toServer.push(chunk);
-      held.toServer += chunk.length;
-    });
-    upstream.on("data", (chunk: Buffer) => {
-      if (mode === "hold") {
-        pair.toClient.push(chunk);
-        held.toClient += chunk.length;
-      } else if (mode !== "drop-replies") client.write(chunk);
-    });
-    const end = () => {
-      pairs.delete(pair);
-      client.destroy();
-      upstream.destroy();
-    };
-    const clientEnd = () => {
-      // Held requests stay on their way to the server; `resume` delivers them.
-      if (mode === "hold" && pairs.has(pair) && pair.toServer.length > 0) {
-        pair.clientGone = true;
-        client.destroy();
-        return;
-      }
-      end();
-    };
-    client.on("error", clientEnd).on("close", clientEnd);
-    upstream.on("error", end).on("close", end);
-  });
-  const resetAll = () => {
-    for (const pair of [...pairs]) {
-      pairs.delete(pair);
-      if (!pair.client.destroyed) pair.client.resetAndDestroy();
-      pair.server.destroy();
-    }
+    end();
   };
+  client.on("error", clientEnd).on("close", clientEnd);
+  upstream.on("error", end).on("close", end);
+}
+
+function accept(state: ProxyState, client: net.Socket): void {
+  state.accepted++;
+  if (state.mode === "refuse") {
+    client.on("error", () => {}).resetAndDestroy();
+    return;
+  }
+  const upstream = net.connect(state.target.port, state.target.host);
+  const pair: Pair = { client, server: upstream, toServer: [], toClient: [], clientGone: false };
+  state.pairs.add(pair);
+  if (state.mode === "stall") {
+    client.pause();
+    upstream.pause();
+  }
+  relay(state, pair);
+}
+
+function resetAll(state: ProxyState): void {
+  for (const pair of [...state.pairs]) {
+    state.pairs.delete(pair);
+    if (!pair.client.destroyed) pair.client.resetAndDestroy();
+    pair.server.destroy();
+  }
+}
+
+function resumeAll(state: ProxyState): void {
+  state.mode = "forward";
+  for (const pair of [...state.pairs]) {
+    const { client, server: upstream } = pair;
+    for (const chunk of pair.toServer.splice(0)) upstream.write(chunk);
+    if (pair.clientGone) {
+      state.pairs.delete(pair);
+      upstream.end();
+      continue;
+    }
+    for (const chunk of pair.toClient.splice(0)) client.write(chunk);
+    client.resume();
+    upstream.resume();
+  }
+}
+
+export async function startTcpProxy(initial: { host: string; port: number }, scheme = "redis"): Promise<TcpProxy> {
+  const state: ProxyState = { target: initial, mode: "forward", accepted: 0, pairs: new Set(), held: { toServer: 0, toClient: 0 } };
+  const server = net.createServer((client) => accept(state, client));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as net.AddressInfo).port;
 
@@ -104,52 +133,40 @@ export async function startTcpProxy(initial: { host: string; port: number }, sch
     port,
     url: `${scheme}://127.0.0.1:${port}`,
     get accepted() {
-      return accepted;
+      return state.accepted;
     },
     dropReplies() {
-      mode = "drop-replies";
+      state.mode = "drop-replies";
     },
     stall() {
-      mode = "stall";
-      for (const { client, server: upstream } of pairs) {
+      state.mode = "stall";
+      for (const { client, server: upstream } of state.pairs) {
         client.pause();
         upstream.pause();
       }
     },
     hold() {
-      mode = "hold";
+      state.mode = "hold";
     },
-    held,
+    held: state.held,
     resume() {
-      mode = "forward";
-      for (const pair of [...pairs]) {
-        const { client, server: upstream } = pair;
-        for (const chunk of pair.toServer.splice(0)) upstream.write(chunk);
-        if (pair.clientGone) {
-          pairs.delete(pair);
-          upstream.end();
-          continue;
-        }
-        for (const chunk of pair.toClient.splice(0)) client.write(chunk);
-        client.resume();
-        upstream.resume();
-      }
+      resumeAll(state);
     },
     reset() {
-      mode = "forward";
-      resetAll();
+      state.mode = "forward";
+      resetAll(state);
     },
     refuse() {
-      mode = "refuse";
-      resetAll();
+      state.mode = "refuse";
+      resetAll(state);
     },
     retarget(port) {
-      target = { ...target, port };
-      mode = "forward";
-      resetAll();
+      state.target = { ...state.target, port };
+      state.mode = "forward";
+      resetAll(state);
     },
     async close() {
-      for (const pair of pairs) {
+      for (const pair of state.pairs) {
         pair.client.destroy();
         pair.server.destroy();
       }
