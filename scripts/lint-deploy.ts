@@ -14,26 +14,26 @@
 //     `promtool test rules` on their unit tests (alerts.test.yaml), and every query of the
 //     dashboard checked as PromQL the same way; without promtool, one line says so.
 // Usage: tsx scripts/lint-deploy.ts [Dockerfile] [manifest directory]
-import { execFile } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
 import { Arg, DockerfileParser, Env, From, User } from "dockerfile-ast";
 import { validate as validateDockerfile } from "dockerfile-utils";
 import { Deployment } from "kubernetes-models/apps/v1";
 import { CronJob, Job } from "kubernetes-models/batch/v1";
 import { ConfigMap, Service } from "kubernetes-models/v1";
-import { LineCounter, parseAllDocuments, stringify } from "yaml";
+import { LineCounter, parseAllDocuments } from "yaml";
 import { loadConfig, type Config } from "../src/config.js";
+import { lintPrometheus } from "./lib/lint-prometheus.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const dockerfilePath = path.resolve(process.argv[2] ?? path.join(root, "Dockerfile"));
 const manifestsDir = path.resolve(process.argv[3] ?? path.join(root, "deploy/kubernetes"));
-const alertsPath = path.join(root, "deploy/prometheus/alerts.yaml");
-const alertTestsPath = path.join(root, "deploy/prometheus/alerts.test.yaml");
-const dashboardPath = path.join(root, "deploy/grafana/likes-dashboard.json");
+const prometheusFiles = {
+  alerts: path.join(root, "deploy/prometheus/alerts.yaml"),
+  alertTests: path.join(root, "deploy/prometheus/alerts.test.yaml"),
+  dashboard: path.join(root, "deploy/grafana/likes-dashboard.json"),
+};
 
 const findings: string[] = [];
 const report = (file: string, line: number, message: string) => findings.push(`${path.relative(process.cwd(), file)}:${line}: ${message}`);
@@ -174,58 +174,8 @@ function podSpecOf(document: Workload): PodSpec | undefined {
   return document.kind === "CronJob" ? document.spec?.jobTemplate?.spec?.template?.spec : document.spec?.template?.spec;
 }
 
-/** promtool's lines once each: `test rules` repeats a rule file's error per test group. */
-const distinctLines = (text: string) => [...new Set(text.split("\n").map((line) => line.trim()))].filter((line) => line !== "").join("\n");
-
-/** Runs promtool; null when it is not installed, otherwise whether it passed and what it said. */
-async function promtool(...args: string[]): Promise<{ ok: boolean; output: string } | null> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)("promtool", args);
-    return { ok: true, output: stdout + stderr };
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
-    const { stdout = "", stderr = "", message } = error as { stdout?: string; stderr?: string; message: string };
-    return { ok: false, output: distinctLines(stdout + stderr) || message };
-  }
-}
-
-/** The dashboard's queries as recording rules, Grafana's interval variables given a value, so promtool parses them as PromQL. */
-async function dashboardQueriesAsRules(): Promise<string> {
-  const dashboard = JSON.parse(await readFile(dashboardPath, "utf8")) as { panels?: { id?: number; targets?: { refId?: string; expr?: string }[] }[] };
-  const rules = (dashboard.panels ?? []).flatMap((panel) =>
-    (panel.targets ?? []).map((target) => ({
-      record: `dashboard_panel_${panel.id ?? "without_id"}_${target.refId ?? "without_ref"}`,
-      expr: (target.expr ?? "").replace(/\$__(rate_interval|interval|range)\b/g, "5m"),
-    })),
-  );
-  return stringify({ groups: [{ name: "dashboard", rules }] });
-}
-
-/** Whether promtool was there to check them. */
-async function lintPrometheus(): Promise<boolean> {
-  const version = await promtool("--version");
-  if (!version) {
-    console.error("promtool is not on PATH (Debian: apt-get install prometheus): the alert rules and the dashboard's queries are not checked");
-    return false;
-  }
-  const checked = await promtool("check", "rules", alertsPath);
-  if (!checked?.ok) report(alertsPath, 1, `promtool check rules: ${checked?.output ?? ""}`);
-  const tested = await promtool("test", "rules", alertTestsPath);
-  if (!tested?.ok) report(alertTestsPath, 1, `promtool test rules: ${tested?.output ?? ""}`);
-  const dir = await mkdtemp(path.join(tmpdir(), "likes-dashboard-"));
-  try {
-    const queries = path.join(dir, "dashboard-queries.yaml");
-    await writeFile(queries, await dashboardQueriesAsRules());
-    const parsed = await promtool("check", "rules", queries);
-    if (!parsed?.ok) report(dashboardPath, 1, `a query is not PromQL (records named by panel id and refId): ${parsed?.output ?? ""}`);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-  return true;
-}
-
 async function main(): Promise<void> {
-  const prometheusChecked = await lintPrometheus();
+  const prometheusChecked = await lintPrometheus(prometheusFiles, report);
   const stages = await lintDockerfile();
   const imageEnv = Object.fromEntries([...(stages.at(-1)?.env ?? [])].map(([name, { value }]) => [name, value]));
   const manifests = await readManifests();
