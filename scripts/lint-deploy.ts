@@ -174,12 +174,8 @@ function podSpecOf(document: Workload): PodSpec | undefined {
   return document.kind === "CronJob" ? document.spec?.jobTemplate?.spec?.template?.spec : document.spec?.template?.spec;
 }
 
-async function main(): Promise<void> {
-  const prometheusChecked = await lintPrometheus(prometheusFiles, report);
-  const stages = await lintDockerfile();
-  const imageEnv = Object.fromEntries([...(stages.at(-1)?.env ?? [])].map(([name, { value }]) => [name, value]));
-  const manifests = await readManifests();
-
+/** The manifests of a kind this lint knows whose document fits that kind's schema. */
+function fitSchemas(manifests: readonly Manifest[]): Manifest[] {
   const valid: Manifest[] = [];
   for (const manifest of manifests) {
     const { apiVersion, kind } = manifest.document;
@@ -195,14 +191,24 @@ async function main(): Promise<void> {
       report(manifest.file, manifest.line, `${String(kind)} does not fit the Kubernetes schema: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
+  return valid;
+}
 
-  const workloads = valid.flatMap((manifest) => {
+/** A manifest that runs a pod, with the pod's containers, init containers first. */
+interface WorkloadContainers {
+  readonly manifest: Manifest;
+  readonly containers: readonly Container[];
+}
+
+function workloadsOf(valid: readonly Manifest[]): WorkloadContainers[] {
+  return valid.flatMap((manifest) => {
     const pod = podSpecOf(manifest.document as unknown as Workload);
     return pod ? [{ manifest, containers: [...(pod.initContainers ?? []), ...pod.containers] }] : [];
   });
-  const secretSettings = new Set(
-    workloads.flatMap(({ containers }) => containers.flatMap((c) => (c.env ?? []).filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.name))),
-  );
+}
+
+/** No setting the manifests take from a Secret may be set by the Dockerfile's ENV or ARG. */
+function lintImageSecrets(stages: readonly Stage[], secretSettings: ReadonlySet<string>): void {
   for (const stage of stages) {
     for (const [name, { line }] of stage.env)
       if (secretSettings.has(name)) report(dockerfilePath, line, `ENV ${name}: the manifests take it from a Secret; an image must not carry it.`);
@@ -210,7 +216,10 @@ async function main(): Promise<void> {
       if (secretSettings.has(name))
         report(dockerfilePath, line, `ARG ${name}: the manifests take it from a Secret; build arguments stay in the image's history.`);
   }
+}
 
+/** Each ConfigMap's keys against the settings the service reads; returns their data by name. */
+function lintConfigMaps(valid: readonly Manifest[], secretSettings: ReadonlySet<string>): Map<string, Record<string, string>> {
   const known = settingsRead();
   const configMaps = new Map<string, Record<string, string>>();
   for (const manifest of valid.filter((m) => m.document.kind === "ConfigMap")) {
@@ -222,69 +231,92 @@ async function main(): Promise<void> {
       if (secretSettings.has(key)) report(manifest.file, manifest.line, `ConfigMap ${name}: ${key} is a secret; it belongs in the Secret.`);
     }
   }
+  return configMaps;
+}
 
-  // Stand-ins for secrets loadConfig checks beyond their defaults; other secrets keep the defaults.
-  const secretStandIns: Record<string, string> = { JWT_SECRET: "a-stand-in-of-thirty-two-chars!!" };
-  for (const { manifest, containers } of workloads) {
-    for (const container of containers) {
-      const where = `${String(manifest.document.kind)} ${String((manifest.document.metadata as { name?: unknown } | undefined)?.name)}, container ${container.name}`;
-      // The process's environment: the image's, the ConfigMap's, then the container's own.
-      const env: Record<string, string> = { ...imageEnv };
-      for (const source of container.envFrom ?? []) {
-        const name = source.configMapRef?.name;
-        if (name === undefined) continue;
-        const data = configMaps.get(name);
-        if (data) Object.assign(env, data);
-        else report(manifest.file, manifest.line, `${where}: ConfigMap ${name} is not among the manifests.`);
-      }
-      for (const variable of container.env ?? []) {
-        const value = variable.valueFrom?.secretKeyRef ? secretStandIns[variable.name] : variable.value;
-        if (value !== undefined) env[variable.name] = value;
-      }
-      let config: Config | null = null;
-      try {
-        config = loadConfig(env);
-      } catch (error) {
-        report(manifest.file, manifest.line, `${where}: the process would not start: ${error instanceof Error ? error.message : String(error)}`);
-      }
-      for (const port of container.ports ?? []) {
-        const served = port.name === undefined ? undefined : servedPorts[port.name];
-        if (!served)
-          report(
-            manifest.file,
-            manifest.line,
-            `${where}: port ${port.containerPort} is named ${port.name ?? "nothing"}; name it ${Object.keys(servedPorts).join(" or ")}.`,
-          );
-        else if (config && served.port(config) !== port.containerPort) {
-          report(
-            manifest.file,
-            manifest.line,
-            `${where}: port ${port.name ?? ""} is ${port.containerPort}, but the process listens on ${served.port(config)}.`,
-          );
-        }
-      }
-      for (const kind of ["startupProbe", "livenessProbe", "readinessProbe"] as const) {
-        const probe = container[kind]?.httpGet;
-        if (!probe) continue;
-        const served = typeof probe.port === "string" ? servedPorts[probe.port] : undefined;
-        if (typeof probe.port !== "string" || !served) {
-          report(
-            manifest.file,
-            manifest.line,
-            `${where}: ${kind} asks port ${probe.port}; ask one of the service's named ports (${Object.keys(servedPorts).join(", ")}).`,
-          );
-        } else if (!container.ports?.some((port) => port.name === probe.port)) {
-          report(manifest.file, manifest.line, `${where}: ${kind} asks port ${probe.port}, which the container does not declare.`);
-        } else if (!served.probePaths.includes(probe.path ?? "/")) {
-          report(
-            manifest.file,
-            manifest.line,
-            `${where}: ${kind} asks ${probe.path ?? "/"} of port ${probe.port}, which answers probes at ${served.probePaths.join(", ")}.`,
-          );
-        }
-      }
+// Stand-ins for secrets loadConfig checks beyond their defaults; other secrets keep the defaults.
+const secretStandIns: Record<string, string> = { JWT_SECRET: "a-stand-in-of-thirty-two-chars!!" };
+
+/** What a container's environment takes besides its own `env`: the image's ENV, and the ConfigMaps by name. */
+interface EnvSources {
+  readonly image: Record<string, string>;
+  readonly configMaps: ReadonlyMap<string, Record<string, string>>;
+}
+
+/** Reports a finding about one container, at its manifest. */
+type Say = (message: string) => void;
+
+function environmentOf(container: Container, sources: EnvSources, say: Say): Record<string, string> {
+  // The process's environment: the image's, the ConfigMap's, then the container's own.
+  const env: Record<string, string> = { ...sources.image };
+  for (const source of container.envFrom ?? []) {
+    const name = source.configMapRef?.name;
+    if (name === undefined) continue;
+    const data = sources.configMaps.get(name);
+    if (data) Object.assign(env, data);
+    else say(`ConfigMap ${name} is not among the manifests.`);
+  }
+  for (const variable of container.env ?? []) {
+    const value = variable.valueFrom?.secretKeyRef ? secretStandIns[variable.name] : variable.value;
+    if (value !== undefined) env[variable.name] = value;
+  }
+  return env;
+}
+
+/** Each named port is one the service serves, where its process listens (when it would start). */
+function lintPorts(container: Container, config: Config | null, say: Say): void {
+  for (const port of container.ports ?? []) {
+    const served = port.name === undefined ? undefined : servedPorts[port.name];
+    if (!served) say(`port ${port.containerPort} is named ${port.name ?? "nothing"}; name it ${Object.keys(servedPorts).join(" or ")}.`);
+    else if (config && served.port(config) !== port.containerPort) {
+      say(`port ${port.name ?? ""} is ${port.containerPort}, but the process listens on ${served.port(config)}.`);
     }
   }
+}
+
+/** Each HTTP probe asks a named port the container declares for a path that port serves. */
+function lintProbes(container: Container, say: Say): void {
+  for (const kind of ["startupProbe", "livenessProbe", "readinessProbe"] as const) {
+    const probe = container[kind]?.httpGet;
+    if (!probe) continue;
+    const served = typeof probe.port === "string" ? servedPorts[probe.port] : undefined;
+    if (typeof probe.port !== "string" || !served) {
+      say(`${kind} asks port ${probe.port}; ask one of the service's named ports (${Object.keys(servedPorts).join(", ")}).`);
+    } else if (!container.ports?.some((port) => port.name === probe.port)) {
+      say(`${kind} asks port ${probe.port}, which the container does not declare.`);
+    } else if (!served.probePaths.includes(probe.path ?? "/")) {
+      say(`${kind} asks ${probe.path ?? "/"} of port ${probe.port}, which answers probes at ${served.probePaths.join(", ")}.`);
+    }
+  }
+}
+
+/** Whether the container's process would start with the environment it gets, and its ports and probes. */
+function lintContainer(manifest: Manifest, container: Container, sources: EnvSources): void {
+  const where = `${String(manifest.document.kind)} ${String((manifest.document.metadata as { name?: unknown } | undefined)?.name)}, container ${container.name}`;
+  const say: Say = (message) => report(manifest.file, manifest.line, `${where}: ${message}`);
+  let config: Config | null = null;
+  try {
+    config = loadConfig(environmentOf(container, sources, say));
+  } catch (error) {
+    say(`the process would not start: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  lintPorts(container, config, say);
+  lintProbes(container, say);
+}
+
+async function main(): Promise<void> {
+  const prometheusChecked = await lintPrometheus(prometheusFiles, report);
+  const stages = await lintDockerfile();
+  const imageEnv = Object.fromEntries([...(stages.at(-1)?.env ?? [])].map(([name, { value }]) => [name, value]));
+  const manifests = await readManifests();
+  const valid = fitSchemas(manifests);
+  const workloads = workloadsOf(valid);
+  const secretSettings = new Set(
+    workloads.flatMap(({ containers }) => containers.flatMap((c) => (c.env ?? []).filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.name))),
+  );
+  lintImageSecrets(stages, secretSettings);
+  const sources: EnvSources = { image: imageEnv, configMaps: lintConfigMaps(valid, secretSettings) };
+  for (const { manifest, containers } of workloads) for (const container of containers) lintContainer(manifest, container, sources);
 
   if (findings.length > 0) {
     console.error(findings.join("\n"));
