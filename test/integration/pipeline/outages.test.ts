@@ -10,7 +10,7 @@ import type { Database } from "../../../src/stores/postgres/database.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createUsers, graphqlClient, testConfig, type TestUser } from "../../support/env.js";
-import { startTestPipeline, type TestPipeline } from "../../support/pipeline.js";
+import { eventually, startTestPipeline, type TestPipeline } from "../../support/pipeline.js";
 import { startServiceProcess } from "../../support/service-process.js";
 import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
 import { startTcpProxy, type TcpProxy } from "../../support/tcp-proxy.js";
@@ -141,7 +141,12 @@ describe("outages", () => {
           if (res?.data?.likePost.changed) acknowledged.push({ post: post.id, user: u.id });
         }),
       );
-      await sleep(600);
+      // Killed once the burst is under way: some likes acknowledged, most still to send.
+      await eventually(
+        async () => acknowledged.length >= 20,
+        30_000,
+        () => `${acknowledged.length} likes acknowledged`,
+      );
       expect(await service.stop("SIGKILL")).toBeNull();
       await sending;
       expect(acknowledged.length).toBeGreaterThan(0);
