@@ -20,9 +20,10 @@ export default defineConfig(
     },
   },
   {
-    // Small modules and functions that read as named steps. A function over the bound says
-    // why in its disable comment (most are factories whose methods share one closure).
-    files: ["src/**/*.ts"],
+    // Small modules and functions that read as named steps, in the service and in the scripts
+    // that run, measure and break it. A function over the bound says why in its disable comment,
+    // naming the shared mutable state that keeps it whole.
+    files: ["src/**/*.ts", "scripts/**/*.ts"],
     rules: {
       "max-lines": ["error", { max: 350 }],
       "max-lines-per-function": ["error", { max: 80, skipBlankLines: true, skipComments: true }],
