@@ -39,47 +39,150 @@ export function loadScript(name: string): string {
  */
 export type MembershipReply = [status: number, ...countersThenVersion: (number | string | null)[]];
 
-// Counter hash, outbox, touched-since-rebuild set, the call's receipt, one shard per generation.
-const membershipKeys = 4 + membershipGenerations;
+/**
+ * What a script takes, in order, as its header lists it (each `KEYS[i]` and
+ * `ARGV[i]` line starts with the name given here; test/unit/stores/redis/
+ * script-headers.test.ts holds the two together): short names, the last one
+ * `...name` where the header ends in a range (`KEYS[5..n]`, `ARGV[12..]`) of
+ * however many values the call passes.
+ */
+interface Contract {
+  readonly keys: readonly string[];
+  readonly argv: readonly string[];
+}
+
+// Counter hash, outbox, touched-since-rebuild set, the call's receipt, then one shard per generation.
+const membershipKeys = ["counters", "outbox", "rebuildWindow", "receipt", "...shards"] as const;
+const membershipKeyCount = membershipKeys.length - 1 + membershipGenerations;
 
 /**
  * A script with a fixed key count (numberOfKeys) takes its first key first, and
  * ioredis Cluster routes it by that key, auto-pipelined or not. One without it
- * takes the key count first: see variableKeyCommands for how it is routed.
+ * takes the key count first: see variableKeyCommands for how it is routed, and
+ * its `keys` are all the keys it takes. Where `keys` ends in a range the count
+ * is given; otherwise it is the number of `keys`.
  */
 const definitions = {
-  addMember: { file: "add-member", numberOfKeys: membershipKeys },
-  removeMember: { file: "remove-member", numberOfKeys: membershipKeys },
-  initCounters: { file: "init-counters", numberOfKeys: 1 },
-  mirrorCounters: { file: "mirror-counters", numberOfKeys: undefined },
-  recordViews: { file: "record-views", numberOfKeys: 3 },
-  replayChange: { file: "replay-change", numberOfKeys: membershipKeys },
-  replayViews: { file: "replay-views", numberOfKeys: 2 },
-  finishRebuild: { file: "finish-rebuild", numberOfKeys: 3 },
-  releaseLock: { file: "release-lock", numberOfKeys: 1 },
-  applyListChanges: { file: "apply-list-changes", numberOfKeys: undefined },
-  loadList: { file: "load-list", numberOfKeys: 3 },
-  readList: { file: "read-list", numberOfKeys: 3 },
+  addMember: {
+    file: "add-member",
+    numberOfKeys: membershipKeyCount,
+    keys: membershipKeys,
+    argv: [
+      "userId",
+      "shardCapacity",
+      "counterField",
+      "targetType",
+      "targetId",
+      "relationTag",
+      "generationField",
+      "memberIndex",
+      "pendingRecord",
+      "indexCapacity",
+      "deadline",
+      "...answerCounters",
+    ],
+  },
+  removeMember: {
+    file: "remove-member",
+    numberOfKeys: membershipKeyCount,
+    keys: membershipKeys,
+    argv: ["userId", "counterField", "targetType", "targetId", "relationTag", "generationField", "deadline", "...answerCounters"],
+  },
+  initCounters: { file: "init-counters", keys: ["counters"], argv: ["...fieldsAndValues"] },
+  mirrorCounters: { file: "mirror-counters", numberOfKeys: undefined, keys: ["...counters"], argv: ["targetCount", "...tripleCounts"] },
+  recordViews: { file: "record-views", keys: ["counters", "outbox", "lastFlush"], argv: ["views", "targetType", "targetId", "flush", "deadline"] },
+  replayChange: {
+    file: "replay-change",
+    numberOfKeys: membershipKeyCount,
+    keys: membershipKeys,
+    argv: [
+      "userId",
+      "state",
+      "epoch",
+      "micros",
+      "shardCapacity",
+      "rebuildEpoch",
+      "counterField",
+      "generationField",
+      "memberIndex",
+      "indexCapacity",
+      "targetId",
+      "targetType",
+      "relationTag",
+    ],
+  },
+  replayViews: { file: "replay-views", keys: ["counters", "replayed"], argv: ["epoch", "total", "rebuildEpoch"] },
+  finishRebuild: { file: "finish-rebuild", keys: ["counters", "lock", "droppedVersion"], argv: ["token", "...fieldsAndValues"] },
+  releaseLock: { file: "release-lock", keys: ["lock"], argv: ["token"] },
+  applyListChanges: {
+    file: "apply-list-changes",
+    numberOfKeys: undefined,
+    keys: ["...lists"],
+    argv: ["capacity", "committed", "deadline", "listCount", "...changeCounts"],
+  },
+  loadList: { file: "load-list", keys: ["entries", "horizon", "recent"], argv: ["capacity", "postgresHorizon", "...newestEntries"] },
+  readList: { file: "read-list", keys: ["entries", "horizon", "recent"], argv: [] },
   // Member indexes live in users' slots, which a like's script cannot reach on a cluster: standalone only.
-  beginMemberIndex: { file: "begin-member-index", numberOfKeys: 1, standaloneOnly: true },
-  completeMemberIndex: { file: "complete-member-index", numberOfKeys: 3, standaloneOnly: true },
-  registerWriter: { file: "register-writer", numberOfKeys: 1, standaloneOnly: true },
-  noteMembers: { file: "note-members", numberOfKeys: undefined, standaloneOnly: true },
-  settleMemberIndexes: { file: "settle-member-indexes", numberOfKeys: undefined, standaloneOnly: true },
-  indexRulesOut: { file: "index-rules-out", numberOfKeys: 1, standaloneOnly: true, readOnly: true },
-  evictTarget: { file: "evict-target", numberOfKeys: undefined },
-  recountMembers: { file: "recount-members", numberOfKeys: undefined },
-  readTargets: { file: "read-targets", numberOfKeys: undefined, readOnly: true },
-  outboxLength: { file: "outbox-length", numberOfKeys: undefined, readOnly: true },
-  acknowledgeOutbox: { file: "acknowledge-outbox", numberOfKeys: undefined },
-  rebuildMarks: { file: "rebuild-marks", numberOfKeys: undefined, readOnly: true },
-  heldTargets: { file: "held-targets", numberOfKeys: undefined, readOnly: true },
-  adoptTarget: { file: "adopt-target", numberOfKeys: 1 },
-  chargeBudget: { file: "charge-budget", numberOfKeys: 1 },
-  reportSpending: { file: "report-spending", numberOfKeys: 1 },
-  mirrorRanking: { file: "mirror-ranking", numberOfKeys: 2 },
-  refreshRanking: { file: "refresh-ranking", numberOfKeys: undefined },
-} as const;
+  beginMemberIndex: { file: "begin-member-index", keys: ["index"], argv: [], standaloneOnly: true },
+  completeMemberIndex: {
+    file: "complete-member-index",
+    keys: ["index", "pendingRecord", "writers"],
+    argv: ["capacity", "overflowed", "protocol", "generation", "...targetIds"],
+    standaloneOnly: true,
+  },
+  registerWriter: {
+    file: "register-writer",
+    keys: ["writers"],
+    argv: ["processId", "protocol", "leaseMs", "mode", "quietMs"],
+    standaloneOnly: true,
+  },
+  noteMembers: { file: "note-members", numberOfKeys: undefined, keys: ["...indexes"], argv: ["targetId", "indexCapacity"], standaloneOnly: true },
+  settleMemberIndexes: {
+    file: "settle-member-indexes",
+    numberOfKeys: undefined,
+    keys: ["...pendingRecords"],
+    argv: ["...committedChanges"],
+    standaloneOnly: true,
+  },
+  indexRulesOut: { file: "index-rules-out", keys: ["index"], argv: ["generation", "...targetIds"], standaloneOnly: true, readOnly: true },
+  evictTarget: {
+    file: "evict-target",
+    numberOfKeys: undefined,
+    keys: ["counters", "droppedVersion", "lastUses", "...toDelete"],
+    argv: ["epoch", "micros", "mode", "newestGeneration", "lastUsesMember", "...generationFields"],
+  },
+  recountMembers: { file: "recount-members", numberOfKeys: undefined, keys: ["counters", "...shards"], argv: ["epoch", "micros", "counterField"] },
+  readTargets: {
+    file: "read-targets",
+    numberOfKeys: undefined,
+    keys: ["...counters"],
+    argv: ["targetCount", "userId", "fieldCount", "...fields"],
+    readOnly: true,
+  },
+  outboxLength: { file: "outbox-length", numberOfKeys: undefined, keys: ["...streams"], argv: ["...moreStreams"], readOnly: true },
+  acknowledgeOutbox: { file: "acknowledge-outbox", numberOfKeys: undefined, keys: ["...streams"], argv: ["group", "streamCount", "...entryCounts"] },
+  rebuildMarks: { file: "rebuild-marks", numberOfKeys: undefined, keys: ["...counters"], argv: ["...moreCounters"], readOnly: true },
+  heldTargets: { file: "held-targets", numberOfKeys: undefined, keys: ["...counters"], argv: ["...moreCounters"], readOnly: true },
+  adoptTarget: { file: "adopt-target", keys: ["counters"], argv: ["epoch", "micros"] },
+  chargeBudget: { file: "charge-budget", keys: ["budget"], argv: ["intervalMicros", "limit", "cost"] },
+  reportSpending: { file: "report-spending", keys: ["budget"], argv: ["intervalMicros", "limit", "units"] },
+  mirrorRanking: { file: "mirror-ranking", keys: ["ranking", "seqs"], argv: ["capacity", "expireAtMs", "...triples"] },
+  refreshRanking: {
+    file: "refresh-ranking",
+    numberOfKeys: undefined,
+    keys: ["marker", "hourRanking", "dayRanking", "weekRanking", "...buckets"],
+    argv: ["capacity", "hourBuckets", "dayBuckets", "weekBuckets"],
+  },
+} as const satisfies Record<string, Contract & { file: string; numberOfKeys?: number | undefined; standaloneOnly?: true; readOnly?: true }>;
+
+/** A command's key count where fixed: given where its keys end in a range, else the number of its keys. */
+function numberOfKeysOf(definition: (typeof definitions)[keyof typeof definitions]): number | undefined {
+  if ("numberOfKeys" in definition) return definition.numberOfKeys;
+  // Counted, a range would pass as one key: the call would send the rest of its keys as ARGV.
+  if (definition.keys.some((key) => key.startsWith("...")))
+    throw new Error(`${definition.file}.lua takes a range of keys, so its definition gives their number`);
+  return definition.keys.length;
+}
 
 /**
  * The commands whose caller passes the key count first. ioredis Cluster's
@@ -93,7 +196,7 @@ const definitions = {
  * readTargets, one call per node of a feed, so none loses batching it needs.
  */
 export const variableKeyCommands: readonly string[] = Object.entries(definitions)
-  .filter(([, definition]) => definition.numberOfKeys === undefined)
+  .filter(([, definition]) => numberOfKeysOf(definition) === undefined)
   .map(([command]) => command);
 
 /** The script files only a standalone Redis runs (scripts/includes/member-index.lua). */
@@ -103,12 +206,20 @@ export const standaloneOnlyScripts: ReadonlySet<string> = new Set(
     .map(({ file }) => file),
 );
 
-/** Every command defined, with its script file (scripts/<file>.lua). */
 /** Each command's key count, where it is fixed: what its script's header must list (test/unit/stores/redis/script-headers.test.ts). */
 export const scriptKeyCounts: ReadonlyMap<string, number> = new Map(
-  Object.entries(definitions).flatMap(([command, { numberOfKeys }]): [string, number][] => (numberOfKeys === undefined ? [] : [[command, numberOfKeys]])),
+  Object.entries(definitions).flatMap(([command, definition]): [string, number][] => {
+    const numberOfKeys = numberOfKeysOf(definition);
+    return numberOfKeys === undefined ? [] : [[command, numberOfKeys]];
+  }),
 );
 
+/** Each command's KEYS and ARGV, as its script's header must list them (test/unit/stores/redis/script-headers.test.ts). */
+export const scriptContracts: ReadonlyMap<string, Contract> = new Map(
+  Object.entries(definitions).map(([command, { keys, argv }]) => [command, { keys, argv }]),
+);
+
+/** Every command defined, with its script file (scripts/<file>.lua). */
 export const scriptFiles: ReadonlyMap<string, string> = new Map(Object.entries(definitions).map(([command, { file }]) => [command, file]));
 
 declare module "ioredis" {
@@ -208,7 +319,8 @@ declare module "ioredis" {
 
 export function defineScripts(redis: Redis | Cluster): void {
   for (const [command, definition] of Object.entries(definitions)) {
-    const { file, numberOfKeys } = definition;
+    const { file } = definition;
+    const numberOfKeys = numberOfKeysOf(definition);
     const readOnly = "readOnly" in definition && definition.readOnly;
     // Without numberOfKeys the caller passes the key count first (eviction takes a varying number): see variableKeyCommands.
     redis.defineCommand(command, { lua: loadScript(file), readOnly, ...(numberOfKeys === undefined ? {} : { numberOfKeys }) });

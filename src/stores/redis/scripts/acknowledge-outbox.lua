@@ -6,11 +6,11 @@
   the round's publish.
 
   Input:
-    keys          the streams: KEYS, or on a cluster KEYS[1] and then the ARGV
+    KEYS[1..]     streams: KEYS, or on a cluster KEYS[1] and then the ARGV
                   after the entry ids
-    ARGV[1]       the consumer group
-    ARGV[2]       n, the number of streams
-    ARGV[3..2+n]  e_i, how many entries of stream i (at least one)
+    ARGV[1]       group: the consumer group
+    ARGV[2]       streamCount: n, the number of streams
+    ARGV[3..2+n]  entryCounts: e_i, how many entries of stream i (at least one)
     then          the entry ids of stream 1, then of stream 2, …
 
   Output:

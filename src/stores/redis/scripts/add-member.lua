@@ -10,24 +10,24 @@
   the next generation, so no shard ever exceeds the capacity.
 
   Input:
-    KEYS[1]       counter hash of the target; its existence marks a target Redis holds
-    KEYS[2]       outbox stream of the target's partition
-    KEYS[3]       per user, the relation's newest change known since a rebuild (includes/rebuild-window.lua)
-    KEYS[4]       this call's receipt (includes/receipts.lua)
-    KEYS[5..n]    the user's membership shard in generations 0..n-5
-    ARGV[1]       user id
-    ARGV[2]       shard capacity (members)
-    ARGV[3]       counter field to increment ('like', 'collect', 'followers'); one of ARGV[12..]
-    ARGV[4]       target type, for the event
-    ARGV[5]       target id, for the event
-    ARGV[6]       relation tag, for the event ('l', 'c', 'f')
-    ARGV[7]       counter hash field of the relation's newest generation
-    ARGV[8]       the user's member index of the relation and the target's type
+    KEYS[1]       counters: counter hash of the target; its existence marks a target Redis holds
+    KEYS[2]       outbox: outbox stream of the target's partition
+    KEYS[3]       rebuildWindow: per user, the relation's newest change known since a rebuild (includes/rebuild-window.lua)
+    KEYS[4]       receipt: this call's receipt (includes/receipts.lua)
+    KEYS[5..n]    shards: the user's membership shard in generations 0..n-5
+    ARGV[1]       userId: user id
+    ARGV[2]       shardCapacity: shard capacity (members)
+    ARGV[3]       counterField: counter field to increment ('like', 'collect', 'followers'); one of ARGV[12..]
+    ARGV[4]       targetType: target type, for the event
+    ARGV[5]       targetId: target id, for the event
+    ARGV[6]       relationTag: relation tag, for the event ('l', 'c', 'f')
+    ARGV[7]       generationField: counter hash field of the relation's newest generation
+    ARGV[8]       memberIndex: the user's member index of the relation and the target's type
                   (includes/member-index.lua), or '' where Redis keeps none (a cluster)
-    ARGV[9]       the user's pending record of that index (likes not yet persisted), or ''
-    ARGV[10]      the member index's capacity
-    ARGV[11]      the call's deadline, in milliseconds of Redis's clock (includes/deadline.lua)
-    ARGV[12..]    the counters of the target's type to answer, its first counter first
+    ARGV[9]       pendingRecord: the user's pending record of that index (likes not yet persisted), or ''
+    ARGV[10]      indexCapacity: the member index's capacity
+    ARGV[11]      deadline: the call's deadline, in milliseconds of Redis's clock (includes/deadline.lua)
+    ARGV[12..]    answerCounters: the counters of the target's type to answer, its first counter first
 
   Output:
     { APPLIED, c1, …, e, v } added; c = each counter named in ARGV[12..] after the change (nil where

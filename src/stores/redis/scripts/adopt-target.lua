@@ -6,9 +6,9 @@
   middle), as after a clean failover or a slot's move.
 
   Input:
-    KEYS[1]      counter hash of the target
-    ARGV[1]      epoch the caller compared
-    ARGV[2]      microseconds the caller compared
+    KEYS[1]      counters: counter hash of the target
+    ARGV[1]      epoch: epoch the caller compared
+    ARGV[2]      micros: microseconds the caller compared
 
   Output:
     { APPLIED }          stamped with this node's history

@@ -37,15 +37,15 @@
   before the entries, so a list is never held without them), to be loaded again.
 
   Input:
-    keys         per list, its entries (sorted set), its horizon
+    KEYS[1..]    lists: per list, its entries (sorted set), its horizon
                  (includes/list-positions.lua; missing: Redis does not hold the
                  list) and its records of recent changes (hash): KEYS, or on a
                  cluster KEYS[1] and then the ARGV after the changes
-    ARGV[1]      capacity of the entries
-    ARGV[2]      '1' when PostgreSQL committed these changes (the persist consumer's write), '0' from the API
-    ARGV[3]      the call's deadline, in milliseconds of Redis's clock (includes/deadline.lua)
-    ARGV[4]      m, the number of lists
-    ARGV[5..4+m] c_k, how many changes list k takes (at least one)
+    ARGV[1]      capacity: capacity of the entries
+    ARGV[2]      committed: '1' when PostgreSQL committed these changes (the persist consumer's write), '0' from the API
+    ARGV[3]      deadline: the call's deadline, in milliseconds of Redis's clock (includes/deadline.lua)
+    ARGV[4]      listCount: m, the number of lists
+    ARGV[5..4+m] changeCounts: c_k, how many changes list k takes (at least one)
     then         the changes of list 1, then of list 2, …: post id, state (1
                  member, 0 not), epoch, microseconds, time (ms)
 

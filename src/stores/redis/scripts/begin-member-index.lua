@@ -5,7 +5,7 @@
   PostgreSQL committed them after the load's read.
 
   Input:
-    KEYS[1]   the member index
+    KEYS[1]   index: the member index
 
   Output:
     { APPLIED }

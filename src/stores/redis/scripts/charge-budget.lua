@@ -16,8 +16,8 @@
   write on every request to prevent it.
 
   Input:
-    KEYS[1]      the budget (string: microseconds of its theoretical arrival time)
-    ARGV[1]      interval: microseconds a unit takes to refill (integer >= 1)
+    KEYS[1]      budget: the budget (string: microseconds of its theoretical arrival time)
+    ARGV[1]      intervalMicros: microseconds a unit takes to refill (integer >= 1)
     ARGV[2]      limit: units the budget holds when full (integer >= 1)
     ARGV[3]      cost: units to charge (integer, 1 to limit)
 

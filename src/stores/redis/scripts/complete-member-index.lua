@@ -11,14 +11,14 @@
   process of another version may not note its likes in the index.
 
   Input:
-    KEYS[1]   the member index
-    KEYS[2]   its user's pending record: likes noted and not yet in PostgreSQL, added too
-    KEYS[3]   the writers' registry (register-writer.lua)
-    ARGV[1]   its capacity
-    ARGV[2]   1 when PostgreSQL holds more memberships than the capacity, else 0
-    ARGV[3]   the caller's protocol: how its version notes memberships in indexes
-    ARGV[4]   the fence generation the caller knows
-    ARGV[5..] the ids of the targets PostgreSQL holds the user a member of
+    KEYS[1]   index: the member index
+    KEYS[2]   pendingRecord: its user's pending record: likes noted and not yet in PostgreSQL, added too
+    KEYS[3]   writers: the writers' registry (register-writer.lua)
+    ARGV[1]   capacity: its capacity
+    ARGV[2]   overflowed: 1 when PostgreSQL holds more memberships than the capacity, else 0
+    ARGV[3]   protocol: the caller's protocol: how its version notes memberships in indexes
+    ARGV[4]   generation: the fence generation the caller knows
+    ARGV[5..] targetIds: the ids of the targets PostgreSQL holds the user a member of
 
   Output:
     { APPLIED }            the index is complete (in this node's replication history and the

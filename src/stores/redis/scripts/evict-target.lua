@@ -7,22 +7,22 @@
   replayed; waiting is simpler).
 
   Input:
-    KEYS[1]       counter hash of the target
-    KEYS[2]       where a dropped target leaves the version it last stamped, for its rebuild
-    KEYS[3]       the last uses of the target's partition (keys.ts, tu:), whose record of it goes too
-    KEYS[4..n]    the rest to delete: the target's rebuild records and every membership
+    KEYS[1]       counters: counter hash of the target
+    KEYS[2]       droppedVersion: where a dropped target leaves the version it last stamped, for its rebuild
+    KEYS[3]       lastUses: the last uses of the target's partition (keys.ts, tu:), whose record of it goes too
+    KEYS[4..n]    toDelete: the rest to delete: the target's rebuild records and every membership
                   shard of generations 0..ARGV[4] of each of its relations
-    ARGV[1]       epoch of the highest version PostgreSQL applied to the target
-    ARGV[2]       its microseconds
-    ARGV[3]       '0' to evict; '1' to drop: whatever the target holds and however many generations
+    ARGV[1]       epoch: epoch of the highest version PostgreSQL applied to the target
+    ARGV[2]       micros: its microseconds
+    ARGV[3]       mode: '0' to evict; '1' to drop: whatever the target holds and however many generations
                   it has, leaving at KEYS[2] the version it last stamped and its relations' highest
                   generation ('epoch:micros:generation'), for its rebuild. Shards past ARGV[4] stay
                   until that rebuild removes them (the key then has no expiry; otherwise an hour).
                   '2' to drop so only a target loaded in another replication history
                   (includes/history.lua): one this node's history holds is left alone.
-    ARGV[4]       newest generation the caller passed shards for
-    ARGV[5]       the target's member in KEYS[3]
-    ARGV[6..]     the counter hash fields holding each relation's newest generation
+    ARGV[4]       newestGeneration: newest generation the caller passed shards for
+    ARGV[5]       lastUsesMember: the target's member in KEYS[3]
+    ARGV[6..]     generationFields: the counter hash fields holding each relation's newest generation
 
   Output:
     { APPLIED }              evicted (or dropped)

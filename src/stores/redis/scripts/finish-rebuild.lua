@@ -7,11 +7,11 @@
   with the node's replication history (includes/history.lua).
 
   Input:
-    KEYS[1]      counter hash of the target
-    KEYS[2]      the target's rebuild lock
-    KEYS[3]      where a drop of the target left its last version: done with once the target is back
-    ARGV[1]      the caller's lock token
-    ARGV[2..]    field, value, field, value, ... (at least one pair, numeric values)
+    KEYS[1]      counters: counter hash of the target
+    KEYS[2]      lock: the target's rebuild lock
+    KEYS[3]      droppedVersion: where a drop of the target left its last version: done with once the target is back
+    ARGV[1]      token: the caller's lock token
+    ARGV[2..]    fieldsAndValues: field, value, field, value, ... (at least one pair, numeric values)
 
   Output:
     { APPLIED }              created

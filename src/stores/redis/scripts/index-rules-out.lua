@@ -5,9 +5,9 @@
   in this node's replication history.
 
   Input:
-    KEYS[1]    the member index
-    ARGV[1]    the writers' fence generation (src/stores/redis/index-fence.ts)
-    ARGV[2..]  the targets' ids
+    KEYS[1]    index: the member index
+    ARGV[1]    generation: the writers' fence generation (src/stores/redis/index-fence.ts)
+    ARGV[2..]  targetIds: the targets' ids
 
   Output:
     { APPLIED, ruledOut }  ruledOut: a character per target, '1' when the index lacks it

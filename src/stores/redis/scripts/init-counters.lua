@@ -3,8 +3,8 @@
   Redis holds, stamped with the node's replication history (includes/history.lua).
 
   Input:
-    KEYS[1]      counter hash of the target
-    ARGV         field, value, field, value, ... (at least one pair, numeric values)
+    KEYS[1]      counters: counter hash of the target
+    ARGV[1..]    fieldsAndValues: field, value, field, value, ... (at least one pair, numeric values)
 
   Output:
     { APPLIED }              created

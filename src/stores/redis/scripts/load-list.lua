@@ -9,13 +9,13 @@
   capacity and the horizon is set, stamped with this node's replication history.
 
   Input:
-    KEYS[1]      the list's entries (sorted set)
-    KEYS[2]      the list's horizon
-    KEYS[3]      the list's recent changes
-    ARGV[1]      capacity of the entries
-    ARGV[2]      PostgreSQL's horizon: '' when it holds no entry older than those passed,
+    KEYS[1]      entries: the list's entries (sorted set)
+    KEYS[2]      horizon: the list's horizon
+    KEYS[3]      recent: the list's recent changes
+    ARGV[1]      capacity: capacity of the entries
+    ARGV[2]      postgresHorizon: PostgreSQL's horizon: '' when it holds no entry older than those passed,
                  else 'ms:id' of the newest entry it holds that was not passed
-    ARGV[3..]    the newest entries PostgreSQL holds, newest first: post id, time (ms)
+    ARGV[3..]    newestEntries: the newest entries PostgreSQL holds, newest first: post id, time (ms)
 
   Output:
     { APPLIED }

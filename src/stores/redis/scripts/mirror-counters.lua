@@ -15,10 +15,10 @@
   alone and make the target look known with every other count at zero.
 
   Input:
-    keys 1..n    counter hash of each target: KEYS, or on a cluster KEYS[1] and
+    KEYS[1..n]   counters: counter hash of each target: KEYS, or on a cluster KEYS[1] and
                  then the ARGV after the triples
-    ARGV[1]      n, the number of targets
-    ARGV[2..n+1] t_i, how many triples target i has (at least one)
+    ARGV[1]      targetCount: n, the number of targets
+    ARGV[2..n+1] tripleCounts: t_i, how many triples target i has (at least one)
     then         the triples of target 1, then of target 2, …: counter, value,
                  sequence number
 

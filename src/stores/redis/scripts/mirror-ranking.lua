@@ -14,11 +14,11 @@
   dropped once the hash holds twice the capacity.
 
   Input:
-    KEYS[1]      the ranking (sorted set)
-    KEYS[2]      its seq hash
-    ARGV[1]      capacity
-    ARGV[2]      when both keys expire, Unix ms (0: never)
-    ARGV[3..]    member, value, sequence number, member, … (at least one triple)
+    KEYS[1]      ranking: the ranking (sorted set)
+    KEYS[2]      seqs: its seq hash
+    ARGV[1]      capacity: how many highest members the ranking keeps
+    ARGV[2]      expireAtMs: when both keys expire, Unix ms (0: never)
+    ARGV[3..]    triples: member, value, sequence number, member, … (at least one triple)
 
   Output:
     { APPLIED, values taken }

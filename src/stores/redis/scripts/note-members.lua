@@ -7,9 +7,9 @@
   reads PostgreSQL, which holds these memberships.
 
   Input:
-    KEYS[1..n]   the member indexes of the target's members (of one relation)
-    ARGV[1]      the target's id
-    ARGV[2]      an index's capacity
+    KEYS[1..n]   indexes: the member indexes of the target's members (of one relation)
+    ARGV[1]      targetId: the target's id
+    ARGV[2]      indexCapacity: an index's capacity
 
   Output:
     { APPLIED }

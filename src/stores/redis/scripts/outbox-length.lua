@@ -5,7 +5,8 @@
   cost per command made a check of 1,024 streams cost more than a batch of likes.
 
   Input:
-    keys         the streams: KEYS, or on a cluster KEYS[1] and then every ARGV
+    KEYS[1..]    streams: KEYS, or on a cluster KEYS[1] and then every ARGV
+    ARGV[1..]    moreStreams: on a cluster, the streams after KEYS[1]; none otherwise
 
   Output:
     { UNCHANGED, entries }

@@ -5,9 +5,9 @@
   taken writes back) is left to its load from PostgreSQL, which replaces it.
 
   Input:
-    KEYS[1]   the list's entries (sorted set)
-    KEYS[2]   the list's horizon
-    KEYS[3]   the list's records of recent changes (hash)
+    KEYS[1]   entries: the list's entries (sorted set)
+    KEYS[2]   horizon: the list's horizon
+    KEYS[3]   recent: the list's records of recent changes (hash)
 
   Output:
     { APPLIED, entries, horizon, records }  entries: post, ms, post, ms, …; horizon: '' or

@@ -14,18 +14,19 @@
   instead of about seven per target, which was a quarter of the API's CPU.
 
   Input:
-    keys 1..c         counter hash of each target whose counters are asked for (c_i 1), in order
+    KEYS[1..c]        counters: counter hash of each target whose counters are asked for (c_i 1), in order
     keys c+1..        the user's membership shards, target after target and, for each
                       target, relation after relation: for target i and relation j, its
                       generations 0..p_ij-1 (see keys.ts)
                       The keys are KEYS, or on a cluster KEYS[1] and then the ARGV after
                       the fixed ones.
-    ARGV[1]           n, the number of targets
-    ARGV[2]           user id, or '' to read counters only
-    ARGV[3]           f, the number of counter fields
-    ARGV[4..3+f]      the counter fields
-    ARGV[4+f]         r, the number of relations
-    ARGV[5+f..4+f+r]  the counter hash field holding each relation's newest generation
+    ARGV[1]           targetCount: n, the number of targets
+    ARGV[2]           userId: user id, or '' to read counters only
+    ARGV[3]           fieldCount: f, the number of counter fields
+    ARGV[4..3+f]      fields: the counter fields
+    then              r, the number of relations (ARGV[4+f])
+    then              the counter hash field holding each relation's newest generation
+                      (ARGV[5+f..4+f+r])
     then              c: n characters, c_i: 1 to read target i's counters, 0 when the caller
                       holds them (then its counter hash is not read: the p_ij are its generations + 1)
     then              p: n*r digits, p_ij: how many of the user's shards were passed for target i,

@@ -5,8 +5,9 @@
   per node (src/stores/redis/per-node.ts) rather than one HMGET per target.
 
   Input:
-    keys         counter hash of each target: KEYS, or on a cluster KEYS[1] and
+    KEYS[1..]    counters: counter hash of each target: KEYS, or on a cluster KEYS[1] and
                  then every ARGV
+    ARGV[1..]    moreCounters: on a cluster, the counter hashes after KEYS[1]; none otherwise
 
   Output:
     { UNCHANGED, text }  per target, in order and separated by ';': 'epoch:micros:mark'

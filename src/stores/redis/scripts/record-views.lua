@@ -15,14 +15,14 @@
   and process, where a receipt per flush would cost a key per post per second.
 
   Input:
-    KEYS[1]       counter hash of the post; its existence marks a target Redis holds
-    KEYS[2]       outbox stream of the post's partition
-    KEYS[3]       the number of the last flush the post took from this sender
-    ARGV[1]       views to add (a positive integer)
-    ARGV[2]       target type, for the event
-    ARGV[3]       target id, for the event
-    ARGV[4]       the number of this flush (a positive integer)
-    ARGV[5]       the call's deadline, in milliseconds of Redis's clock (includes/deadline.lua):
+    KEYS[1]       counters: counter hash of the post; its existence marks a target Redis holds
+    KEYS[2]       outbox: outbox stream of the post's partition
+    KEYS[3]       lastFlush: the number of the last flush the post took from this sender
+    ARGV[1]       views: views to add (a positive integer)
+    ARGV[2]       targetType: target type, for the event
+    ARGV[3]       targetId: target id, for the event
+    ARGV[4]       flush: the number of this flush (a positive integer)
+    ARGV[5]       deadline: the call's deadline, in milliseconds of Redis's clock (includes/deadline.lua):
                   a flush held past it counts nothing, so one held longer than the
                   post keeps the number never counts a retried flush twice
 

@@ -3,11 +3,11 @@
   target changed since the caller looked at it.
 
   Input:
-    KEYS[1]       counter hash of the target
-    KEYS[2..n]    every membership shard of the relation's generations 0..newest
-    ARGV[1]       the epoch the caller saw (hash field 'ep', 0 when absent)
-    ARGV[2]       the microseconds the caller saw (hash field 'ver', 0 when absent)
-    ARGV[3]       the relation's counter field
+    KEYS[1]       counters: counter hash of the target
+    KEYS[2..n]    shards: every membership shard of the relation's generations 0..newest
+    ARGV[1]       epoch: the epoch the caller saw (hash field 'ep', 0 when absent)
+    ARGV[2]       micros: the microseconds the caller saw (hash field 'ver', 0 when absent)
+    ARGV[3]       counterField: the relation's counter field
 
   Output:
     { APPLIED, new count }

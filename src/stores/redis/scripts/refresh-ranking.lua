@@ -9,13 +9,15 @@
   since, so nothing is summed and the caller rebuilds first.
 
   Input:
-    KEYS[1]      the marker of a rebuilt ranking
-    KEYS[2..4]   the rankings of the windows HOUR, DAY, WEEK
-    KEYS[5..]    the buckets of HOUR (ARGV[2] of them), then of DAY (ARGV[3]), then of WEEK (ARGV[4])
-    ARGV[1]      capacity
-    ARGV[2]      how many buckets of HOUR follow KEYS[4]
-    ARGV[3]      how many of DAY follow those
-    ARGV[4]      how many of WEEK follow those
+    KEYS[1]      marker: the marker of a rebuilt ranking
+    KEYS[2]      hourRanking: the ranking of the window HOUR
+    KEYS[3]      dayRanking: the ranking of the window DAY
+    KEYS[4]      weekRanking: the ranking of the window WEEK
+    KEYS[5..]    buckets: the buckets of HOUR (ARGV[2] of them), then of DAY (ARGV[3]), then of WEEK (ARGV[4])
+    ARGV[1]      capacity: how many posts each ranking keeps
+    ARGV[2]      hourBuckets: how many buckets of HOUR follow KEYS[4]
+    ARGV[3]      dayBuckets: how many of DAY follow those
+    ARGV[4]      weekBuckets: how many of WEEK follow those
 
   Output:
     { APPLIED }

@@ -3,13 +3,13 @@
   (includes/writer-fence.lua), and tells it the fence's generation.
 
   Input:
-    KEYS[1]   the writers' registry
-    ARGV[1]   the process's id
-    ARGV[2]   its protocol: how its version notes memberships in member indexes
-    ARGV[3]   its lease, in milliseconds: how long it counts as writing without renewing
-    ARGV[4]   'renew'; 'leave' (a process stopping); or 'ask', which only answers, with
+    KEYS[1]   writers: the writers' registry
+    ARGV[1]   processId: the process's id
+    ARGV[2]   protocol: its protocol: how its version notes memberships in member indexes
+    ARGV[3]   leaseMs: its lease, in milliseconds: how long it counts as writing without renewing
+    ARGV[4]   mode: 'renew'; 'leave' (a process stopping); or 'ask', which only answers, with
               how many other live writers have not learned the generation yet
-    ARGV[5]   how long after a protocol leaves no index completes, in milliseconds
+    ARGV[5]   quietMs: how long after a protocol leaves no index completes, in milliseconds
 
   Output:
     { APPLIED, generation, mixed, moved }

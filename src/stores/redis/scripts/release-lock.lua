@@ -2,8 +2,8 @@
   Releases a lock only if the caller still holds it.
 
   Input:
-    KEYS[1]      the lock
-    ARGV[1]      the holder's token
+    KEYS[1]      lock: the lock
+    ARGV[1]      token: the holder's token
 
   Output:
     { APPLIED }              released

@@ -4,19 +4,19 @@
   target's hash once (includes/member-change.lua).
 
   Input:
-    KEYS[1]       counter hash of the target; its existence marks a target Redis holds
-    KEYS[2]       outbox stream of the target's partition
-    KEYS[3]       per user, the relation's newest change known since a rebuild (includes/rebuild-window.lua)
-    KEYS[4]       this call's receipt (includes/receipts.lua)
-    KEYS[5..n]    the user's membership shard in generations 0..n-5
-    ARGV[1]       user id
-    ARGV[2]       counter field to decrement ('like', 'collect', 'followers'); one of ARGV[8..]
-    ARGV[3]       target type, for the event
-    ARGV[4]       target id, for the event
-    ARGV[5]       relation tag, for the event ('l', 'c', 'f')
-    ARGV[6]       counter hash field of the relation's newest generation
-    ARGV[7]       the call's deadline, in milliseconds of Redis's clock (includes/deadline.lua)
-    ARGV[8..]     the counters of the target's type to answer, its first counter first
+    KEYS[1]       counters: counter hash of the target; its existence marks a target Redis holds
+    KEYS[2]       outbox: outbox stream of the target's partition
+    KEYS[3]       rebuildWindow: per user, the relation's newest change known since a rebuild (includes/rebuild-window.lua)
+    KEYS[4]       receipt: this call's receipt (includes/receipts.lua)
+    KEYS[5..n]    shards: the user's membership shard in generations 0..n-5
+    ARGV[1]       userId: user id
+    ARGV[2]       counterField: counter field to decrement ('like', 'collect', 'followers'); one of ARGV[8..]
+    ARGV[3]       targetType: target type, for the event
+    ARGV[4]       targetId: target id, for the event
+    ARGV[5]       relationTag: relation tag, for the event ('l', 'c', 'f')
+    ARGV[6]       generationField: counter hash field of the relation's newest generation
+    ARGV[7]       deadline: the call's deadline, in milliseconds of Redis's clock (includes/deadline.lua)
+    ARGV[8..]     answerCounters: the counters of the target's type to answer, its first counter first
 
   Output:
     { APPLIED, c1, …, e, v } removed; c = each counter named in ARGV[8..] after the change (nil where

@@ -9,26 +9,26 @@
   of its own, newer than this one, so PostgreSQL ends in it too.
 
   Input:
-    KEYS[1]       counter hash of the target
-    KEYS[2]       outbox stream of the target's partition (a confirmation's change goes there)
-    KEYS[3]       per user, the relation's newest change known since the rebuild
-    KEYS[4]       a receipt key (unused: a replay is safe to repeat by its version; keeps the key layout of add-member.lua)
-    KEYS[5..n]    the user's membership shard in generations 0..n-5
-    ARGV[1]       user id
-    ARGV[2]       state after the change: 1 member, 0 not
-    ARGV[3]       epoch of the change
-    ARGV[4]       microseconds of the change
-    ARGV[5]       shard capacity (members)
-    ARGV[6]       the epoch of the rebuild that missed the change: another means the target was
+    KEYS[1]       counters: counter hash of the target
+    KEYS[2]       outbox: outbox stream of the target's partition (a confirmation's change goes there)
+    KEYS[3]       rebuildWindow: per user, the relation's newest change known since the rebuild
+    KEYS[4]       receipt: a receipt key (unused: a replay is safe to repeat by its version; keeps the key layout of add-member.lua)
+    KEYS[5..n]    shards: the user's membership shard in generations 0..n-5
+    ARGV[1]       userId: user id
+    ARGV[2]       state: state after the change: 1 member, 0 not
+    ARGV[3]       epoch: epoch of the change
+    ARGV[4]       micros: microseconds of the change
+    ARGV[5]       shardCapacity: shard capacity (members)
+    ARGV[6]       rebuildEpoch: the epoch of the rebuild that missed the change: another means the target was
                   rebuilt again since, and that rebuild's snapshot holds the change
-    ARGV[7]       the relation's counter field
-    ARGV[8]       counter hash field of the relation's newest generation
-    ARGV[9]       the user's member index of the relation and the target's type
+    ARGV[7]       counterField: the relation's counter field
+    ARGV[8]       generationField: counter hash field of the relation's newest generation
+    ARGV[9]       memberIndex: the user's member index of the relation and the target's type
                   (includes/member-index.lua), or '' where Redis keeps none (a cluster)
-    ARGV[10]      the member index's capacity
-    ARGV[11]      the target's id, noted in the member index when the user joins
-    ARGV[12]      the target's type, for a confirmation's event
-    ARGV[13]      the relation's tag, for a confirmation's event ('l', 'c', 'f')
+    ARGV[10]      indexCapacity: the member index's capacity
+    ARGV[11]      targetId: the target's id, noted in the member index when the user joins
+    ARGV[12]      targetType: the target's type, for a confirmation's event
+    ARGV[13]      relationTag: the relation's tag, for a confirmation's event ('l', 'c', 'f')
 
   Output:
     { APPLIED }              replayed

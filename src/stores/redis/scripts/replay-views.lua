@@ -7,11 +7,11 @@
   repeat and to reorder. Appends no outbox event: PostgreSQL already has them.
 
   Input:
-    KEYS[1]       counter hash of the post
-    KEYS[2]       per earlier epoch, the views of it the post holds
-    ARGV[1]       the epoch of the views
-    ARGV[2]       that epoch's views PostgreSQL now holds
-    ARGV[3]       the epoch of the rebuild that missed them: another means the post was
+    KEYS[1]       counters: counter hash of the post
+    KEYS[2]       replayed: per earlier epoch, the views of it the post holds
+    ARGV[1]       epoch: the epoch of the views
+    ARGV[2]       total: that epoch's views PostgreSQL now holds
+    ARGV[3]       rebuildEpoch: the epoch of the rebuild that missed them: another means the post was
                   rebuilt again since, and that rebuild's snapshot holds them
 
   Output:

@@ -21,10 +21,10 @@
   to prevent it.
 
   Input:
-    KEYS[1]      the budget (string: microseconds of its theoretical arrival time)
-    ARGV[1]      interval: microseconds a unit takes to refill (integer >= 1)
+    KEYS[1]      budget: the budget (string: microseconds of its theoretical arrival time)
+    ARGV[1]      intervalMicros: microseconds a unit takes to refill (integer >= 1)
     ARGV[2]      limit: units the budget holds when full (integer >= 1)
-    ARGV[3]      units: units spent since the process last reported (integer >= 1; more than limit is capped)
+    ARGV[3]      units: spent since the process last reported (integer >= 1; more than limit is capped)
 
   Output:
     { APPLIED, ahead }                  added; microseconds the theoretical arrival time is ahead of

@@ -7,10 +7,9 @@
   order batches commit in.
 
   Input:
-    KEYS[i]      a user's pending record
-    ARGV[3i-2]   a target of it PostgreSQL committed a change of
-    ARGV[3i-1]   that change's epoch
-    ARGV[3i]     that change's microseconds
+    KEYS[1..n]   pendingRecords: each a user's pending record
+    ARGV[1..3n]  committedChanges: three per key, for KEYS[i] at ARGV[3i-2..3i]: a target of its record
+                 PostgreSQL committed a change of, that change's epoch, and its microseconds
 
   Output:
     { APPLIED, removed }
