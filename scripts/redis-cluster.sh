@@ -12,11 +12,19 @@ root=.state/redis-cluster
 
 running() { redis-cli -p "$1" ping >/dev/null 2>&1; }
 healthy() { redis-cli -p "$first" cluster info 2>/dev/null | grep -q '^cluster_state:ok'; }
+# A node whose directory is gone (the checkout that started it was deleted) exits at its next
+# change of cluster configuration, as a slot's move is: such a cluster is started again.
+rooted() {
+  for port in "${ports[@]}"; do
+    dir=$(redis-cli -p "$port" config get dir 2>/dev/null | sed -n 2p)
+    [ -n "$dir" ] && [ -d "$dir" ] || return 1
+  done
+}
 
 case "$action" in
   start)
     if ! command -v redis-server >/dev/null; then bash scripts/services.sh; fi
-    if healthy; then echo "cluster already running on ports ${ports[*]}"; exit 0; fi
+    if healthy && rooted; then echo "cluster already running on ports ${ports[*]}"; exit 0; fi
     for port in "${ports[@]}"; do
       if running "$port"; then redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; fi
       rm -rf "${root:?}/$port" && mkdir -p "$root/$port"
