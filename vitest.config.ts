@@ -31,10 +31,15 @@ const acrossNodes = [
 
 /**
  * Files whose checks cover all of PostgreSQL's data, or change all of it: they empty every table
- * (`fresh` stores), sweep it with a reconcile pass, or read the feed of everyone's newest posts,
- * which other files' posts would push aside. They run one at a time, with no other file running.
+ * (`fresh` stores), sweep it with a reconcile pass, read the feed of everyone's newest posts,
+ * which other files' posts would push aside, or put a trigger on a table everyone writes. And the
+ * fault suite's cases, whose load would starve their neighbours' deadlines. They run one at a
+ * time, with no other file running.
  */
 const everyonesData = [
+  "test/integration/chaos.test.ts",
+  "test/integration/docs/client-snippets.test.ts",
+  "test/integration/pipeline/routing.test.ts",
   "test/integration/graphql/connections.test.ts",
   "test/integration/graphql/content.test.ts",
   "test/integration/graphql/redis-faults.test.ts",
@@ -76,11 +81,12 @@ export default defineConfig({
     reporters: ["default", "./test/reporters/slowest-files.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Three phases (sequence.groupOrder), each a project or more run together:
-    //   0. unit tests; integration files side by side, each on its worker's Redis; and, one at a
-    //      time, the files that use the cluster as the service's Redis but leave other data alone;
+    // Four phases, one after another (sequence.groupOrder; vitest runs a project of one file at
+    // a time, as "cluster", after the groups):
+    //   0. unit tests, and the integration files side by side, each on its worker's Redis;
     //   1. one at a time, the single-Redis files over everyone's data or on the shared cluster;
-    //   2. one at a time, the cluster's files over everyone's data.
+    //   2. one at a time, the cluster's files over everyone's data;
+    //   3. one at a time, the other files whose work crosses Redis nodes, on the cluster.
     projects: [
       // Pure functions and in-memory modules: no service is started, so `npm run test:unit` runs them
       // in seconds on a machine without PostgreSQL, Redis or RabbitMQ.

@@ -73,7 +73,7 @@ export default async function setup(project: TestProject): Promise<() => void> {
   const clusterPort = Number(process.env.TEST_CLUSTER_PORT ?? 7101);
   execFileSync("bash", ["scripts/redis-cluster.sh", "start", String(clusterPort)], { stdio: "inherit" });
   // The cluster outlives a run: each run starts from an empty one, as from a new private Redis. The files
-  // that use it then share it one at a time (vitest.config.ts's serial groups), each with ids of its own.
+  // that use it then share it one at a time (vitest.config.ts's phases), each with ids of its own.
   for (const port of [0, 1, 2].map((i) => clusterPort + i)) execFileSync("redis-cli", ["-p", String(port), "flushall"], { stdio: "pipe" });
 
   // Tests stand in for users with small made-up ids (1, 2, … up to some tens of thousands) where

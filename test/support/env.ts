@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Cluster } from "ioredis";
 import { pino } from "pino";
-import { inject, it } from "vitest";
+import { describe, inject, it } from "vitest";
 import { loadConfig, type Config } from "../../src/config.js";
 import { createTokenService } from "../../src/graphql/tokens.js";
 import { createDatabase, type Database } from "../../src/stores/postgres/database.js";
@@ -72,6 +72,11 @@ export const onCluster = () => inject("redisMode") === "cluster";
  */
 export function itOnSingle(name: string, test: () => Promise<void> | void, timeoutMs?: number): void {
   if (!onCluster()) it(name, test, timeoutMs);
+}
+
+/** `describe` for a block of such tests only, hooks included: a block left with no test would fail its file. */
+export function describeOnSingle(name: string, tests: () => void): void {
+  if (!onCluster()) describe(name, tests);
 }
 
 /** A client of the Redis the service is given in this project (unless `url` or `clusterNodes` names another). */

@@ -49,6 +49,7 @@ async function startProcess(
       REDIS_CLUSTER_NODES: config.redisClusterNodes.join(","),
       AMQP_URL: config.amqpUrl,
       RABBITMQ_PREFIX: config.rabbitmq.prefix,
+      RABBITMQ_QUEUE_TYPE: config.rabbitmq.queueType,
       JWT_SECRET: config.jwtSecret,
       PORT: "0",
       METRICS_PORT: "0",

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiMetrics } from "../../../src/graphql/api-metrics.js";
 import type { Database } from "../../../src/stores/postgres/database.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { codesOf, createUsers, dataOf, itOnSingle, openDatabase, openRedis, type TestUser } from "../../support/env.js";
+import { codesOf, createUsers, dataOf, describeOnSingle, itOnSingle, openDatabase, openRedis, type TestUser } from "../../support/env.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createRebuildStore } from "../../../src/stores/redis/rebuild-store.js";
 import { addressSubject } from "../../../src/graphql/client-address.js";
@@ -311,117 +311,109 @@ describe("postCounts across API processes", () => {
   });
 });
 
-describe("a slow subscriber", () => {
-  itOnSingle(
-    "when a client stops reading while its posts keep changing, then the server drops it and releases what it held, instead of holding more and more for it",
-    async () => {
-      const metrics = createApiMetrics();
-      const slowApi = await startTestApi(
-        { LIVE_INTERVAL_MS: "100", LIVE_SEND_TIMEOUT_MS: "1000", LIVE_MAX_BUFFERED_BYTES: "65536", VIEWS_FLUSH_INTERVAL_MS: "50" },
-        { metrics },
+describeOnSingle("a slow subscriber", () => {
+  it("when a client stops reading while its posts keep changing, then the server drops it and releases what it held, instead of holding more and more for it", async () => {
+    const metrics = createApiMetrics();
+    const slowApi = await startTestApi(
+      { LIVE_INTERVAL_MS: "100", LIVE_SEND_TIMEOUT_MS: "1000", LIVE_MAX_BUFFERED_BYTES: "65536", VIEWS_FLUSH_INTERVAL_MS: "50" },
+      { metrics },
+    );
+    const metric = async (name: string) => (await metrics.registry.getSingleMetric(name)?.get())?.values[0]?.value;
+    const proxy = await startTcpProxy({ host: "127.0.0.1", port: Number(new URL(slowApi.url).port) }, "http");
+    // Big posts, so that what the client does not read fills the sockets' buffers within a second or two.
+    const body = "x".repeat(20_000);
+    // Ten at a time: a hundred transactions at once outwait Prisma's start on a busy machine.
+    const posts: string[] = [];
+    for (let i = 0; i < 100; i += 10) posts.push(...(await Promise.all(Array.from({ length: 10 }, () => newPost(body)))));
+    const client = liveClient(proxy.url.replace(/\/?$/, "/"));
+    let flooding = true;
+    try {
+      await client.connected;
+      const subscription = client.subscribe<{ postCounts: { id: string; body: string } }>(
+        `subscription($ids: [ID!]!) { postCounts(postIds: $ids) { id body counts { reads } } }`,
+        {
+          ids: posts,
+        },
       );
-      const metric = async (name: string) => (await metrics.registry.getSingleMetric(name)?.get())?.values[0]?.value;
-      const proxy = await startTcpProxy({ host: "127.0.0.1", port: Number(new URL(slowApi.url).port) }, "http");
-      // Big posts, so that what the client does not read fills the sockets' buffers within a second or two.
-      const body = "x".repeat(20_000);
-      // Ten at a time: a hundred transactions at once outwait Prisma's start on a busy machine.
-      const posts: string[] = [];
-      for (let i = 0; i < 100; i += 10) posts.push(...(await Promise.all(Array.from({ length: 10 }, () => newPost(body)))));
-      const client = liveClient(proxy.url.replace(/\/?$/, "/"));
-      let flooding = true;
-      try {
-        await client.connected;
-        const subscription = client.subscribe<{ postCounts: { id: string; body: string } }>(
-          `subscription($ids: [ID!]!) { postCounts(postIds: $ids) { id body counts { reads } } }`,
-          {
-            ids: posts,
-          },
-        );
-        await watching(slowApi, 100);
-        expect([await metric("likes_live_connections"), await metric("likes_live_subscriptions"), await metric("likes_live_posts_watched")]).toEqual([
-          1, 1, 100,
-        ]);
-        const flood = (async () => {
-          while (flooding) {
-            await slowApi.gql(`mutation($ids: [ID!]!) { recordViews(postIds: $ids) }`, { ids: posts });
-            await new Promise((resolve) => setTimeout(resolve, 50));
-          }
-        })();
-        await eventually(
-          async () => subscription.received.length > 0,
-          5_000,
-          () => "no message before the stall",
-        );
-        proxy.stall();
-        // What waits in the server for the client, sampled until it is dropped.
-        let mostHeld = 0;
-        const sampler = setInterval(() => (mostHeld = Math.max(mostHeld, slowApi.live?.bufferedBytes() ?? 0)), 20);
-        await eventually(
-          async () => slowApi.live?.droppedSlow() === 1,
-          20_000,
-          () => `not dropped; ${slowApi.live?.connections()} connections`,
-        );
-        clearInterval(sampler);
-        expect(slowApi.live?.connections()).toBe(0);
-        // The subscription let go of its posts: nothing is read or held for the dropped client.
-        await watching(slowApi, 0);
-        expect(slowApi.services.live?.stats().streams).toBe(0);
-        expect([await metric("likes_live_clients_dropped_total"), await metric("likes_live_connections")]).toEqual([1, 0]);
-        flooding = false;
-        await flood;
-        // At most the bound and the one message that crossed it, though the posts changed ten times a second each.
-        expect(mostHeld).toBeLessThanOrEqual(65_536 + 25_000);
-      } finally {
-        flooding = false;
-        proxy.resume();
-        await client.dispose();
-        await proxy.close();
-        await slowApi.close();
-      }
-    },
-  );
+      await watching(slowApi, 100);
+      expect([await metric("likes_live_connections"), await metric("likes_live_subscriptions"), await metric("likes_live_posts_watched")]).toEqual([1, 1, 100]);
+      const flood = (async () => {
+        while (flooding) {
+          await slowApi.gql(`mutation($ids: [ID!]!) { recordViews(postIds: $ids) }`, { ids: posts });
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      })();
+      await eventually(
+        async () => subscription.received.length > 0,
+        5_000,
+        () => "no message before the stall",
+      );
+      proxy.stall();
+      // What waits in the server for the client, sampled until it is dropped.
+      let mostHeld = 0;
+      const sampler = setInterval(() => (mostHeld = Math.max(mostHeld, slowApi.live?.bufferedBytes() ?? 0)), 20);
+      await eventually(
+        async () => slowApi.live?.droppedSlow() === 1,
+        20_000,
+        () => `not dropped; ${slowApi.live?.connections()} connections`,
+      );
+      clearInterval(sampler);
+      expect(slowApi.live?.connections()).toBe(0);
+      // The subscription let go of its posts: nothing is read or held for the dropped client.
+      await watching(slowApi, 0);
+      expect(slowApi.services.live?.stats().streams).toBe(0);
+      expect([await metric("likes_live_clients_dropped_total"), await metric("likes_live_connections")]).toEqual([1, 0]);
+      flooding = false;
+      await flood;
+      // At most the bound and the one message that crossed it, though the posts changed ten times a second each.
+      expect(mostHeld).toBeLessThanOrEqual(65_536 + 25_000);
+    } finally {
+      flooding = false;
+      proxy.resume();
+      await client.dispose();
+      await proxy.close();
+      await slowApi.close();
+    }
+  });
 });
 
 describe("subscriptions to cold posts", () => {
-  itOnSingle(
-    "when an anonymous client subscribes over and over to posts Redis does not hold, then none is loaded, each subscribe pays their cold reads until the address's budget refuses, and a connection's burst past its cap is refused",
-    async () => {
-      const crawled = await startTestApi({ RATE_LIMIT_IP_QUERY_COST: "500", LIVE_SUBSCRIBES_PER_SECOND: "3" });
-      const client = liveClient(crawled.url);
-      const redis = await openRedis();
+  it("when an anonymous client subscribes over and over to posts Redis does not hold, then none is loaded, each subscribe pays their cold reads until the address's budget refuses, and a connection's burst past its cap is refused", async () => {
+    const crawled = await startTestApi({ RATE_LIMIT_IP_QUERY_COST: "500", LIVE_SUBSCRIBES_PER_SECOND: "3" });
+    const client = liveClient(crawled.url);
+    const redis = await openRedis();
+    try {
+      const posts = await Promise.all(Array.from({ length: 20 }, () => newPost("cold")));
+      const targets = posts.map((id) => ({ type: "post" as const, id: BigInt(id) }));
+      const keys = createRedisKeys(crawled.config.redisPartitions);
+      const rebuilds = createRebuildStore(redis, keys);
+      await Promise.all(targets.map((t) => rebuilds.drop(t)));
+      // The address's budget starts full: earlier files spent it from the same address, under other limits.
+      await Promise.all(["127.0.0.1", "::ffff:127.0.0.1", "::1"].map((ip) => redis.del(keys.rateBudget("ipQueryCost", addressSubject(ip)))));
+      await client.connected;
+      // 20 cold posts cost 200 of the address's 500 units: two subscribes, then a refusal.
+      const codes: (string | undefined)[][] = [];
+      for (let i = 0; i < 3; i++) codes.push((await subscribeOnce(client, posts)).errors.map((e) => e.extensions?.code));
+      expect(codes).toEqual([[], [], ["RATE_LIMITED"]]);
+      expect(await rebuilds.held(targets)).toEqual(targets.map(() => "absent"));
+      expect(crawled.warmer.stats().loaded).toBe(0);
+      // A burst of four subscribes on a new connection: its three a second pass, the fourth is refused before it reads anything.
+      const bursting = liveClient(crawled.url);
       try {
-        const posts = await Promise.all(Array.from({ length: 20 }, () => newPost("cold")));
-        const targets = posts.map((id) => ({ type: "post" as const, id: BigInt(id) }));
-        const keys = createRedisKeys(crawled.config.redisPartitions);
-        const rebuilds = createRebuildStore(redis, keys);
-        await Promise.all(targets.map((t) => rebuilds.drop(t)));
-        // The address's budget starts full: earlier files spent it from the same address, under other limits.
-        await Promise.all(["127.0.0.1", "::ffff:127.0.0.1", "::1"].map((ip) => redis.del(keys.rateBudget("ipQueryCost", addressSubject(ip)))));
-        await client.connected;
-        // 20 cold posts cost 200 of the address's 500 units: two subscribes, then a refusal.
-        const codes: (string | undefined)[][] = [];
-        for (let i = 0; i < 3; i++) codes.push((await subscribeOnce(client, posts)).errors.map((e) => e.extensions?.code));
-        expect(codes).toEqual([[], [], ["RATE_LIMITED"]]);
-        expect(await rebuilds.held(targets)).toEqual(targets.map(() => "absent"));
-        expect(crawled.warmer.stats().loaded).toBe(0);
-        // A burst of four subscribes on a new connection: its three a second pass, the fourth is refused before it reads anything.
-        const bursting = liveClient(crawled.url);
-        try {
-          const warm = await newPost("warm");
-          const burst = await Promise.all([0, 1, 2, 3].map(() => subscribeOnce(bursting, [warm])));
-          const refused = burst.filter((r) => r.errors.length > 0);
-          expect(refused.map((r) => r.errors.map((e) => e.extensions?.code))).toEqual([["RATE_LIMITED"]]);
-          expect(refused[0]?.errors[0]?.message).toMatch(/subscribe messages a second/);
-        } finally {
-          await bursting.dispose();
-        }
+        const warm = await newPost("warm");
+        const burst = await Promise.all([0, 1, 2, 3].map(() => subscribeOnce(bursting, [warm])));
+        const refused = burst.filter((r) => r.errors.length > 0);
+        expect(refused.map((r) => r.errors.map((e) => e.extensions?.code))).toEqual([["RATE_LIMITED"]]);
+        expect(refused[0]?.errors[0]?.message).toMatch(/subscribe messages a second/);
       } finally {
-        redis.disconnect();
-        await client.dispose();
-        await crawled.close();
+        await bursting.dispose();
       }
-    },
-  );
+    } finally {
+      redis.disconnect();
+      await client.dispose();
+      await crawled.close();
+    }
+  });
 });
 
 /** Subscribes to `posts`, and answers the first message (or the refusal) once it arrives; the subscription then ends. */

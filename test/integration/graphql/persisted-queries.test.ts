@@ -13,7 +13,17 @@ import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createPersistedQueryStore } from "../../../src/stores/redis/persisted-query-store.js";
 import { startTestApi, type TestApi } from "../../support/api.js";
-import { codesOf, createUsers, type GraphQLResponse, itOnSingle, openDatabase, openRedis, privateRedisUrl, type TestUser } from "../../support/env.js";
+import {
+  codesOf,
+  createUsers,
+  describeOnSingle,
+  type GraphQLResponse,
+  itOnSingle,
+  openDatabase,
+  openRedis,
+  privateRedisUrl,
+  type TestUser,
+} from "../../support/env.js";
 import { persistedQuery, postOnce, sha256 } from "../../support/persisted-queries.js";
 import { startTcpProxy } from "../../support/tcp-proxy.js";
 
@@ -101,7 +111,7 @@ describe("automatic persisted queries", () => {
   });
 });
 
-describe("PERSISTED_QUERIES=safelist", () => {
+describeOnSingle("PERSISTED_QUERIES=safelist", () => {
   const allowed = `query Allowed { hotPosts(first: 5, window: ALL) { id } }`;
   const listedSubscription = `subscription Listed($ids: [ID!]!) { postCounts(postIds: $ids) { id } }`;
   let api: TestApi;
@@ -123,14 +133,14 @@ describe("PERSISTED_QUERIES=safelist", () => {
     await api.close();
   });
 
-  itOnSingle("when a client sends an operation of the manifest, by hash or by text, then it runs", async () => {
+  it("when a client sends an operation of the manifest, by hash or by text, then it runs", async () => {
     const byHash = await postOnce(api.url, { extensions: { persistedQuery: { version: 1, sha256Hash: sha256(allowed) } } });
     expect(byHash.body.errors).toBeUndefined();
     expect(byHash.body.data).toHaveProperty("hotPosts");
     expect((await postOnce(api.url, { query: allowed })).body.errors).toBeUndefined();
   });
 
-  itOnSingle("when a client sends an operation of the manifest by GET, by hash or by text, then it runs; any other text by GET is refused", async () => {
+  it("when a client sends an operation of the manifest by GET, by hash or by text, then it runs; any other text by GET is refused", async () => {
     const get = async (params: Record<string, string>) => {
       const response = await fetch(`${api.url}graphql?${new URLSearchParams(params).toString()}`, { headers: { accept: "application/json" } });
       return { status: response.status, body: (await response.json()) as GraphQLResponse<unknown> };
@@ -143,17 +153,14 @@ describe("PERSISTED_QUERIES=safelist", () => {
     expect(codesOf(other.body)).toEqual(["OPERATION_NOT_IN_SAFELIST"]);
   });
 
-  itOnSingle(
-    "when a client sends a document not in the manifest that would not even validate, then it is refused for the safelist, telling nothing of the schema",
-    async () => {
-      const probe = await postOnce(api.url, { query: `{ secretField }` });
-      expect(probe.status).toBe(400);
-      expect(codesOf(probe.body)).toEqual(["OPERATION_NOT_IN_SAFELIST"]);
-      expect(JSON.stringify(probe.body)).not.toContain("secretField");
-    },
-  );
+  it("when a client sends a document not in the manifest that would not even validate, then it is refused for the safelist, telling nothing of the schema", async () => {
+    const probe = await postOnce(api.url, { query: `{ secretField }` });
+    expect(probe.status).toBe(400);
+    expect(codesOf(probe.body)).toEqual(["OPERATION_NOT_IN_SAFELIST"]);
+    expect(JSON.stringify(probe.body)).not.toContain("secretField");
+  });
 
-  itOnSingle("when a client sends any other operation, then it is refused with OPERATION_NOT_IN_SAFELIST and HTTP 400, and registers nothing", async () => {
+  it("when a client sends any other operation, then it is refused with OPERATION_NOT_IN_SAFELIST and HTTP 400, and registers nothing", async () => {
     const other = `query Other { hotPosts(first: 6, window: ALL) { id } }`;
     const byText = await postOnce(api.url, { query: other });
     expect(byText.status).toBe(400);
@@ -164,7 +171,7 @@ describe("PERSISTED_QUERIES=safelist", () => {
     expect(codesOf(byHash.body)).toEqual(["PERSISTED_QUERY_NOT_FOUND"]);
   });
 
-  itOnSingle("when a client subscribes, then a subscription of the manifest runs and any other is refused with OPERATION_NOT_IN_SAFELIST", async () => {
+  it("when a client subscribes, then a subscription of the manifest runs and any other is refused with OPERATION_NOT_IN_SAFELIST", async () => {
     const client = createClient({ url: `${api.url.replace(/^http/, "ws")}graphql`, webSocketImpl: WebSocket, retryAttempts: 0 });
     const firstOf = (query: string) =>
       new Promise<unknown>((resolve) => {
@@ -190,8 +197,8 @@ describe("PERSISTED_QUERIES=safelist", () => {
   });
 });
 
-describe("PERSISTED_QUERIES=off", () => {
-  itOnSingle("when a client sends a hash, then it is told persisted queries are not supported, and texts still run", async () => {
+describeOnSingle("PERSISTED_QUERIES=off", () => {
+  it("when a client sends a hash, then it is told persisted queries are not supported, and texts still run", async () => {
     const api = await startTestApi({ PERSISTED_QUERIES: "off" });
     try {
       const query = `{ hotPosts(first: 1, window: ALL) { id } }`;

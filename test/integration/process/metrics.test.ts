@@ -51,6 +51,7 @@ describe("metrics of npm start's processes", () => {
         REDIS_URL: config.redisUrl,
         AMQP_URL: config.amqpUrl,
         RABBITMQ_PREFIX: config.rabbitmq.prefix,
+        RABBITMQ_QUEUE_TYPE: config.rabbitmq.queueType,
         METRICS_PORT: String(metricsPort),
         LOG_LEVEL: "warn",
         RECONCILE_CRON: "off",

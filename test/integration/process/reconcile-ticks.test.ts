@@ -1,10 +1,14 @@
 // Two workers on the reconcile schedule, as a deployment scaled out runs them: each tick is
 // claimed once and its pass runs on one worker. The passes sweep all of PostgreSQL, so the
-// file runs with no other (vitest.config.ts).
+// file runs with no other (vitest.config.ts), from empty tables: a pass over what earlier
+// files left could outlast its tick.
 import { afterAll, expect, it } from "vitest";
 import { testConfig } from "../../support/env.js";
 import { eventually } from "../../support/pipeline.js";
 import { startWorkerProcess, type ServiceProcess } from "../../support/service-process.js";
+import { useStores } from "../../support/stores.js";
+
+useStores(() => {}, { fresh: true });
 
 const config = testConfig();
 const workers: ServiceProcess[] = [];

@@ -24,6 +24,7 @@ async function runService(env: Record<string, string>): Promise<Ended> {
       REDIS_CLUSTER_NODES: "",
       AMQP_URL: config.amqpUrl,
       RABBITMQ_PREFIX: config.rabbitmq.prefix,
+      RABBITMQ_QUEUE_TYPE: config.rabbitmq.queueType,
       JWT_SECRET: config.jwtSecret,
       PORT: "0",
       METRICS_PORT: "0",
