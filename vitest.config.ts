@@ -33,11 +33,13 @@ const acrossNodes = [
  * Files whose checks cover all of PostgreSQL's data, or change all of it: they empty every table
  * (`fresh` stores), sweep it with a reconcile pass, read the feed of everyone's newest posts,
  * which other files' posts would push aside, or put a trigger on a table everyone writes. And the
- * fault suite's cases, whose load would starve their neighbours' deadlines. They run one at a
- * time, with no other file running.
+ * fault suite's cases, whose load would starve their neighbours' deadlines, and the deadlines'
+ * own tests, which measure a quarter of a second. They run one at a time, with no other file
+ * running.
  */
 const everyonesData = [
   "test/integration/chaos.test.ts",
+  "test/integration/graphql/deadlines.test.ts",
   "test/integration/docs/client-snippets.test.ts",
   "test/integration/pipeline/routing.test.ts",
   "test/integration/graphql/connections.test.ts",

@@ -15,11 +15,14 @@ import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createOutboxStore } from "../../../src/stores/redis/outbox-store.js";
 import { startTcpProxy } from "../../support/tcp-proxy.js";
-import { privateRedisUrl, silentLogger, testConfig, type TestUser, uniqueTag } from "../../support/env.js";
+import { privateRedisUrl, silentLogger, testConfig as classicConfig, type TestUser, uniqueTag } from "../../support/env.js";
 import { eventually, startTestPipeline } from "../../support/pipeline.js";
 import { compose } from "../../../src/compose.js";
 import { openClients } from "../../../src/stores/clients.js";
 import { agreeWithin, createPosts, servicesOn, useStores } from "../../support/stores.js";
+
+/** The deployment's queues as they run by default, quorum queues: how they are declared, retired and taken over is what this file tests. */
+const testConfig = (overrides: Record<string, string> = {}) => classicConfig({ RABBITMQ_QUEUE_TYPE: "quorum", ...overrides });
 
 let db: Database;
 let redis: RedisClient;

@@ -17,11 +17,14 @@ afterAll(async () => {
 describe("PostgreSQL unavailability", () => {
   it("when every connection of the pool is held and a transaction cannot start in time, then the error is unavailability", async () => {
     let release: () => void = () => undefined;
+    let held: () => void = () => undefined;
+    const holds = new Promise<void>((resolve) => (held = resolve));
     const holding = db.$transaction(async (tx) => {
       await tx.$queryRaw`SELECT 1`;
+      held();
       await new Promise<void>((resolve) => (release = resolve));
     });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await holds;
     const error: unknown = await db
       .$transaction(async (tx) => tx.$queryRaw`SELECT 1`, { maxWait: 100 })
       .then(
@@ -38,11 +41,14 @@ describe("PostgreSQL unavailability", () => {
     const small = createDatabase({ url: testConfig().databaseUrl, poolSize: 1, connectTimeoutMs: 200 });
     try {
       let release: () => void = () => undefined;
+      let held: () => void = () => undefined;
+      const holds = new Promise<void>((resolve) => (held = resolve));
       const holding = small.$transaction(async (tx) => {
         await tx.$queryRaw`SELECT 1`;
+        held();
         await new Promise<void>((resolve) => (release = resolve));
       });
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await holds;
       const error: unknown = await small.$queryRaw`SELECT 1`.then(
         () => null,
         (e: unknown) => e,
