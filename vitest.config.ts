@@ -33,12 +33,13 @@ const acrossNodes = [
  * Files whose checks cover all of PostgreSQL's data, or change all of it: they empty every table
  * (`fresh` stores), sweep it with a reconcile pass, read the feed of everyone's newest posts,
  * which other files' posts would push aside, or put a trigger on a table everyone writes. And the
- * fault suite's cases, whose load would starve their neighbours' deadlines, and the deadlines'
- * own tests, which measure a quarter of a second. They run one at a time, with no other file
+ * fault suite's cases and the two-API-two-worker test, whose load would starve their neighbours'
+ * deadlines, and the deadlines' own tests, which measure a quarter of a second. They run one at a time, with no other file
  * running.
  */
 const everyonesData = [
   "test/integration/chaos.test.ts",
+  "test/integration/process/scale-out.test.ts",
   "test/integration/graphql/deadlines.test.ts",
   "test/integration/docs/client-snippets.test.ts",
   "test/integration/pipeline/routing.test.ts",
@@ -75,8 +76,9 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: "graphql/index.js" }],
   },
   test: {
-    // Integration files mostly wait on the services, so more files than cores run at once.
-    maxWorkers: 3,
+    // One file per core: the files and the services they start keep both cores of the suite's
+    // machine busy, and a third file only stretches everyone's deadlines.
+    maxWorkers: 2,
     // The suite's own database, also when vitest is run without scripts/test.sh.
     env: { DATABASE_URL: process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/likes_test" },
     // The default report, then the slowest files (test/reporters/slowest-files.ts).
