@@ -54,7 +54,7 @@ async function status(url: string, path: string): Promise<number> {
 }
 
 describe("npm start through a Redis outage", () => {
-  it("when Redis is down while an API process is killed, then its replacement keeps trying, nothing else is stopped, and the service serves within 5 s of Redis's return", async () => {
+  it("when Redis is down while an API process is killed, then its replacement keeps trying, nothing else is stopped, and the service serves within 10 s of Redis's return", async () => {
     const config = testConfig();
     const service = await startServiceProcess(config, { REDIS_URL: redisProxy.url, WEB_CONCURRENCY: "2", PORT: String(await freePort()) });
     try {
@@ -104,8 +104,11 @@ describe("npm start through a Redis outage", () => {
         15_000,
         () => service.output(),
       );
+      // Within the healthy process's next reconnect (ioredis waits at most 2 s between tries) and
+      // the replacement's next start (the start's back-off reaches 2 s): about 5 s on a quiet
+      // machine, 10 s allowed for one whose cores another test file shares.
       const servedAfterMs = Date.now() - returnedAt;
-      expect(servedAfterMs <= 5_000 ? "≤ 5 s" : `${servedAfterMs} ms`).toBe("≤ 5 s");
+      expect(servedAfterMs <= 10_000 ? "≤ 10 s" : `${servedAfterMs} ms`).toBe("≤ 10 s");
       // The replacement serves too: every request answers, whichever process takes it.
       await eventually(
         async () => pidsOf(service, "API process ready").length >= 3,
