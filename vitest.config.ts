@@ -30,40 +30,13 @@ const acrossNodes = [
 ];
 
 /**
- * Files whose checks cover all of PostgreSQL's data, or change all of it: they empty every table
- * (`fresh` stores), sweep it with a reconcile pass, read the feed of everyone's newest posts,
- * which other files' posts would push aside, or put a trigger on a table everyone writes. And the
- * fault suite's cases and the two-API-two-worker test, whose load would starve their neighbours'
- * deadlines, and the deadlines' own tests, which measure a quarter of a second. They run one at a time, with no other file
- * running.
+ * Files whose load would starve their neighbours' deadlines, or whose own deadlines are too short
+ * to share the cores: the fault suite's cases, the two-API-two-worker test and the deadlines' own
+ * tests, which measure a quarter of a second. They run one at a time, with no other file running.
+ * Every other file shares the machine with one other, each on its worker's own database, Redis and
+ * Redis Cluster (test/setup/global.ts): no file sees another's data.
  */
-const everyonesData = [
-  "test/integration/chaos.test.ts",
-  "test/integration/process/scale-out.test.ts",
-  "test/integration/graphql/deadlines.test.ts",
-  "test/integration/docs/client-snippets.test.ts",
-  "test/integration/pipeline/routing.test.ts",
-  "test/integration/graphql/connections.test.ts",
-  "test/integration/graphql/content.test.ts",
-  "test/integration/graphql/redis-faults.test.ts",
-  "test/integration/graphql/hot-posts.test.ts",
-  "test/integration/pipeline/rankings.test.ts",
-  "test/integration/pipeline/reconcile.test.ts",
-  "test/integration/pipeline/reconcile-counters.test.ts",
-  "test/integration/pipeline/reconcile-drift.test.ts",
-  "test/integration/pipeline/reconcile-lists.test.ts",
-  "test/integration/process/dashboard-metrics.test.ts",
-  "test/integration/process/reconcile-ticks.test.ts",
-];
-
-/** Files of the single-Redis project that also use the suite's Redis Cluster, which others flush. */
-const onTheCluster = [
-  "test/integration/pipeline/outbox-relay.test.ts",
-  "test/integration/stores/redis/cluster.test.ts",
-  "test/integration/stores/redis/counter-store.test.ts",
-  "test/integration/stores/redis/replica-acks.test.ts",
-  "test/integration/stores/redis/slot-migration.test.ts",
-];
+const alone = ["test/integration/chaos.test.ts", "test/integration/process/scale-out.test.ts", "test/integration/graphql/deadlines.test.ts"];
 
 /** The services integration tests run against, started once for the run, and each file's cleanup. */
 const withServices = { globalSetup: ["test/setup/global.ts"], setupFiles: ["test/setup/per-file.ts"] };
@@ -85,41 +58,29 @@ export default defineConfig({
     reporters: ["default", "./test/reporters/slowest-files.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Four phases, one after another (sequence.groupOrder; vitest runs a project of one file at
-    // a time, as "cluster", after the groups):
-    //   0. unit tests, and the integration files side by side, each on its worker's Redis;
-    //   1. one at a time, the single-Redis files over everyone's data or on the shared cluster;
-    //   2. one at a time, the cluster's files over everyone's data;
-    //   3. one at a time, the other files whose work crosses Redis nodes, on the cluster.
+    // Three phases, one after another (sequence.groupOrder; vitest runs a project of one file at
+    // a time after the groups):
+    //   0. unit tests, and every integration file but those run alone, two at a time, with the
+    //      service on its worker's Redis ("single") or on its worker's Redis Cluster ("cluster");
+    //   1. one at a time, the files run alone, on a single Redis;
+    //   2. one at a time, those of them whose work crosses Redis nodes, on the cluster.
     projects: [
       // Pure functions and in-memory modules: no service is started, so `npm run test:unit` runs them
       // in seconds on a machine without PostgreSQL, Redis or RabbitMQ.
       { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"] } },
       {
         extends: true,
-        test: {
-          name: "single",
-          include: ["test/integration/**/*.test.ts"],
-          exclude: [...everyonesData, ...onTheCluster],
-          provide: { redisMode: "single" },
-          ...withServices,
-        },
+        test: { name: "single", include: ["test/integration/**/*.test.ts"], exclude: alone, provide: { redisMode: "single" }, ...withServices },
+      },
+      {
+        extends: true,
+        test: { name: "cluster", include: acrossNodes.filter((file) => !alone.includes(file)), provide: { redisMode: "cluster" }, ...withServices },
       },
       {
         extends: true,
         test: {
-          name: "cluster",
-          include: acrossNodes.filter((file) => !everyonesData.includes(file)),
-          fileParallelism: false,
-          provide: { redisMode: "cluster" },
-          ...withServices,
-        },
-      },
-      {
-        extends: true,
-        test: {
-          name: "single-serial",
-          include: [...everyonesData, ...onTheCluster],
+          name: "single-alone",
+          include: alone,
           fileParallelism: false,
           sequence: { groupOrder: 1 },
           provide: { redisMode: "single" },
@@ -129,8 +90,8 @@ export default defineConfig({
       {
         extends: true,
         test: {
-          name: "cluster-serial",
-          include: acrossNodes.filter((file) => everyonesData.includes(file)),
+          name: "cluster-alone",
+          include: acrossNodes.filter((file) => alone.includes(file)),
           fileParallelism: false,
           sequence: { groupOrder: 2 },
           provide: { redisMode: "cluster" },

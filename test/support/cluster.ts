@@ -5,11 +5,10 @@ import { readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Cluster, type Redis } from "ioredis";
-import { inject } from "vitest";
 import type { Config } from "../../src/config.js";
 import { openClients, type Clients } from "../../src/stores/clients.js";
 import { loadScript } from "../../src/stores/redis/scripts.js";
-import { silentLogger, testConfig } from "./env.js";
+import { clusterNodes, silentLogger, testConfig } from "./env.js";
 
 export interface ClusterClients extends Clients {
   readonly config: Config;
@@ -23,7 +22,7 @@ export interface ClusterClients extends Clients {
  * command timeout, the relay's own connection.
  */
 export async function openClusterClients(overrides: Record<string, string> = {}): Promise<ClusterClients> {
-  const config = testConfig({ REDIS_CLUSTER_NODES: inject("clusterNodes").join(","), ...overrides });
+  const config = testConfig({ REDIS_CLUSTER_NODES: clusterNodes().join(","), ...overrides });
   const clients = await openClients(config, silentLogger, { relay: true });
   if (!(clients.redis instanceof Cluster)) {
     await clients.close();

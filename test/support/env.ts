@@ -1,5 +1,5 @@
-// Configuration and clients for tests: the test database (set by scripts/test.sh),
-// the private Redis instance, and helpers to make users and call the API.
+// Configuration and clients for tests: the worker's own database, Redis and Redis Cluster
+// (test/setup/global.ts), and helpers to make users and call the API.
 import { randomUUID } from "node:crypto";
 import { Cluster } from "ioredis";
 import { pino } from "pino";
@@ -17,8 +17,9 @@ export const testConfigs: Config[] = [];
 export function testConfig(overrides: Record<string, string> = {}): Config {
   const config = loadConfig({
     ...process.env,
+    DATABASE_URL: privateDatabaseUrl(),
     REDIS_URL: privateRedisUrl(),
-    REDIS_CLUSTER_NODES: onCluster() ? inject("clusterNodes").join(",") : "",
+    REDIS_CLUSTER_NODES: onCluster() ? clusterNodes().join(",") : "",
     AMQP_URL: inject("amqpUrl"),
     RABBITMQ_PREFIX: `t${uniqueTag()}`,
     METRICS_PORT: "0",
@@ -51,14 +52,26 @@ export function openDatabase(config = testConfig()): Database {
 }
 
 /**
- * The port of this worker's private Redis. Files run side by side, each worker with a Redis of
- * its own (test/setup/global.ts), so a file may count its commands or flush it.
+ * This worker's slot (VITEST_POOL_ID: 1 to vitest.config.ts's maxWorkers). Files run side by
+ * side, each worker with a database, a Redis and a Redis Cluster of its own (test/setup/global.ts),
+ * so a file may empty its tables, count its Redis's commands or flush it.
  */
-export function privateRedisPort(): number {
-  const ports = inject("redisPorts");
+function ofThisWorker<T>(perSlot: readonly T[]): T {
   const slot = Number(process.env.VITEST_POOL_ID ?? "1");
-  return ports[(slot - 1) % ports.length] as number;
+  const stores = perSlot[slot - 1];
+  // Two workers given the same stores would see each other's data: better no test than a wrong one.
+  if (stores === undefined) throw new Error(`no stores for vitest worker ${slot}: test/setup/global.ts started ${perSlot.length}`);
+  return stores;
 }
+
+/** The port of this worker's private Redis. */
+export const privateRedisPort = (): number => ofThisWorker(inject("redisPorts"));
+
+/** The nodes of this worker's Redis Cluster. */
+export const clusterNodes = (): string[] => ofThisWorker(inject("clusterNodes"));
+
+/** The URL of this worker's database. */
+export const privateDatabaseUrl = (): string => ofThisWorker(inject("databaseUrls"));
 
 export const privateRedisUrl = () => `redis://127.0.0.1:${privateRedisPort()}`;
 
@@ -81,8 +94,8 @@ export function describeOnSingle(name: string, tests: () => void): void {
 
 /** A client of the Redis the service is given in this project (unless `url` or `clusterNodes` names another). */
 export async function openRedis(options: { url?: string; clusterNodes?: readonly string[]; commandTimeoutMs?: number } = {}): Promise<RedisClient> {
-  const clusterNodes = options.clusterNodes ?? (options.url === undefined && onCluster() ? inject("clusterNodes") : []);
-  const client = createRedisClient({ url: options.url ?? privateRedisUrl(), clusterNodes, commandTimeoutMs: options.commandTimeoutMs });
+  const nodes = options.clusterNodes ?? (options.url === undefined && onCluster() ? clusterNodes() : []);
+  const client = createRedisClient({ url: options.url ?? privateRedisUrl(), clusterNodes: nodes, commandTimeoutMs: options.commandTimeoutMs });
   await client.connect();
   return client;
 }

@@ -67,11 +67,12 @@ export interface StoresWithAuthor extends Stores {
 }
 
 /**
- * Opens the test database and private Redis before a file's tests, with an
+ * Opens the worker's database and private Redis before a file's tests, with an
  * author to write posts as, and closes them after. `fresh` empties every table
- * and Redis first, for files whose checks cover all data (vitest.config.ts runs
- * them alone); `emptyRedis` empties Redis alone, for files that count what Redis
- * holds, such as whatever the outbox was left holding.
+ * and Redis first, for files whose checks cover all data (no other file uses the
+ * worker's stores meanwhile: test/setup/global.ts); `emptyRedis` empties Redis
+ * alone, for files that count what Redis holds, such as whatever the outbox was
+ * left holding.
  */
 export function useStores(assign: (stores: StoresWithAuthor) => void, options: { fresh?: boolean; emptyRedis?: boolean } = {}): void {
   let opened: StoresWithAuthor | undefined;

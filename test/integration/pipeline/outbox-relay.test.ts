@@ -4,7 +4,7 @@ import { Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pino, type Logger } from "pino";
 import type { Connection } from "rabbitmq-client";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import type { OutboxEntry } from "../../../src/domain/model/index.js";
 import type { MessageBus, Outbox } from "../../../src/domain/ports/index.js";
@@ -16,7 +16,7 @@ import { createTopology } from "../../../src/stores/rabbitmq/topology.js";
 import type { RedisClient } from "../../../src/stores/redis/client.js";
 import { createRedisKeys } from "../../../src/stores/redis/keys.js";
 import { createOutboxStore, relayGroup } from "../../../src/stores/redis/outbox-store.js";
-import { openRedis, privateRedisUrl, silentLogger, testConfig } from "../../support/env.js";
+import { clusterNodes, openRedis, privateRedisUrl, silentLogger, testConfig } from "../../support/env.js";
 import { eventually } from "../../support/pipeline.js";
 import { startTcpProxy } from "../../support/tcp-proxy.js";
 
@@ -243,11 +243,11 @@ describe("outbox relay", () => {
   });
 
   it("when the outbox lives in a Redis Cluster, then relays read, keep and take over entries there, each published once", async () => {
-    const cluster = await openRedis({ clusterNodes: inject("clusterNodes") });
+    const cluster = await openRedis({ clusterNodes: clusterNodes() });
     try {
       await Promise.all(keys.outboxes().map((stream) => cluster.del(stream)));
       const published = new Map<string, number>();
-      const slowOutbox = await outboxOn({ batchSize: 1_000 }, { clusterNodes: inject("clusterNodes") });
+      const slowOutbox = await outboxOn({ batchSize: 1_000 }, { clusterNodes: clusterNodes() });
       const appended: string[] = [];
       for (let p = 0; p < partitions; p++) {
         const pipeline = cluster.pipeline();
@@ -258,7 +258,7 @@ describe("outbox relay", () => {
       const slow = countingBus(published, 3_000);
       const slowRelay = await relayOn(slowOutbox, slow.bus, 1_000);
       await slow.publishing;
-      const quickRelay = await relayOn(await outboxOn({ batchSize: 1_000 }, { clusterNodes: inject("clusterNodes") }), countingBus(published).bus, 1_000);
+      const quickRelay = await relayOn(await outboxOn({ batchSize: 1_000 }, { clusterNodes: clusterNodes() }), countingBus(published).bus, 1_000);
       try {
         await eventually(
           async () => appended.every((p) => published.has(p)),

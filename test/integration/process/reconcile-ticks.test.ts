@@ -1,7 +1,6 @@
 // Two workers on the reconcile schedule, as a deployment scaled out runs them: each tick is
-// claimed once and its pass runs on one worker. The passes sweep all of PostgreSQL, so the
-// file runs with no other (vitest.config.ts), from empty tables: a pass over what earlier
-// files left could outlast its tick.
+// claimed once and its pass runs on one worker. The passes sweep all of the worker's database,
+// so the file starts from empty tables: a pass over what earlier files left could outlast its tick.
 import { afterAll, expect, it } from "vitest";
 import { testConfig } from "../../support/env.js";
 import { eventually } from "../../support/pipeline.js";

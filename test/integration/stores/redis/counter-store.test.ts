@@ -1,12 +1,12 @@
 // The feed read (read-targets.lua: one call on a standalone Redis, one per master on a cluster)
 // answers what plain commands read of the same targets.
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Counts, LikeableTarget, Target, TargetReadout } from "../../../../src/domain/model/index.js";
 import type { RedisClient } from "../../../../src/stores/redis/client.js";
 import { createCounterStore } from "../../../../src/stores/redis/counter-store.js";
 import { createRedisKeys, generationField } from "../../../../src/stores/redis/keys.js";
 import { createMembershipStore } from "../../../../src/stores/redis/membership-store.js";
-import { openRedis } from "../../../support/env.js";
+import { clusterNodes, openRedis } from "../../../support/env.js";
 
 const keys = createRedisKeys(1024);
 const postCounters = ["like", "read", "comment", "collect"] as const;
@@ -16,7 +16,7 @@ let nextId = BigInt(Date.now()) * 1000n;
 
 describe.each([
   ["a standalone Redis", () => openRedis()],
-  ["a Redis Cluster", () => openRedis({ clusterNodes: inject("clusterNodes") })],
+  ["a Redis Cluster", () => openRedis({ clusterNodes: clusterNodes() })],
 ])("feed reads on %s", (_, open) => {
   let redis: RedisClient;
   beforeAll(async () => {
