@@ -152,7 +152,7 @@ async function freeClusterPorts(from: number): Promise<number> {
 
 /**
  * A 3-master Redis Cluster of the bench's own (scripts/redis-cluster.sh on free
- * ports from 7301 on, above the test suite's 7101–7106, so a bench and the suite
+ * ports from 7301 on, above the test suite's 7101–7109, so a bench and the suite
  * can run at once), empty, without AOF (the private Redis has AOF).
  */
 export async function startPrivateCluster(): Promise<BenchRedis> {

@@ -146,7 +146,8 @@ export default async function setup(project: TestProject): Promise<() => void> {
   // The root, which runs no file, needs none.
   if (project.isRootProject()) return () => {};
   const global = globalThis as WithStores;
-  global[shared] ??= startSuiteStores(project.vitest.config.maxWorkers);
+  // Pool ids run up to the largest maxWorkers of a project (a command line's --maxWorkers sets the root's only).
+  global[shared] ??= startSuiteStores(Math.max(...project.vitest.projects.map((each) => each.config.maxWorkers)));
   const stores = await global[shared];
   project.provide("redisPorts", stores.redisPorts);
   project.provide("clusterNodes", stores.clusterNodes);
