@@ -101,11 +101,6 @@ export function decodeTargetLines(text: string, targets: number, names: readonly
 }
 
 /**
- * Whether a cluster node refused a script for keys of slots it does not serve (any more, or
- * not yet). ioredis follows MOVED and ASK for the first key itself; the others only the node sees.
- */
-
-/**
  * What one read asks of each target i: whether to read its counters (else the
  * caller holds them), and how many of the viewer's shards of relation j to pass
  * (generations 0..shards-1).
