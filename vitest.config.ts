@@ -33,7 +33,7 @@ const acrossNodes = [
  * Files whose load would starve their neighbours' deadlines, or whose own deadlines are too short
  * to share the cores: the fault suite's cases, the two-API-two-worker test and the deadlines' own
  * tests, which measure a quarter of a second. They run one at a time, with no other file running.
- * Every other file shares the machine with one other, each on its worker's own database, Redis and
+ * Every other file shares the machine with two others, each on its worker's own database, Redis and
  * Redis Cluster (test/setup/global.ts): no file sees another's data.
  */
 const alone = ["test/integration/chaos.test.ts", "test/integration/process/scale-out.test.ts", "test/integration/graphql/deadlines.test.ts"];
@@ -54,14 +54,14 @@ export default defineConfig({
     maxWorkers: 3,
     // A worker runs file after file in one process, loading the service's modules once: each file
     // loading them afresh cost more CPU than the files' own tests run in the API. Test files close
-    // what they open, and the service keeps no state between the instances a file starts.
+    // what they open; what the service keeps per process (caches, a count of password hashes, the
+    // default metrics' observers) changes no answer, and tests read the count as a difference.
     isolate: false,
     // The default report, then the slowest files (test/reporters/slowest-files.ts).
     reporters: ["default", "./test/reporters/slowest-files.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Three phases, one after another (sequence.groupOrder; vitest runs a project of one file at
-    // a time after the groups):
+    // Three phases, one after another (sequence.groupOrder):
     //   0. unit tests, and every integration file but those run alone, three at a time, with the
     //      service on its worker's Redis ("single") or on its worker's Redis Cluster ("cluster");
     //   1. one at a time, the files run alone, on a single Redis;

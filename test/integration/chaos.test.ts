@@ -10,6 +10,7 @@ import { describe, expect, inject, it } from "vitest";
 import { missedTargets, type CaseResult } from "../../scripts/chaos/case-result.js";
 import { formatEvidence } from "../../scripts/chaos/report.js";
 import { runChaos } from "../../scripts/chaos/suite.js";
+import { privateDatabaseUrl } from "../support/env.js";
 
 /** What the check found, in numbers, with the evidence when any is not zero. */
 function findings(r: CaseResult) {
@@ -51,7 +52,7 @@ describe("the fault suite", () => {
       cases: ["redis-resets", "redis-stall"],
       directory: mkdtempSync(path.join(tmpdir(), "likes-chaos-test-")),
       amqpUrl: inject("amqpUrl"),
-      sharedDatabaseUrl: process.env.DATABASE_URL as string,
+      sharedDatabaseUrl: privateDatabaseUrl(),
       loadScale: 0.5,
       load: { likers: 12 },
       settleTimeoutMs: 30_000,

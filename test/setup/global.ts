@@ -85,7 +85,7 @@ function startCluster(first: number): string[] {
 }
 
 /**
- * The worker slot's database beside the one scripts/test.sh migrated (likes_test_1, likes_test_2),
+ * The worker slot's database beside the one scripts/test.sh migrated (likes_test_1, likes_test_2, …),
  * created when missing and migrated by the compiled `npm run migrate`. Tests stand in for users
  * with small made-up ids (1, 2, … up to some tens of thousands) where only an id matters; users
  * the suite registers get ids far above them, so none inherits the likes or lists a made-up user
@@ -106,18 +106,24 @@ async function startSuiteStores(workers: number): Promise<SuiteStores> {
   // built once here (incremental, seconds when nothing changed) rather than compiled by each process.
   execFileSync("bash", ["scripts/build.sh"], { stdio: "inherit" });
   const slots = Array.from({ length: workers }, (_, slot) => slot + 1);
-  // One after another, so that no two are offered the same free port.
-  const servers: { port: number; child: ChildProcess }[] = [];
-  for (const _ of slots) servers.push(await startPrivateRedis());
   // TEST_CLUSTER_PORT lets two checkouts run their suites side by side: each takes three ports per slot from it.
   const firstClusterPort = Number(process.env.TEST_CLUSTER_PORT ?? 7101);
   const clusterNodes = slots.map((slot) => startCluster(firstClusterPort + 3 * (slot - 1)));
   const baseUrl = process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/likes_test";
   const databaseUrls = await Promise.all(slots.map((slot) => prepareDatabase(baseUrl, slot)));
-  // A vhost of the run's own: queues and exchanges of the suite vanish with it.
+  // Last, so that nothing started is left running when a step before fails (the clusters are kept anyway).
+  // One after another, so that no two are offered the same free port.
+  const servers: { port: number; child: ChildProcess }[] = [];
   const vhost = `likes_test_${process.pid}`;
-  rabbitmqctl("add_vhost", vhost);
-  rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
+  try {
+    for (const _ of slots) servers.push(await startPrivateRedis());
+    // A vhost of the run's own: queues and exchanges of the suite vanish with it.
+    rabbitmqctl("add_vhost", vhost);
+    rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
+  } catch (error) {
+    for (const server of servers) server.child.kill("SIGTERM");
+    throw error;
+  }
   return {
     redisPorts: servers.map((server) => server.port),
     clusterNodes,
@@ -147,7 +153,11 @@ export default async function setup(project: TestProject): Promise<() => void> {
   if (project.isRootProject()) return () => {};
   const global = globalThis as WithStores;
   // Pool ids run up to the largest maxWorkers of a project (a command line's --maxWorkers sets the root's only).
-  global[shared] ??= startSuiteStores(Math.max(...project.vitest.projects.map((each) => each.config.maxWorkers)));
+  global[shared] ??= startSuiteStores(Math.max(...project.vitest.projects.map((each) => each.config.maxWorkers))).catch((error: unknown) => {
+    // A later run in the same process (watch mode) tries again.
+    delete global[shared];
+    throw error;
+  });
   const stores = await global[shared];
   project.provide("redisPorts", stores.redisPorts);
   project.provide("clusterNodes", stores.clusterNodes);

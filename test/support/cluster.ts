@@ -1,4 +1,4 @@
-// The suite's local Redis Cluster (scripts/redis-cluster.sh, started by test/setup)
+// The worker's local Redis Cluster (scripts/redis-cluster.sh, started by test/setup/global.ts)
 // reached through the clients the service itself opens in cluster mode.
 import { createHash } from "node:crypto";
 import { readdirSync } from "node:fs";
