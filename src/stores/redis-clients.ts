@@ -136,7 +136,12 @@ async function connectRedis({ config, logger, signal, closers }: Opening, comman
   closers.redis.push(() => {
     closingClient(client);
     return closeWithin(
-      () => client.quit(),
+      // Under Sentinels, QUIT leaves ioredis's failover detector subscribed to every Sentinel, reconnecting
+      // for as long as the process lives; disconnecting the ended client closes those connections too.
+      async () => {
+        await client.quit();
+        if (config.redisSentinels.length > 0) client.disconnect();
+      },
       () => client.disconnect(),
     );
   });

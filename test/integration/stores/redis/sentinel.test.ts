@@ -1,7 +1,8 @@
 // Redis under Sentinel: a primary, a replica and three Sentinels of the test's own
 // (redis-server --sentinel), the service configured with REDIS_SENTINELS only. It
-// finds the primary through them, and after a failover to the replica it likes and
-// reads on the new primary, with what the old one held.
+// finds the primary through them, after a failover to the replica it likes and reads on
+// the new primary, with what the old one held, and once closed it leaves no connection
+// on the Sentinels.
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSentinels, type Sentinels } from "../../../../scripts/lib/sentinels.js";
@@ -26,6 +27,8 @@ beforeAll(async () => {
   sentinels = await startSentinels(dir, name, primaryPort);
   sentinelPorts = [...sentinels.ports];
   sentinel = new Redis({ port: sentinelPorts[0], lazyConnect: true });
+  // Refused until the Sentinel listens: asked again.
+  sentinel.on("error", () => {});
   await until("the Sentinels know the replica", async () => ((await sentinel.call("SENTINEL", "REPLICAS", name)) as unknown[]).length > 0);
 }, 60_000);
 
@@ -35,10 +38,40 @@ afterAll(() => {
   servers.stop();
 });
 
+/**
+ * The connections of clients other than Sentinels and this file's own, on each Sentinel: Sentinels
+ * name theirs (sentinel-…), and the service's are unnamed.
+ */
+async function clientsOfSentinels(): Promise<number> {
+  let clients = 0;
+  const watching = String(await sentinel.client("ID"));
+  for (const port of sentinelPorts) {
+    const asking = new Redis({ port, lazyConnect: true });
+    try {
+      const own = String(await asking.client("ID"));
+      const list = String(await asking.client("LIST"));
+      const others = list.split("\n").filter((line) => line.startsWith("id=") && / name= /.test(line));
+      clients += others.filter((line) => !line.startsWith(`id=${own} `) && !(port === sentinelPorts[0] && line.startsWith(`id=${watching} `))).length;
+    } finally {
+      asking.disconnect();
+    }
+  }
+  return clients;
+}
+
 describe("Redis under Sentinel", () => {
   let api: TestApi;
   afterAll(async () => {
     await api?.close();
+  });
+
+  it("when the service closes, then it leaves no connection to the Sentinels open", async () => {
+    const closing = await startTestApi({ REDIS_SENTINELS: sentinelPorts.map((port) => `127.0.0.1:${port}`).join(","), REDIS_SENTINEL_NAME: name });
+    expect(dataOf(await closing.gql<{ __typename: string }>(`{ __typename }`)).__typename).toBe("Query");
+    // Its failover detector watches every Sentinel (ioredis's failoverDetector), on connections that outlive a QUIT.
+    expect(await clientsOfSentinels()).toBeGreaterThan(0);
+    await closing.close();
+    await until("no connection of the service is left on the Sentinels", async () => (await clientsOfSentinels()) === 0, 10_000);
   });
 
   it("when the Sentinels fail the primary over to its replica, then likes go on on the new primary, which holds the likes made before", async () => {
