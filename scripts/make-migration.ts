@@ -24,9 +24,8 @@ function migratedSchema(): string | null {
 const { databaseUrl } = loadConfig();
 const existing = await readMigrations();
 await ensureDatabase(databaseUrl);
-const engine = await openSchemaEngine(databaseUrl);
-const sql = await diffToSchema(engine, existing.length ? migratedSchema() : null);
-engine.free();
+const session = await openSchemaEngine(databaseUrl);
+const sql = await diffToSchema(session.engine, existing.length ? migratedSchema() : null).finally(() => session.close());
 if (!sql.trim() || /^-- This is an empty migration/.test(sql.trim())) {
   console.log("schema and migrations agree: nothing to write");
   process.exit(0);

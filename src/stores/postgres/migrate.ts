@@ -13,11 +13,11 @@ export interface MigrateOptions extends MigrationSettings {
  */
 export async function migrate(databaseUrl: string, options: MigrateOptions = {}): Promise<string[]> {
   await ensureDatabase(databaseUrl);
-  const engine = await openSchemaEngine(databaseUrl, options);
+  const session = await openSchemaEngine(databaseUrl, options);
   try {
-    return await applyMigrations(engine, options.upTo);
+    return await applyMigrations(session.engine, options.upTo);
   } finally {
-    engine.free();
+    await session.close();
   }
 }
 

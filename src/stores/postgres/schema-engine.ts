@@ -53,8 +53,11 @@ async function loadSchemaEngine(): Promise<typeof SchemaEngine> {
  * entirely or not at all.
  */
 class WholeScriptPg extends PrismaPg {
+  private readonly connected: { dispose(): Promise<void> }[] = [];
+
   override async connect(): ReturnType<PrismaPg["connect"]> {
     const adapter = await super.connect();
+    this.connected.push(adapter);
     const pool = adapter.underlyingDriver();
     adapter.executeScript = async (script: string) => {
       try {
@@ -68,6 +71,11 @@ class WholeScriptPg extends PrismaPg {
     };
     return adapter;
   }
+
+  /** Ends the pools of the connections the engine opened, which freeing the engine leaves open. */
+  async close(): Promise<void> {
+    await Promise.all(this.connected.splice(0).map((adapter) => adapter.dispose()));
+  }
 }
 
 /** Settings a migration reads (current_setting), handed to it as options of every connection. */
@@ -78,14 +86,31 @@ export interface MigrationSettings {
 
 let loadedEngine: Promise<typeof SchemaEngine> | undefined;
 
-export async function openSchemaEngine(databaseUrl: string, settings: MigrationSettings = {}): Promise<SchemaEngine> {
+/** The schema engine over one database, until closed. */
+export interface SchemaEngineSession {
+  readonly engine: SchemaEngine;
+  /**
+   * Frees the engine and ends its connections: left open, their idle clients keep a process
+   * alive for pg's idle timeout, ten seconds after `npm run migrate` had finished.
+   */
+  close(): Promise<void>;
+}
+
+export async function openSchemaEngine(databaseUrl: string, settings: MigrationSettings = {}): Promise<SchemaEngineSession> {
   const datamodel = await readFile(schemaPath, "utf8");
   const options = settings.relationPartitions === undefined ? [] : [`likes.relation_partitions=${settings.relationPartitions}`];
-  const adapter = bindMigrationAwareSqlAdapterFactory(new WholeScriptPg({ connectionString: withSessionOptions(databaseUrl, options) }));
+  const driver = new WholeScriptPg({ connectionString: withSessionOptions(databaseUrl, options) });
   // Instantiated once per process: a second start of the same bindings panics ("FnOnce called more than once").
   loadedEngine ??= loadSchemaEngine();
   const Engine = await loadedEngine;
-  return Engine.new({ datamodels: [["schema.prisma", datamodel]] }, () => {}, adapter);
+  const engine = await Engine.new({ datamodels: [["schema.prisma", datamodel]] }, () => {}, bindMigrationAwareSqlAdapterFactory(driver));
+  return {
+    engine,
+    async close() {
+      engine.free();
+      await driver.close();
+    },
+  };
 }
 
 interface MigrationOnDisk {
